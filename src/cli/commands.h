@@ -1,0 +1,16 @@
+// cli/commands.h: the subcommands of `slm`, each registered on the CLI11 app by its own file.
+// Owns: the registration functions and the corpus options shared by several subcommands.
+#pragma once
+#include <CLI/CLI.hpp>
+
+#include "data/corpus.h"
+
+namespace slm::cli {
+
+void add_tokenizer_commands(CLI::App& app);  // tokenizer_cmd.cpp
+void add_data_commands(CLI::App& app);       // data_cmd.cpp
+
+// --format, --separator, --jsonl-field (corpus_options.cpp).
+void add_corpus_options(CLI::App* cmd, data::CorpusOptions& o);
+
+}  // namespace slm::cli

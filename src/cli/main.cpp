@@ -1,0 +1,30 @@
+// cli/main.cpp: the `slm` command line: builds the CLI11 app from the subcommand files, runs it,
+// and turns any UserError into one line on stderr and exit code 1 (2 for command-line errors).
+#include <torch/version.h>
+
+#include <cstdio>
+
+#include "cli/commands.h"
+#include "util/error.h"
+#include "util/interrupt.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "slm: pretrain small GPT-2-class language models on your own corpus and cluster.\n"
+      "Run `slm <command> --help` for the options of each command.",
+      "slm"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("slm 0.1.0 (LibTorch ") + TORCH_VERSION + ")");
+  slm::cli::add_tokenizer_commands(app);
+  slm::cli::add_data_commands(app);
+  slm::install_interrupt_handlers();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const slm::UserError& e) {
+    std::fprintf(stderr, "slm: error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

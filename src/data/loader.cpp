@@ -1,0 +1,82 @@
+// data/loader.cpp: see loader.h.
+#include "data/loader.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+
+#include "util/error.h"
+#include "util/random.h"
+
+namespace slm::data {
+
+Loader::Loader(const std::vector<Shard>& shards, LoaderOptions opt) : shards_(shards), opt_(opt) {
+  if (opt_.seq_len < 1) throw UserError(fmt::format("sequence length {} must be >= 1", opt_.seq_len));
+  for (const Shard& s : shards_) {
+    first_.push_back(total_);
+    total_ += s.size() > opt_.seq_len ? (s.size() - 1) / opt_.seq_len : 0;
+  }
+  if (total_ == 0)
+    throw UserError(fmt::format("split has no sample of {} tokens: too little data for seq_len {}",
+                                opt_.seq_len + 1, opt_.seq_len));
+  start_epoch();
+}
+
+void Loader::start_epoch() {
+  if (!opt_.shuffle || order_epoch_ == state_.epoch) return;
+  order_.resize(static_cast<size_t>(total_));
+  for (int64_t i = 0; i < total_; ++i) order_[i] = i;
+  SplitMix64 rng(mix_seed(opt_.seed, static_cast<uint64_t>(state_.epoch)));
+  shuffle(order_, rng);
+  order_epoch_ = state_.epoch;
+}
+
+void Loader::restore(const LoaderState& s) {
+  if (s.epoch < 0 || s.cursor < 0 || s.cursor > total_)
+    throw UserError(fmt::format("loader state (epoch {}, cursor {}) does not fit this split of {} "
+                                "samples",
+                                s.epoch, s.cursor, total_));
+  state_ = s;
+  start_epoch();
+}
+
+void Loader::read_sample(int64_t g, int64_t* in, int64_t* tgt) const {
+  // The last shard whose first sample is <= g (skips shards too short to hold a sample).
+  auto it = std::upper_bound(first_.begin(), first_.end(), g);
+  size_t shard = static_cast<size_t>(it - first_.begin()) - 1;
+  const Shard& s = shards_[shard];
+  int64_t start = (g - first_[shard]) * opt_.seq_len;
+  for (int64_t t = 0; t < opt_.seq_len; ++t) {
+    in[t] = s[start + t];
+    tgt[t] = s[start + t + 1];
+  }
+}
+
+Batch Loader::next_slice(int64_t global_samples, int64_t offset, int64_t count) {
+  if (global_samples < 1 || offset < 0 || count < 0 || offset + count > global_samples)
+    throw UserError(fmt::format("batch slice [{}, {}) does not fit a global batch of {}", offset,
+                                offset + count, global_samples));
+  if (global_samples > total_)
+    throw UserError(fmt::format("global batch of {} samples is larger than the split ({} samples "
+                                "of {} tokens)",
+                                global_samples, total_, opt_.seq_len + 1));
+  if (state_.cursor + global_samples > total_) {  // not enough left: next epoch
+    state_.epoch += 1;
+    state_.cursor = 0;
+    start_epoch();
+  }
+  Batch b;
+  b.B = count;
+  b.T = opt_.seq_len;
+  b.epoch = state_.epoch;
+  b.inputs.resize(static_cast<size_t>(count * b.T));
+  b.targets.resize(b.inputs.size());
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t pos = state_.cursor + offset + i;
+    int64_t g = opt_.shuffle ? order_[pos] : pos;
+    read_sample(g, &b.inputs[i * b.T], &b.targets[i * b.T]);
+  }
+  state_.cursor += global_samples;
+  return b;
+}
+
+}  // namespace slm::data

@@ -1,0 +1,64 @@
+// data/loader.h: (input, target) batches of B x T tokens from a split's shards.
+// Owns: Loader, LoaderOptions, LoaderState, Batch.
+// A *sample* is a window of T+1 consecutive tokens inside one shard, at stride T (sample s of a
+// shard covers tokens [s*T, s*T + T]); samples never cross shards. Each epoch visits every sample
+// once, in a seeded permutation (or in order, for validation). A *global batch* is the next
+// G samples of the epoch; a rank takes a contiguous slice of it, so ranks see disjoint samples
+// and the global batch does not depend on how many ranks share it. An epoch ends when fewer than
+// G samples remain (the remainder is skipped). State is two integers; restore() resumes exactly.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "data/shard.h"
+
+namespace slm::data {
+
+struct LoaderOptions {
+  int64_t seq_len = 256;  // T: tokens per sample (targets are inputs shifted by one)
+  uint64_t seed = 1337;   // permutation seed; the epoch number is mixed in
+  bool shuffle = true;    // false: samples in order (validation)
+};
+
+struct LoaderState {
+  int64_t epoch = 0;   // completed epochs
+  int64_t cursor = 0;  // samples of this epoch already handed out (all ranks together)
+};
+
+struct Batch {
+  int64_t B = 0, T = 0;
+  std::vector<int64_t> inputs;   // (B, T) row-major
+  std::vector<int64_t> targets;  // (B, T): inputs shifted left by one token
+  int64_t epoch = 0;             // epoch these samples belong to
+};
+
+class Loader {
+ public:
+  // `shards` must outlive the Loader. Throws UserError if the shards hold no full sample.
+  Loader(const std::vector<Shard>& shards, LoaderOptions opt);
+  int64_t num_samples() const { return total_; }
+
+  // The next global batch of `global_samples`; returns the `count` samples starting at `offset`
+  // within it (a rank's slice). Every rank calls it with the same global_samples.
+  Batch next_slice(int64_t global_samples, int64_t offset, int64_t count);
+  // Uniform data parallelism: global batch = B * world, rank r takes samples [r*B, (r+1)*B).
+  Batch next(int64_t B, int rank = 0, int world = 1) {
+    return next_slice(B * world, B * rank, B);
+  }
+
+  LoaderState state() const { return state_; }
+  void restore(const LoaderState& s);
+
+ private:
+  void start_epoch();
+  void read_sample(int64_t global_index, int64_t* in, int64_t* tgt) const;
+  const std::vector<Shard>& shards_;
+  LoaderOptions opt_;
+  std::vector<int64_t> first_;  // first global sample index of each shard (prefix sums)
+  int64_t total_ = 0;
+  std::vector<int64_t> order_;  // this epoch's permutation (empty when not shuffling)
+  int64_t order_epoch_ = -1;
+  LoaderState state_;
+};
+
+}  // namespace slm::data

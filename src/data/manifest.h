@@ -1,0 +1,57 @@
+// data/manifest.h: what a prepared dataset directory holds and how it was made.
+// Owns: Manifest (tokenizer identity, sources, options, per-split shard lists and counts), its
+// JSON form (manifest.json), and open_dataset, which checks a directory against its manifest and
+// against the tokenizer a caller is about to use.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "data/corpus.h"
+#include "data/shard.h"
+
+namespace slm::data {
+
+constexpr int kManifestVersion = 1;
+
+struct ShardEntry {
+  std::string file;  // relative to the dataset directory
+  int64_t tokens = 0;
+};
+
+struct SplitInfo {
+  int64_t documents = 0;
+  int64_t bytes = 0;   // text bytes of its documents
+  int64_t tokens = 0;  // including one end-of-text token per document
+  std::vector<ShardEntry> shards;
+};
+
+struct Manifest {
+  int version = kManifestVersion;
+  std::string tokenizer_path;      // as given at preparation time
+  std::string tokenizer_identity;  // tokenizer::model_identity
+  int64_t vocab_size = 0;
+  int64_t eot_id = -1;
+  std::string eot_token;
+  int bytes_per_token = 2;
+  double val_fraction = 0;
+  uint64_t seed = 0;
+  CorpusOptions corpus;
+  std::vector<Source> sources;
+  SplitInfo train, val;
+};
+
+void write_manifest(const std::string& dir, const Manifest& m);
+Manifest read_manifest(const std::string& dir);  // UserError on a missing or malformed file
+
+struct Dataset {
+  std::string dir;
+  Manifest manifest;
+  std::vector<Shard> train, val;
+};
+
+// Opens and validates every shard listed in the manifest. If expected_tokenizer_identity is not
+// empty and differs from the manifest's, throws a UserError naming both tokenizers.
+Dataset open_dataset(const std::string& dir, const std::string& expected_tokenizer_identity = "");
+
+}  // namespace slm::data

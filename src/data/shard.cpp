@@ -1,0 +1,62 @@
+// data/shard.cpp: see shard.h.
+#include "data/shard.h"
+
+#include <cstring>
+#include <fmt/format.h>
+
+#include "util/error.h"
+
+namespace slm::data {
+
+ShardWriter::ShardWriter(const std::string& path, int bytes_per_token)
+    : file_(path), bpt_(bytes_per_token) {
+  if (bpt_ != 2 && bpt_ != 4) throw std::logic_error("bytes per token must be 2 or 4");
+  std::vector<int32_t> header(kHeaderInts, 0);  // placeholder; the real one is written at commit
+  file_.write(header.data(), kHeaderBytes);
+}
+
+void ShardWriter::append(const uint32_t* tokens, size_t n) {
+  if (count_ + static_cast<int64_t>(n) > kMaxShardTokens)
+    throw std::logic_error("shard over 2^31 tokens");
+  if (bpt_ == 4) {
+    file_.write(tokens, n * 4);
+  } else {
+    buf16_.assign(tokens, tokens + n);  // callers check ids < 65536 (bytes_per_token_for)
+    file_.write(buf16_.data(), n * 2);
+  }
+  count_ += static_cast<int64_t>(n);
+}
+
+void ShardWriter::commit() {
+  std::vector<int32_t> header(kHeaderInts, 0);
+  header[0] = bpt_ == 2 ? kMagicU16 : kMagicU32;
+  header[1] = bpt_ == 2 ? kVersionU16 : kVersionU32;
+  header[2] = static_cast<int32_t>(count_);
+  header[3] = bpt_;
+  file_.write_at(0, header.data(), kHeaderBytes);
+  file_.commit();
+}
+
+Shard::Shard(const std::string& path) : map_(path) {
+  if (static_cast<int64_t>(map_.size()) < kHeaderBytes)
+    throw UserError(fmt::format("{}: not a token shard: {} bytes, shorter than the {}-byte header",
+                                path, map_.size(), kHeaderBytes));
+  int32_t h[4];
+  std::memcpy(h, map_.data(), sizeof h);
+  if (h[0] == kMagicU16 && h[1] == kVersionU16) {
+    bpt_ = 2;
+  } else if (h[0] == kMagicU32 && h[1] == kVersionU32) {
+    bpt_ = 4;
+  } else {
+    throw UserError(fmt::format("{}: not a token shard: bad magic/version {}/{}", path, h[0], h[1]));
+  }
+  tokens_ = h[2];
+  int64_t want = kHeaderBytes + tokens_ * bpt_;
+  if (tokens_ < 0 || static_cast<int64_t>(map_.size()) != want)
+    throw UserError(fmt::format("{}: corrupt shard: header says {} tokens ({} bytes) but the file "
+                                "has {} bytes",
+                                path, tokens_, want, map_.size()));
+  base_ = map_.data() + kHeaderBytes;
+}
+
+}  // namespace slm::data

@@ -1,0 +1,131 @@
+// tokenizer/hf_files.cpp: see hf_files.h.
+#include "tokenizer/hf_files.h"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+#include <unordered_set>
+
+#include "tokenizer/byte_unicode.h"
+#include "util/error.h"
+#include "util/files.h"
+
+namespace slm::tokenizer {
+using json = nlohmann::ordered_json;
+
+static std::string token_text(const BpeModel& m, int32_t id) {
+  return m.is_special[id] ? m.id_to_bytes[id] : bytes_to_unicode_str(m.id_to_bytes[id]);
+}
+
+void save_tokenizer(const BpeModel& m, const std::string& dir, bool overwrite) {
+  AtomicDir out(dir, overwrite);
+  json vocab = json::object();
+  for (int32_t id = 0; id < m.vocab_size(); ++id)
+    if (m.present[id]) vocab[token_text(m, id)] = id;
+  std::string merges = "#version: 0.2\n";
+  for (auto [a, b] : m.merges) merges += token_text(m, a) + " " + token_text(m, b) + "\n";
+  try {
+    write_file_atomic(out.dir() + "/vocab.json", vocab.dump());
+  } catch (const json::exception&) {
+    throw UserError(fmt::format("{}: a special token is not valid UTF-8", dir));
+  }
+  write_file_atomic(out.dir() + "/merges.txt", merges);
+  if (int32_t eot = m.special_id("<|endoftext|>"); eot >= 0) {
+    json special = {{"bos_token", "<|endoftext|>"},
+                    {"eos_token", "<|endoftext|>"},
+                    {"unk_token", "<|endoftext|>"}};
+    json config = special;
+    config["tokenizer_class"] = "GPT2Tokenizer";
+    config["add_prefix_space"] = false;
+    config["model_max_length"] = 1024;
+    write_file_atomic(out.dir() + "/special_tokens_map.json", special.dump(2) + "\n");
+    write_file_atomic(out.dir() + "/tokenizer_config.json", config.dump(2) + "\n");
+  }
+  out.commit();
+}
+
+static std::string pick(const std::string& dir, const char* a, const char* b) {
+  std::string pa = dir + "/" + a, pb = dir + "/" + b;
+  if (path_exists(pa)) return pa;
+  if (path_exists(pb)) return pb;
+  if (!path_exists(dir)) throw UserError(fmt::format("{}: tokenizer directory not found", dir));
+  throw UserError(fmt::format("{}: no {} (or {}) in the tokenizer directory", dir, a, b));
+}
+
+BpeModel load_tokenizer(const std::string& dir) {
+  const std::string vocab_path = pick(dir, "vocab.json", "encoder.json");
+  const std::string merges_path = pick(dir, "merges.txt", "vocab.bpe");
+  json vocab;
+  try {
+    vocab = json::parse(read_file(vocab_path));
+  } catch (const json::exception& e) {
+    throw UserError(fmt::format("{}: not valid JSON ({})", vocab_path, e.what()));
+  }
+  if (!vocab.is_object() || vocab.empty())
+    throw UserError(fmt::format("{}: expected a non-empty object of token -> id", vocab_path));
+
+  BpeModel m;
+  std::vector<std::string> text_of;  // id -> token text as in the file
+  for (auto& [text, idv] : vocab.items()) {
+    if (!idv.is_number_integer() || idv.get<int64_t>() < 0 || idv.get<int64_t>() > (1 << 24))
+      throw UserError(fmt::format("{}: token \"{}\" has a bad id", vocab_path, text));
+    auto id = static_cast<size_t>(idv.get<int64_t>());
+    if (id >= text_of.size()) {
+      text_of.resize(id + 1);
+      m.present.resize(id + 1, false);
+    }
+    if (m.present[id]) throw UserError(fmt::format("{}: id {} is used twice", vocab_path, id));
+    m.present[id] = true;
+    text_of[id] = text;
+  }
+  std::unordered_map<std::string, int32_t> id_of_text;
+  for (size_t id = 0; id < text_of.size(); ++id)
+    if (m.present[id]) id_of_text[text_of[id]] = static_cast<int32_t>(id);
+
+  std::string merges = read_file(merges_path);
+  std::unordered_set<int32_t> merged;
+  size_t line_no = 0;
+  for (size_t pos = 0; pos < merges.size();) {
+    size_t nl = merges.find('\n', pos);
+    if (nl == std::string::npos) nl = merges.size();
+    std::string line = merges.substr(pos, nl - pos);
+    pos = nl + 1;
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty() || (line_no == 1 && line.rfind("#version", 0) == 0)) continue;
+    size_t sp = line.find(' ');
+    if (sp == std::string::npos || line.find(' ', sp + 1) != std::string::npos)
+      throw UserError(fmt::format("{}:{}: expected two tokens separated by one space", merges_path,
+                                  line_no));
+    std::string a = line.substr(0, sp), b = line.substr(sp + 1);
+    auto ia = id_of_text.find(a), ib = id_of_text.find(b), ir = id_of_text.find(a + b);
+    for (auto [it, t] : {std::pair{ia, &a}, std::pair{ib, &b}})
+      if (it == id_of_text.end())
+        throw UserError(fmt::format("{}:{}: token \"{}\" is not in {}", merges_path, line_no, *t,
+                                    vocab_path));
+    if (ir == id_of_text.end())
+      throw UserError(fmt::format("{}:{}: merged token \"{}\" is not in {}", merges_path, line_no,
+                                  a + b, vocab_path));
+    m.merges.emplace_back(ia->second, ib->second);
+    merged.insert(ir->second);
+  }
+
+  m.id_to_bytes.resize(text_of.size());
+  m.is_special.assign(text_of.size(), false);
+  for (size_t id = 0; id < text_of.size(); ++id) {
+    if (!m.present[id]) continue;
+    std::optional<std::string> bytes = unicode_str_to_bytes(text_of[id]);
+    bool is_byte = bytes && bytes->size() == 1;
+    bool is_merge = merged.count(static_cast<int32_t>(id)) > 0;
+    if (bytes && (is_byte || is_merge)) {
+      m.id_to_bytes[id] = *bytes;
+    } else {
+      m.is_special[id] = true;  // neither a byte nor a merge result: an added/special token
+      m.id_to_bytes[id] = text_of[id];
+    }
+  }
+  index_model(m, vocab_path);
+  return m;
+}
+
+}  // namespace slm::tokenizer

@@ -1,0 +1,19 @@
+// tokenizer/hf_files.h: a tokenizer on disk in the GPT-2 / Hugging Face format.
+// Owns: save_tokenizer and load_tokenizer. A tokenizer directory holds vocab.json (token -> id,
+// tokens in GPT-2's byte-unicode alphabet) and merges.txt ("#version: 0.2" then one "a b" merge
+// per line, by rank), plus tokenizer_config.json and special_tokens_map.json so that
+// transformers' GPT2Tokenizer.from_pretrained(dir) loads it. OpenAI's original names
+// (encoder.json, vocab.bpe) load too. Specials are the vocabulary entries that are neither a
+// byte nor the result of a merge (GPT-2's "<|endoftext|>"). Errors name the file and line.
+#pragma once
+#include <string>
+
+#include "tokenizer/bpe_model.h"
+
+namespace slm::tokenizer {
+
+// Writes `dir` atomically (AtomicDir); refuses to replace an existing one unless overwrite.
+void save_tokenizer(const BpeModel& m, const std::string& dir, bool overwrite);
+BpeModel load_tokenizer(const std::string& dir);
+
+}  // namespace slm::tokenizer

@@ -1,0 +1,21 @@
+// util/hash.cpp: see hash.h.
+#include "util/hash.h"
+
+#include <fmt/format.h>
+#include <xxhash.h>
+
+#include "util/files.h"
+
+namespace slm {
+
+std::string hash_hex(std::string_view bytes) {
+  XXH128_hash_t h = XXH3_128bits(bytes.data(), bytes.size());
+  return fmt::format("{:016x}{:016x}", h.high64, h.low64);
+}
+
+std::string hash_file_hex(const std::string& path) {
+  MappedFile m(path);
+  return hash_hex(m.view());
+}
+
+}  // namespace slm

@@ -1,0 +1,56 @@
+# tests/e2e/cli_errors.sh: bad input gives one clear line and a non-zero exit, never a crash,
+# a hang or partial output (issue 2, "Bad input").
+source "$(dirname "$0")/lib.sh"
+cd "$WORK"
+printf 'hello world\n\nsecond document here\n\nthird one, the last\n' > corpus.txt
+"$SLM" tokenizer train corpus.txt --vocab-size 300 --out tok -q >/dev/null
+"$SLM" tokenizer train corpus.txt --vocab-size 300 --special '<|x|>' --out tok2 -q >/dev/null
+"$SLM" data prepare corpus.txt -t tok --separator blank --val-fraction 0.34 --out ds -q >/dev/null
+
+"$SLM" --help | grep -q tokenizer || fail "slm --help"
+"$SLM" data prepare --help | grep -q -- '--val-fraction FLOAT=0.05' || fail "defaults in help"
+expect_error "nope.txt: no such file or directory" "$SLM" tokenizer train nope.txt --out t1
+: > empty.txt
+expect_error "corpus is empty" "$SLM" tokenizer train empty.txt --out t1
+expect_error "vocab size 100 is smaller than 256 bytes + 1 special tokens" \
+  "$SLM" tokenizer train corpus.txt --vocab-size 100 --out t1
+expect_error "tok: already exists (pass --force" "$SLM" tokenizer train corpus.txt --out tok -q
+expect_error "missing: tokenizer directory not found" \
+  "$SLM" data prepare corpus.txt -t missing --out d1
+printf '{"text": "a"}\n{oops\n' > bad.jsonl
+expect_error "bad.jsonl:2: not valid JSON" "$SLM" data prepare bad.jsonl -t tok --out d1
+expect_error "has no special token \"<|endoftext|>\"" "$SLM" data prepare corpus.txt -t tok2 --out d1
+expect_error "--val-fraction 0.9 is outside" \
+  "$SLM" data prepare corpus.txt -t tok --separator blank --val-fraction 0.9 --out d1
+[ ! -e t1 ] && [ ! -e d1 ] || fail "partial output left after errors"
+expect_clean .
+
+cp -r ds bad_magic && printf 'XXXX' | dd of=bad_magic/train_000000.bin conv=notrunc status=none
+expect_error "train_000000.bin: not a token shard: bad magic" "$SLM" data info bad_magic
+cp -r ds truncated && truncate -s -1 truncated/val_000000.bin
+expect_error "val_000000.bin: corrupt shard: header says" "$SLM" data info truncated
+expect_error "prepared with a different tokenizer" "$SLM" data info ds -t tok2
+expect_error "no-such-ds: dataset directory not found" "$SLM" data info no-such-ds
+echo '{"format": "slmtrain-dataset", "version": 1}' > ds/manifest.json
+expect_error "malformed manifest" "$SLM" data info ds
+printf '12 abc\n' > ids.txt
+expect_error "\"abc\" is not a token id" "$SLM" tokenizer decode -t tok ids.txt
+echo 999999 | expect_error "token id 999999 is not in the vocabulary" "$SLM" tokenizer decode -t tok
+
+# Interrupted preparation leaves either nothing or the complete dataset, never a partial one.
+for i in $(seq 400); do cat corpus.txt; done > big.txt
+for i in $(seq 6); do cat big.txt big.txt big.txt big.txt big.txt; done > bigger.txt
+"$SLM" data prepare bigger.txt big.txt -t tok --separator blank --out int -q --threads 1 &
+pid=$!
+sleep 0.3
+kill -INT $pid 2>/dev/null || true
+rc=0; wait $pid || rc=$?
+if [ -e int ]; then
+  "$SLM" data info int >/dev/null || fail "interrupted run left a broken dataset"
+  echo "ok: finished before the signal (rc=$rc)"
+else
+  [ "$rc" -ne 0 ] || fail "interrupted run exited 0 without output"
+  echo "ok: interrupted (rc=$rc), no output"
+fi
+expect_clean .
+echo "cli_errors: all passed"

@@ -1,0 +1,95 @@
+// tests/tokenizer/hf_files_test.cpp: vocab.json + merges.txt in GPT-2 / Hugging Face format:
+// save/load round trip, loading hand-written GPT-2-format files (OpenAI names too), errors.
+#include "tokenizer/hf_files.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "test_util.h"
+#include "tokenizer/bpe_train.h"
+#include "tokenizer/byte_unicode.h"
+#include "tokenizer/encoder.h"
+#include "util/error.h"
+#include "util/files.h"
+
+namespace slm::tokenizer {
+
+static std::string error_of(const std::string& dir) {
+  try {
+    load_tokenizer(dir);
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(HfFiles, SaveLoadRoundTrip) {
+  TrainOptions opt;
+  opt.vocab_size = 500;
+  BpeModel m = train_bpe(count_words({test::sample_text()}, 1), opt);
+  test::TempDir tmp;
+  save_tokenizer(m, tmp / "tok", false);
+  BpeModel back = load_tokenizer(tmp / "tok");
+  EXPECT_EQ(model_identity(back), model_identity(m));
+  EXPECT_EQ(back.special_id("<|endoftext|>"), back.vocab_size() - 1);
+  Encoder e1(m), e2(back);
+  std::vector<uint32_t> a, b;
+  e1.encode(test::sample_text(), a);
+  e2.encode(test::sample_text(), b);
+  EXPECT_EQ(a, b);
+  std::string merges = read_file(tmp / "tok/merges.txt");
+  EXPECT_EQ(merges.rfind("#version: 0.2\n", 0), 0u);
+  auto cfg = nlohmann::json::parse(read_file(tmp / "tok/tokenizer_config.json"));
+  EXPECT_EQ(cfg["tokenizer_class"], "GPT2Tokenizer");
+  EXPECT_THROW(save_tokenizer(m, tmp / "tok", false), UserError);  // exists, no overwrite
+}
+
+// A miniature of GPT-2's own files: 256 byte tokens in GPT-2's order, merges "Ġ t", "h e",
+// "Ġt he", and <|endoftext|> last, under OpenAI's original names.
+TEST(HfFiles, LoadsGpt2FormatFiles) {
+  test::TempDir tmp;
+  nlohmann::ordered_json vocab;
+  for (int i = 0; i < 256; ++i) vocab[byte_to_unicode()[base_byte_order()[i]]] = i;
+  const std::string G = "\xC4\xA0";  // 'Ġ' = space
+  vocab[G + "t"] = 256;
+  vocab["he"] = 257;
+  vocab[G + "the"] = 258;
+  vocab["<|endoftext|>"] = 259;
+  test::write(tmp / "gpt2/encoder.json", vocab.dump());
+  test::write(tmp / "gpt2/vocab.bpe", "#version: 0.2\n" + G + " t\nh e\n" + G + "t he\n");
+  BpeModel m = load_tokenizer(tmp / "gpt2");
+  EXPECT_EQ(m.vocab_size(), 260);
+  EXPECT_EQ(m.special_id("<|endoftext|>"), 259);
+  EXPECT_EQ(m.id_to_bytes[258], " the");
+  Encoder enc(m);
+  std::vector<uint32_t> ids;
+  enc.encode("the the", ids);
+  // "the" -> t + he (t=83, "he"=257); " the" -> 258
+  EXPECT_EQ(ids, (std::vector<uint32_t>{83, 257, 258}));
+}
+
+TEST(HfFiles, ErrorsNameFileAndLine) {
+  test::TempDir tmp;
+  EXPECT_NE(error_of(tmp / "missing").find("tokenizer directory not found"), std::string::npos);
+  test::write(tmp / "a/vocab.json", "{not json");
+  test::write(tmp / "a/merges.txt", "#version: 0.2\n");
+  EXPECT_NE(error_of(tmp / "a").find("vocab.json: not valid JSON"), std::string::npos);
+
+  nlohmann::ordered_json vocab;
+  for (int i = 0; i < 256; ++i) vocab[byte_to_unicode()[base_byte_order()[i]]] = i;
+  test::write(tmp / "b/vocab.json", vocab.dump());
+  test::write(tmp / "b/merges.txt", "#version: 0.2\na b\nx yz\n");
+  EXPECT_NE(error_of(tmp / "b").find("merges.txt:2: merged token \"ab\" is not in"),
+            std::string::npos)
+      << error_of(tmp / "b");
+
+  vocab.erase("A");
+  test::write(tmp / "c/vocab.json", vocab.dump());
+  test::write(tmp / "c/merges.txt", "");
+  EXPECT_NE(error_of(tmp / "c").find("no token for byte 0x41"), std::string::npos);
+  test::write(tmp / "d/vocab.json", "{}");
+  EXPECT_NE(error_of(tmp / "d").find("no merges.txt"), std::string::npos);
+}
+
+}  // namespace slm::tokenizer
