@@ -11,7 +11,7 @@
 #include "util/files.h"
 
 namespace slm::tokenizer {
-using json = nlohmann::ordered_json;
+using json = nlohmann::json;  // not ordered_json: its per-key linear search is quadratic here
 
 static std::string token_text(const BpeModel& m, int32_t id) {
   return m.is_special[id] ? m.id_to_bytes[id] : bytes_to_unicode_str(m.id_to_bytes[id]);
@@ -19,22 +19,25 @@ static std::string token_text(const BpeModel& m, int32_t id) {
 
 void save_tokenizer(const BpeModel& m, const std::string& dir, bool overwrite) {
   AtomicDir out(dir, overwrite);
-  json vocab = json::object();
-  for (int32_t id = 0; id < m.vocab_size(); ++id)
-    if (m.present[id]) vocab[token_text(m, id)] = id;
-  std::string merges = "#version: 0.2\n";
-  for (auto [a, b] : m.merges) merges += token_text(m, a) + " " + token_text(m, b) + "\n";
+  std::string vocab = "{";  // written by hand to keep id order
   try {
-    write_file_atomic(out.dir() + "/vocab.json", vocab.dump());
+    for (int32_t id = 0; id < m.vocab_size(); ++id)
+      if (m.present[id])
+        vocab += (vocab.size() > 1 ? ", " : "") + json(token_text(m, id)).dump() + ": " +
+                 std::to_string(id);
   } catch (const json::exception&) {
     throw UserError(fmt::format("{}: a special token is not valid UTF-8", dir));
   }
+  vocab += "}";
+  std::string merges = "#version: 0.2\n";
+  for (auto [a, b] : m.merges) merges += token_text(m, a) + " " + token_text(m, b) + "\n";
+  write_file_atomic(out.dir() + "/vocab.json", vocab);
   write_file_atomic(out.dir() + "/merges.txt", merges);
   if (int32_t eot = m.special_id("<|endoftext|>"); eot >= 0) {
-    json special = {{"bos_token", "<|endoftext|>"},
+    nlohmann::ordered_json special = {{"bos_token", "<|endoftext|>"},
                     {"eos_token", "<|endoftext|>"},
                     {"unk_token", "<|endoftext|>"}};
-    json config = special;
+    nlohmann::ordered_json config = special;
     config["tokenizer_class"] = "GPT2Tokenizer";
     config["add_prefix_space"] = false;
     config["model_max_length"] = 1024;
