@@ -1,5 +1,6 @@
 // cli/main.cpp: the `slm` command line: builds the CLI11 app from the subcommand files, runs it,
-// and turns any UserError into one line on stderr and exit code 1 (2 for command-line errors).
+// and turns any UserError into one line on stderr and exit code 1 (2 for command-line errors,
+// 3 for an internal error, also reported in one line).
 #include <torch/version.h>
 
 #include <cstdio>
@@ -25,6 +26,9 @@ int main(int argc, char** argv) {
   } catch (const slm::UserError& e) {
     std::fprintf(stderr, "slm: error: %s\n", e.what());
     return 1;
+  } catch (const std::exception& e) {  // a bug or a resource limit: still one line, no abort
+    std::fprintf(stderr, "slm: internal error: %s\n", e.what());
+    return 3;
   }
   return 0;
 }

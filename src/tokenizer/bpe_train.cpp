@@ -20,22 +20,30 @@ struct Word {
 
 using PairDelta = std::vector<std::pair<uint64_t, int>>;
 
-// Merges every (a, b) in w left to right into `result`; records each pair count change.
+// Merges every (a, b) in w left to right into `result` in one pass (linear even for a word of
+// millions of symbols); records each pair count change. The left neighbour of a merge is the
+// output so far (possibly an earlier `result`), the right one still the input.
 void merge_word(std::vector<int32_t>& w, int32_t a, int32_t b, int32_t result, PairDelta& d) {
-  for (size_t i = 0; i + 1 < w.size(); ++i) {
-    if (w[i] != a || w[i + 1] != b) continue;
-    if (i > 0) {
-      d.emplace_back(BpeModel::key(w[i - 1], a), -1);
-      d.emplace_back(BpeModel::key(w[i - 1], result), +1);
+  const size_t n = w.size();
+  size_t j = 0;  // output length; j <= i, so writing w[j] never clobbers unread input
+  for (size_t i = 0; i < n;) {
+    if (i + 1 < n && w[i] == a && w[i + 1] == b) {
+      if (j > 0) {
+        d.emplace_back(BpeModel::key(w[j - 1], a), -1);
+        d.emplace_back(BpeModel::key(w[j - 1], result), +1);
+      }
+      if (i + 2 < n) {
+        d.emplace_back(BpeModel::key(b, w[i + 2]), -1);
+        d.emplace_back(BpeModel::key(result, w[i + 2]), +1);
+      }
+      d.emplace_back(BpeModel::key(a, b), -1);
+      w[j++] = result;
+      i += 2;
+    } else {
+      w[j++] = w[i++];
     }
-    if (i + 2 < w.size()) {
-      d.emplace_back(BpeModel::key(b, w[i + 2]), -1);
-      d.emplace_back(BpeModel::key(result, w[i + 2]), +1);
-    }
-    d.emplace_back(BpeModel::key(a, b), -1);
-    w[i] = result;
-    w.erase(w.begin() + static_cast<std::ptrdiff_t>(i) + 1);
   }
+  w.resize(j);
 }
 
 struct HeapItem {

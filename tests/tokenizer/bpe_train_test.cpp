@@ -8,6 +8,9 @@
 #include "tokenizer/byte_unicode.h"
 #include "util/error.h"
 
+#include <map>
+#include <random>
+
 namespace slm::tokenizer {
 
 static std::vector<std::string> merge_strings(const BpeModel& m) {
@@ -67,6 +70,59 @@ TEST(BpeTrain, DeterministicAndThreadIndependent) {
   EXPECT_EQ(a.merges, b.merges);
   EXPECT_EQ(model_identity(a), model_identity(b));
   EXPECT_FALSE(c2.empty());
+}
+
+// Brute force: recount every pair before each merge; same tie-break (count, then smaller ids).
+static std::vector<std::pair<int32_t, int32_t>> naive_merges(const WordCounts& wc, int merges,
+                                                              int64_t min_freq) {
+  std::vector<std::pair<std::vector<int32_t>, int64_t>> words;
+  BpeModel base = train_bpe({}, TrainOptions{256, 1, {}});  // just the byte ids
+  for (const auto& [w, n] : wc) {
+    std::vector<int32_t> s;
+    for (unsigned char ch : w) s.push_back(base.byte_id[ch]);
+    words.emplace_back(s, n);
+  }
+  std::vector<std::pair<int32_t, int32_t>> out;
+  for (int32_t next_id = 256; static_cast<int>(out.size()) < merges; ++next_id) {
+    std::map<std::pair<int32_t, int32_t>, int64_t> count;
+    for (const auto& [s, n] : words)
+      for (size_t i = 0; i + 1 < s.size(); ++i) count[{s[i], s[i + 1]}] += n;
+    std::pair<int32_t, int32_t> best{-1, -1};
+    int64_t best_n = 0;
+    for (const auto& [p, n] : count)
+      if (n > best_n) best = p, best_n = n;  // map order: the first max has the smallest ids
+    if (best_n < min_freq || best_n == 0) break;
+    out.push_back(best);
+    for (auto& [s, n] : words) {
+      std::vector<int32_t> t;
+      for (size_t i = 0; i < s.size(); ++i) {
+        if (i + 1 < s.size() && s[i] == best.first && s[i + 1] == best.second) {
+          t.push_back(next_id);
+          ++i;
+        } else {
+          t.push_back(s[i]);
+        }
+      }
+      s = t;
+    }
+  }
+  return out;
+}
+
+TEST(BpeTrain, IncrementalCountsMatchBruteForce) {
+  std::mt19937 rng(17);
+  for (int iter = 0; iter < 20; ++iter) {
+    WordCounts wc;
+    for (int i = 0; i < 30; ++i) {
+      std::string w(1 + rng() % 12, 'a');
+      for (auto& ch : w) ch = "abcab"[rng() % 5];
+      wc[w] += 1 + rng() % 5;
+    }
+    wc[std::string(500 + rng() % 100, 'a') + "b"] += 1;  // one long repetitive word
+    TrainOptions opt{256 + 40, 1, {}};
+    BpeModel m = train_bpe(wc, opt);
+    ASSERT_EQ(m.merges, naive_merges(wc, 40, 1)) << "iteration " << iter;
+  }
 }
 
 TEST(BpeTrain, RejectsBadOptions) {
