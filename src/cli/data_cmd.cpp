@@ -1,12 +1,14 @@
 // cli/data_cmd.cpp: `slm data prepare|info`.
 #include <chrono>
 #include <cstdio>
+#include <fmt/format.h>
 #include <memory>
 
 #include "cli/commands.h"
 #include "data/manifest.h"
 #include "data/prepare.h"
 #include "tokenizer/hf_files.h"
+#include "util/error.h"
 
 namespace slm::cli {
 namespace {
@@ -34,8 +36,14 @@ struct InfoArgs {
 void run_info(const InfoArgs& a) {
   std::string identity;
   if (!a.tokenizer.empty()) identity = model_identity(tokenizer::load_tokenizer(a.tokenizer));
-  data::Dataset d = data::open_dataset(a.dir, identity);  // validates every shard
+  data::Dataset d = data::open_dataset(a.dir, identity);  // validates every shard's header
   const data::Manifest& m = d.manifest;
+  for (const auto* split : {&d.train, &d.val})
+    for (const data::Shard& s : *split)
+      if (int64_t i = data::find_token_outside(s, m.vocab_size); i >= 0)
+        throw UserError(fmt::format("{}: corrupt shard: token {} at position {} is outside the "
+                                    "vocabulary of {}",
+                                    s.path(), s[i], i, m.vocab_size));
   std::printf("dataset    %s\ntokenizer  %s (identity %s, vocab %lld, %s = %lld)\n", a.dir.c_str(),
               m.tokenizer_path.c_str(), m.tokenizer_identity.substr(0, 12).c_str(),
               static_cast<long long>(m.vocab_size), m.eot_token.c_str(),
@@ -44,7 +52,8 @@ void run_info(const InfoArgs& a) {
               m.val_fraction, static_cast<unsigned long long>(m.seed));
   print_split("train", m.train);
   print_split("val", m.val);
-  std::printf("shards     all %zu valid\n", d.train.size() + d.val.size());
+  std::printf("shards     all %zu valid, every token id < %lld\n", d.train.size() + d.val.size(),
+              static_cast<long long>(m.vocab_size));
 }
 
 }  // namespace

@@ -59,4 +59,10 @@ Shard::Shard(const std::string& path) : map_(path) {
   base_ = map_.data() + kHeaderBytes;
 }
 
+int64_t find_token_outside(const Shard& s, int64_t vocab_size) {
+  for (int64_t i = 0; i < s.size(); ++i)
+    if (static_cast<int64_t>(s[i]) >= vocab_size) return i;
+  return -1;
+}
+
 }  // namespace slm::data

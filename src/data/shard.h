@@ -58,4 +58,8 @@ class Shard {
   int64_t tokens_ = 0;
 };
 
+// Index of the first token >= vocab_size, or -1 if all are inside the vocabulary. A full scan:
+// for verification (`slm data info`), not for every open.
+int64_t find_token_outside(const Shard& s, int64_t vocab_size);
+
 }  // namespace slm::data

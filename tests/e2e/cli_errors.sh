@@ -29,6 +29,9 @@ cp -r ds bad_magic && printf 'XXXX' | dd of=bad_magic/train_000000.bin conv=notr
 expect_error "train_000000.bin: not a token shard: bad magic" "$SLM" data info bad_magic
 cp -r ds truncated && truncate -s -1 truncated/val_000000.bin
 expect_error "val_000000.bin: corrupt shard: header says" "$SLM" data info truncated
+cp -r ds bad_ids && printf '\xff\xff' | dd of=bad_ids/train_000000.bin bs=1 seek=1030 conv=notrunc status=none
+expect_error "train_000000.bin: corrupt shard: token 65535 at position 3 is outside the vocabulary" \
+  "$SLM" data info bad_ids
 expect_error "prepared with a different tokenizer" "$SLM" data info ds -t tok2
 expect_error "no-such-ds: dataset directory not found" "$SLM" data info no-such-ds
 echo '{"format": "slmtrain-dataset", "version": 1}' > ds/manifest.json
