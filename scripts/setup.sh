@@ -11,13 +11,13 @@ cd "$(dirname "$0")/.."
 # Every Debian package the project needs, one per concern.
 PACKAGES=(
   cmake ninja-build g++ pkg-config ccache          # build
-  libtorch-dev libgloo-dev                          # LibTorch (CPU) + c10d Gloo headers
+  libtorch-dev libgloo-dev libopenblas0-openmp      # LibTorch (CPU), c10d Gloo headers, OpenMP BLAS
   libpcre2-dev                                      # tokenizer pre-tokenization regex (JIT)
   libcli11-dev nlohmann-json3-dev libfmt-dev        # command line, manifests, formatting
   libtomlplusplus-dev libxxhash-dev                 # configs, checksums / identities
   libgtest-dev                                      # unit tests
   fortunes                                          # the shipped default corpus
-  python3 python3-regex                             # reference GPT-2 encoder in tests only
+  python3 python3-regex python3-torch               # references in tests and benchmarks only
 )
 
 install_deps() {

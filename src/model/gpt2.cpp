@@ -1,0 +1,137 @@
+// model/gpt2.cpp: see gpt2.h.
+#include "model/gpt2.h"
+
+#include <torch/torch.h>
+#include <torch/version.h>
+
+#include <cmath>
+#include <fmt/format.h>
+
+#include "util/error.h"
+
+namespace slm::model {
+
+void validate(const GPT2Config& c) {
+  auto need = [](bool ok, const std::string& msg) {
+    if (!ok) throw UserError("model: " + msg);
+  };
+  need(c.n_layer >= 1, fmt::format("n_layer {} must be >= 1", c.n_layer));
+  need(c.n_head >= 1, fmt::format("n_head {} must be >= 1", c.n_head));
+  need(c.n_embd >= 1 && c.n_embd % c.n_head == 0,
+       fmt::format("n_head {} must divide n_embd {}", c.n_head, c.n_embd));
+  need(c.block_size >= 1, fmt::format("block_size {} must be >= 1", c.block_size));
+  need(c.vocab_size >= 1, fmt::format("vocab_size {} must be >= 1", c.vocab_size));
+  need(c.vocab_pad >= 1, fmt::format("vocab_pad {} must be >= 1", c.vocab_pad));
+  need(c.dropout >= 0 && c.dropout < 1, fmt::format("dropout {} must be in [0, 1)", c.dropout));
+}
+
+GPT2 init_gpt2(const GPT2Config& c, uint64_t seed) {
+  validate(c);
+  torch::NoGradGuard no_grad;
+  auto gen = at::detail::createCPUGenerator(seed);
+  const int64_t C = c.n_embd;
+  const double std = 0.02, proj_std = 0.02 / std::sqrt(2.0 * c.n_layer);
+  auto normal = [&](std::vector<int64_t> shape, double s) {
+    return at::empty(shape, at::kFloat).normal_(0.0, s, gen).requires_grad_(true);
+  };
+  auto zeros = [](int64_t n) { return at::zeros({n}, at::kFloat).requires_grad_(true); };
+  auto ones = [](int64_t n) { return at::ones({n}, at::kFloat).requires_grad_(true); };
+  GPT2 m;
+  m.cfg = c;
+  m.wte = normal({c.padded_vocab(), C}, std);
+  m.wpe = normal({c.block_size, C}, std);
+  for (int64_t l = 0; l < c.n_layer; ++l) {
+    Block b;
+    b.ln_1_w = ones(C), b.ln_1_b = zeros(C);
+    b.c_attn_w = normal({3 * C, C}, std), b.c_attn_b = zeros(3 * C);
+    b.attn_proj_w = normal({C, C}, proj_std), b.attn_proj_b = zeros(C);
+    b.ln_2_w = ones(C), b.ln_2_b = zeros(C);
+    b.c_fc_w = normal({4 * C, C}, std), b.c_fc_b = zeros(4 * C);
+    b.mlp_proj_w = normal({C, 4 * C}, proj_std), b.mlp_proj_b = zeros(C);
+    m.h.push_back(std::move(b));
+  }
+  m.ln_f_w = ones(C), m.ln_f_b = zeros(C);
+  return m;
+}
+
+std::vector<std::pair<std::string, at::Tensor>> named_parameters(const GPT2& m) {
+  std::vector<std::pair<std::string, at::Tensor>> out;
+  auto add = [&](std::string name, const at::Tensor& t) {
+    if (t.defined()) out.emplace_back(std::move(name), t);
+  };
+  add("wte.weight", m.wte);
+  add("wpe.weight", m.wpe);
+  for (size_t i = 0; i < m.h.size(); ++i) {
+    const Block& b = m.h[i];
+    const std::string p = fmt::format("h.{}.", m.first_layer + static_cast<int64_t>(i));
+    add(p + "ln_1.weight", b.ln_1_w), add(p + "ln_1.bias", b.ln_1_b);
+    add(p + "attn.c_attn.weight", b.c_attn_w), add(p + "attn.c_attn.bias", b.c_attn_b);
+    add(p + "attn.c_proj.weight", b.attn_proj_w), add(p + "attn.c_proj.bias", b.attn_proj_b);
+    add(p + "ln_2.weight", b.ln_2_w), add(p + "ln_2.bias", b.ln_2_b);
+    add(p + "mlp.c_fc.weight", b.c_fc_w), add(p + "mlp.c_fc.bias", b.c_fc_b);
+    add(p + "mlp.c_proj.weight", b.mlp_proj_w), add(p + "mlp.c_proj.bias", b.mlp_proj_b);
+  }
+  add("ln_f.weight", m.ln_f_w);
+  add("ln_f.bias", m.ln_f_b);
+  return out;
+}
+
+int64_t num_parameters(const GPT2& m) {
+  int64_t n = 0;
+  for (const auto& [name, t] : named_parameters(m)) n += t.numel();
+  return n;
+}
+
+at::Tensor embed(const GPT2& m, const at::Tensor& idx, bool train) {
+  const int64_t T = idx.size(1);
+  TORCH_CHECK(T <= m.cfg.block_size, "sequence length ", T, " > block_size ", m.cfg.block_size);
+  at::Tensor pos = at::arange(T, idx.options().dtype(at::kLong));
+  at::Tensor x = at::embedding(m.wte, idx) + at::embedding(m.wpe, pos);  // (B, T, C)
+  return at::dropout(x, m.cfg.dropout, train);
+}
+
+// Causal self-attention on q, k, v (B, H, T, hd) -> (B, H, T, hd).
+static at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                            double dropout, bool train) {
+#if TORCH_VERSION_MAJOR >= 2
+  return at::scaled_dot_product_attention(q, k, v, {}, train ? dropout : 0.0, /*is_causal=*/true);
+#else
+  const int64_t T = q.size(2);
+  at::Tensor att = at::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(double(q.size(-1))));
+  at::Tensor mask = at::ones({T, T}, q.options().dtype(at::kBool)).triu(1);  // future positions
+  att = at::softmax(att.masked_fill(mask, -std::numeric_limits<float>::infinity()), -1);
+  att = at::dropout(att, dropout, train);
+  return at::matmul(att, v);
+#endif
+}
+
+at::Tensor block_forward(const Block& b, const at::Tensor& x, const GPT2Config& c, bool train) {
+  const int64_t B = x.size(0), T = x.size(1), C = x.size(2), H = c.n_head;
+  // Attention: x + proj(attn(ln_1(x)))
+  at::Tensor h = at::layer_norm(x, {C}, b.ln_1_w, b.ln_1_b, 1e-5);
+  at::Tensor qkv = at::linear(h, b.c_attn_w, b.c_attn_b);  // (B, T, 3C)
+  auto parts = qkv.split(C, -1);
+  auto heads = [&](const at::Tensor& t) { return t.view({B, T, H, C / H}).transpose(1, 2); };
+  at::Tensor y = attention(heads(parts[0]), heads(parts[1]), heads(parts[2]), c.dropout, train);
+  y = y.transpose(1, 2).reshape({B, T, C});
+  at::Tensor out = x + at::dropout(at::linear(y, b.attn_proj_w, b.attn_proj_b), c.dropout, train);
+  // MLP: out + proj(gelu_tanh(fc(ln_2(out))))
+  h = at::layer_norm(out, {C}, b.ln_2_w, b.ln_2_b, 1e-5);
+  h = at::gelu(at::linear(h, b.c_fc_w, b.c_fc_b), "tanh");
+  return out + at::dropout(at::linear(h, b.mlp_proj_w, b.mlp_proj_b), c.dropout, train);
+}
+
+at::Tensor forward_logits(const GPT2& m, const at::Tensor& idx, bool train) {
+  at::Tensor x = embed(m, idx, train);
+  for (const Block& b : m.h) x = block_forward(b, x, m.cfg, train);
+  x = at::layer_norm(x, {m.cfg.n_embd}, m.ln_f_w, m.ln_f_b, 1e-5);
+  at::Tensor logits = at::linear(x, m.wte);  // (B, T, Vp), weight tied to wte
+  return logits.narrow(-1, 0, m.cfg.vocab_size);
+}
+
+at::Tensor forward_loss(const GPT2& m, const at::Tensor& idx, const at::Tensor& targets, bool train) {
+  at::Tensor logits = forward_logits(m, idx, train);
+  return at::cross_entropy_loss(logits.reshape({-1, logits.size(-1)}), targets.reshape({-1}));
+}
+
+}  // namespace slm::model

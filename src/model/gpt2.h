@@ -1,0 +1,74 @@
+// model/gpt2.h: the GPT-2 model: configuration, parameters and forward pass. No c10d here.
+// Owns: GPT2Config (+ validation), GPT2 (parameters as plain tensors under Hugging Face's names),
+// init_gpt2 (GPT-2 initialisation), named_parameters, forward_logits / forward_loss.
+// Written functionally (llm.c style) so that a pipeline stage is a GPT2 holding a range of blocks
+// (wte/wpe only on the first stage, ln_f on the last: undefined tensors are skipped), and so that
+// tensor parallelism can replace the four linear calls of a block (see block_forward).
+// Shape letters: B batch, T time (sequence), C channels (n_embd), H heads, L layers,
+// V vocabulary (from the tokenizer), Vp = V padded up to a multiple of vocab_pad.
+#pragma once
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace slm::model {
+
+struct GPT2Config {
+  int64_t n_layer = 4;       // L
+  int64_t n_head = 4;        // H; must divide n_embd
+  int64_t n_embd = 256;      // C
+  int64_t block_size = 256;  // longest sequence (context); wpe has this many rows
+  int64_t vocab_size = 0;    // V: the tokenizer's size (0 = take it from the data)
+  int64_t vocab_pad = 128;   // Vp = V rounded up to a multiple of this (fast GEMMs)
+  double dropout = 0.0;      // on attention weights, residual branches and embeddings
+  int64_t padded_vocab() const { return (vocab_size + vocab_pad - 1) / vocab_pad * vocab_pad; }
+};
+
+// Throws UserError with a one-line message naming the field, e.g. "model: n_head 3 must divide
+// n_embd 256".
+void validate(const GPT2Config& c);
+
+struct Block {
+  at::Tensor ln_1_w, ln_1_b;    // (C)
+  at::Tensor c_attn_w;          // (3C, C)  q, k, v projections, torch (out, in) layout
+  at::Tensor c_attn_b;          // (3C)
+  at::Tensor attn_proj_w;       // (C, C)   residual projection: init std / sqrt(2L)
+  at::Tensor attn_proj_b;       // (C)
+  at::Tensor ln_2_w, ln_2_b;    // (C)
+  at::Tensor c_fc_w, c_fc_b;    // (4C, C), (4C)
+  at::Tensor mlp_proj_w;        // (C, 4C)  residual projection: init std / sqrt(2L)
+  at::Tensor mlp_proj_b;        // (C)
+};
+
+struct GPT2 {
+  GPT2Config cfg;
+  at::Tensor wte;             // (Vp, C) token embedding, tied to the LM head
+  at::Tensor wpe;             // (block_size, C) learned positions
+  std::vector<Block> h;       // layers first_layer .. first_layer + h.size() - 1
+  int64_t first_layer = 0;
+  at::Tensor ln_f_w, ln_f_b;  // (C)
+};
+
+// GPT-2 initialisation: N(0, 0.02) for matrices and embeddings, N(0, 0.02/sqrt(2L)) for the two
+// residual projections, zeros for biases, ones/zeros for LayerNorm. Deterministic given seed.
+// Parameters are fp32 CPU tensors with requires_grad.
+GPT2 init_gpt2(const GPT2Config& c, uint64_t seed);
+
+// Parameters by Hugging Face GPT2LMHeadModel name ("wte.weight", "h.3.attn.c_attn.weight", ...),
+// skipping undefined ones. Tensors are shared, not copied.
+std::vector<std::pair<std::string, at::Tensor>> named_parameters(const GPT2& m);
+int64_t num_parameters(const GPT2& m);
+
+// idx (B, T) int64 -> logits (B, T, V) over the real vocabulary (padding columns dropped).
+at::Tensor forward_logits(const GPT2& m, const at::Tensor& idx, bool train);
+// Mean next-token cross-entropy of idx (B, T) against targets (B, T).
+at::Tensor forward_loss(const GPT2& m, const at::Tensor& idx, const at::Tensor& targets, bool train);
+
+// Pieces, for stages and tests: embeddings (B, T) -> (B, T, C); one block (B, T, C) -> (B, T, C).
+at::Tensor embed(const GPT2& m, const at::Tensor& idx, bool train);
+at::Tensor block_forward(const Block& b, const at::Tensor& x, const GPT2Config& c, bool train);
+
+}  // namespace slm::model
