@@ -7,9 +7,12 @@
 
 #include "cli/commands.h"
 #include "util/error.h"
+#include "train/runtime.h"
 #include "util/interrupt.h"
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "train") slm::train::reexec_with_blas_env(argc, argv);
+  slm::train::configure_process();
   CLI::App app{
       "slm: pretrain small GPT-2-class language models on your own corpus and cluster.\n"
       "Run `slm <command> --help` for the options of each command.",
@@ -18,9 +21,12 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("slm 0.1.0 (LibTorch ") + TORCH_VERSION + ")");
   slm::cli::add_tokenizer_commands(app);
   slm::cli::add_data_commands(app);
+  slm::cli::add_train_command(app);
   slm::install_interrupt_handlers();
   try {
     app.parse(argc, argv);
+  } catch (const CLI::RuntimeError& e) {  // a command's own exit code (e.g. 130 after SIGINT)
+    return e.get_exit_code();
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   } catch (const slm::UserError& e) {

@@ -24,6 +24,7 @@ void install_interrupt_handlers() {
 }
 
 bool interrupted() { return g_signal != 0; }
+int interrupt_signal() { return g_signal; }
 
 void throw_if_interrupted() {
   if (g_signal == SIGINT) throw UserError("interrupted (SIGINT); partial output removed");

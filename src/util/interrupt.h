@@ -8,6 +8,7 @@ namespace slm {
 
 void install_interrupt_handlers();  // SIGINT and SIGTERM
 bool interrupted();
+int interrupt_signal();  // the signal received, 0 if none
 void throw_if_interrupted();
 
 }  // namespace slm

@@ -1,0 +1,206 @@
+// train/config.cpp: see config.h. One table lists every field once (section, key, pointer,
+// help); parsing, overrides, unknown-key errors and the TOML dump all walk that table.
+#include "train/config.h"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <optional>
+#include <sstream>
+#include <toml++/toml.h>
+#include <variant>
+
+#include "util/error.h"
+#include "util/files.h"
+
+namespace slm::train {
+namespace {
+
+using Ptr = std::variant<int64_t*, int*, uint64_t*, double*, std::string*>;
+struct Field {
+  const char* section;
+  const char* key;
+  Ptr ptr;
+};
+
+std::vector<Field> fields(Config& c) {
+  return {
+      {"run", "dir", &c.run.dir},
+      {"model", "n_layer", &c.model.n_layer},
+      {"model", "n_head", &c.model.n_head},
+      {"model", "n_embd", &c.model.n_embd},
+      {"model", "block_size", &c.model.block_size},
+      {"model", "vocab_size", &c.model.vocab_size},
+      {"model", "vocab_pad", &c.model.vocab_pad},
+      {"model", "dropout", &c.model.dropout},
+      {"data", "dir", &c.data.dir},
+      {"data", "seed", &c.data.seed},
+      {"batch", "batch_size", &c.batch.batch_size},
+      {"batch", "micro_batch", &c.batch.micro_batch},
+      {"batch", "seq_len", &c.batch.seq_len},
+      {"optim", "lr", &c.optim.lr},
+      {"optim", "beta1", &c.optim.beta1},
+      {"optim", "beta2", &c.optim.beta2},
+      {"optim", "eps", &c.optim.eps},
+      {"optim", "weight_decay", &c.optim.weight_decay},
+      {"optim", "grad_clip", &c.optim.grad_clip},
+      {"schedule", "max_steps", &c.schedule.max_steps},
+      {"schedule", "warmup_steps", &c.schedule.warmup_steps},
+      {"schedule", "decay", &c.schedule.decay},
+      {"schedule", "min_lr_ratio", &c.schedule.min_lr_ratio},
+      {"system", "device", &c.system.device},
+      {"system", "precision", &c.system.precision},
+      {"system", "threads", &c.system.threads},
+      {"system", "seed", &c.system.seed},
+      {"eval", "every", &c.eval.every},
+      {"eval", "batches", &c.eval.batches},
+      {"log", "every", &c.log.every},
+      {"checkpoint", "every", &c.checkpoint.every},
+      {"checkpoint", "keep", &c.checkpoint.keep},
+  };
+}
+
+Field* find(std::vector<Field>& fs, const std::string& section, const std::string& key) {
+  for (Field& f : fs)
+    if (section == f.section && key == f.key) return &f;
+  return nullptr;
+}
+
+void set_from_toml(const Field& f, const toml::node& n, const std::string& where) {
+  auto bad = [&](const char* want) {
+    return UserError(fmt::format("{}: [{}] {} must be {}", where, f.section, f.key, want));
+  };
+  std::visit(
+      [&](auto* p) {
+        using T = std::remove_pointer_t<decltype(p)>;
+        if constexpr (std::is_same_v<T, std::string>) {
+          if (!n.is_string()) throw bad("a string");
+          *p = *n.value<std::string>();
+        } else if constexpr (std::is_same_v<T, double>) {
+          if (!n.is_number()) throw bad("a number");
+          *p = *n.value<double>();
+        } else {
+          if (!n.is_integer()) throw bad("an integer");
+          int64_t v = *n.value<int64_t>();
+          if (std::is_unsigned_v<T> && v < 0) throw bad("a non-negative integer");
+          *p = static_cast<T>(v);
+        }
+      },
+      f.ptr);
+}
+
+void apply_table(Config& c, const toml::table& root, const std::string& where) {
+  std::vector<Field> fs = fields(c);
+  for (const auto& [sec, node] : root) {
+    const toml::table* t = node.as_table();
+    if (!t) throw UserError(fmt::format("{}: \"{}\" is not a [section]", where, sec.str()));
+    for (const auto& [key, val] : *t) {
+      Field* f = find(fs, std::string(sec.str()), std::string(key.str()));
+      if (!f) throw UserError(fmt::format("{}: unknown key [{}] {}", where, sec.str(), key.str()));
+      set_from_toml(*f, val, where);
+    }
+  }
+}
+
+std::string value_text(const Ptr& p) {
+  return std::visit(
+      [](auto* v) -> std::string {
+        using T = std::remove_pointer_t<decltype(v)>;
+        if constexpr (std::is_same_v<T, std::string>) {
+          std::ostringstream ss;
+          ss << toml::value<std::string>(*v);
+          return ss.str();
+        } else if constexpr (std::is_same_v<T, double>) {
+          std::string s = fmt::format("{}", *v);
+          return s.find_first_of(".eEn") == std::string::npos ? s + ".0" : s;
+        } else {
+          return std::to_string(*v);
+        }
+      },
+      p);
+}
+
+}  // namespace
+
+Config parse_config_text(const std::string& text, const std::string& where) {
+  Config c;
+  try {
+    apply_table(c, toml::parse(text, where), where);
+  } catch (const toml::parse_error& e) {
+    throw UserError(fmt::format("{}:{}: {}", where, e.source().begin.line, e.description()));
+  }
+  return c;
+}
+
+Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
+  Config c = path.empty() ? Config{} : parse_config_text(read_file(path), path);
+  std::vector<Field> fs = fields(c);
+  for (const std::string& o : overrides) {
+    size_t dot = o.find('.'), eq = o.find('=');
+    if (dot == std::string::npos || eq == std::string::npos || dot > eq)
+      throw UserError(fmt::format("--set \"{}\": expected section.key=value", o));
+    std::string sec = o.substr(0, dot), key = o.substr(dot + 1, eq - dot - 1), val = o.substr(eq + 1);
+    Field* f = find(fs, sec, key);
+    if (!f) throw UserError(fmt::format("--set \"{}\": unknown key [{}] {}", o, sec, key));
+    // Parse the value as TOML; a bare word that is not valid TOML is taken as a string.
+    std::optional<toml::table> parsed;
+    try {
+      parsed = toml::parse("v = " + val);
+    } catch (const toml::parse_error&) {
+    }
+    try {
+      if (parsed && parsed->get("v")) set_from_toml(*f, *parsed->get("v"), "--set");
+      else set_from_toml(*f, toml::value<std::string>(val), "--set");
+    } catch (const UserError& e) {
+      throw UserError(fmt::format("--set \"{}\": {}", o, std::string(e.what()).substr(7)));
+    }
+  }
+  return c;
+}
+
+void validate(const Config& c) {
+  model::validate(c.model);
+  auto need = [](bool ok, const std::string& msg) {
+    if (!ok) throw UserError(msg);
+  };
+  const auto& b = c.batch;
+  need(b.batch_size >= 1, fmt::format("batch: batch_size {} must be >= 1", b.batch_size));
+  need(b.micro_batch >= 1 && b.batch_size % b.micro_batch == 0,
+       fmt::format("batch: micro_batch {} must divide batch_size {}", b.micro_batch, b.batch_size));
+  need(b.seq_len >= 0 && b.seq_len <= c.model.block_size,
+       fmt::format("batch: seq_len {} must be in [1, model.block_size = {}] (0 = block_size)",
+                   b.seq_len, c.model.block_size));
+  need(c.optim.lr > 0, fmt::format("optim: lr {} must be > 0", c.optim.lr));
+  need(c.optim.grad_clip >= 0, "optim: grad_clip must be >= 0 (0 = off)");
+  const auto& s = c.schedule;
+  need(s.max_steps >= 1, fmt::format("schedule: max_steps {} must be >= 1", s.max_steps));
+  need(s.warmup_steps >= 0, "schedule: warmup_steps must be >= 0");
+  need(s.decay == "cosine" || s.decay == "linear" || s.decay == "constant",
+       fmt::format("schedule: decay \"{}\" is not one of cosine, linear, constant", s.decay));
+  need(s.min_lr_ratio >= 0 && s.min_lr_ratio <= 1, "schedule: min_lr_ratio must be in [0, 1]");
+  need(c.system.device == "auto" || c.system.device == "cpu" || c.system.device == "cuda",
+       fmt::format("system: device \"{}\" is not one of auto, cpu, cuda", c.system.device));
+  need(c.system.precision == "auto" || c.system.precision == "fp32" || c.system.precision == "bf16",
+       fmt::format("system: precision \"{}\" is not one of auto, fp32, bf16", c.system.precision));
+  need(c.system.threads >= 0, "system: threads must be >= 0");
+  need(c.eval.every >= 0 && c.eval.batches >= 1, "eval: every must be >= 0 and batches >= 1");
+  need(c.log.every >= 1, "log: every must be >= 1");
+  need(c.checkpoint.every >= 0 && c.checkpoint.keep >= 1,
+       "checkpoint: every must be >= 0 and keep >= 1");
+  need(!c.data.dir.empty(), "data: dir is not set (a dataset from `slm data prepare`)");
+}
+
+std::string to_toml(const Config& c) {
+  Config copy = c;
+  std::string out, section;
+  for (const Field& f : fields(copy)) {
+    if (section != f.section) {
+      section = f.section;
+      out += (out.empty() ? "[" : "\n[") + section + "]\n";
+    }
+    out += fmt::format("{} = {}\n", f.key, value_text(f.ptr));
+  }
+  return out;
+}
+
+}  // namespace slm::train

@@ -1,0 +1,87 @@
+// train/config.h: the training configuration: one struct per TOML section, each field with a
+// default, a unit and a comment. Owns: Config and its sections, load_config (TOML file + `--set
+// section.key=value` overrides, unknown keys rejected by name), validate, to_toml (the effective
+// configuration written into the run folder). Components receive only their own section; only
+// cli/ and train/loop see the whole Config.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/gpt2.h"
+
+namespace slm::train {
+
+struct RunConfig {
+  std::string dir = "runs/default";  // run folder: config.toml, metrics.jsonl, checkpoints/
+};
+
+struct DataConfig {
+  std::string dir;      // prepared dataset (`slm data prepare`)
+  uint64_t seed = 1337;  // sample order of the training split
+};
+
+struct BatchConfig {
+  int64_t batch_size = 32;  // sequences per optimizer step (global batch)
+  int64_t micro_batch = 8;  // sequences per forward/backward; must divide batch_size
+  int64_t seq_len = 0;      // tokens per sequence; 0 = model.block_size
+};
+
+struct OptimConfig {
+  double lr = 6e-4;           // peak learning rate
+  double beta1 = 0.9, beta2 = 0.95, eps = 1e-8;
+  double weight_decay = 0.1;  // AdamW, on matrices only (not biases, LayerNorm, wpe)
+  double grad_clip = 1.0;     // global-norm clip; 0 = off
+};
+
+struct ScheduleConfig {
+  int64_t max_steps = 1000;     // optimizer steps in the whole run
+  int64_t warmup_steps = 100;   // linear warmup from 0 to optim.lr
+  std::string decay = "cosine";  // cosine | linear | constant, from the end of warmup to max_steps
+  double min_lr_ratio = 0.1;    // floor, as a fraction of optim.lr
+};
+
+struct SystemConfig {
+  std::string device = "auto";     // auto | cpu | cuda
+  std::string precision = "auto";  // auto | fp32 | bf16 (auto: bf16 where the device has it)
+  int threads = 0;                 // CPU threads for LibTorch; 0 = all cores
+  uint64_t seed = 1337;            // model initialisation
+};
+
+struct EvalConfig {
+  int64_t every = 100;   // validate every N steps (and at the end); 0 = never
+  int64_t batches = 20;  // micro-batches of validation data per evaluation
+};
+
+struct LogConfig {
+  int64_t every = 10;  // plain progress line every N steps when stderr is not a terminal
+};
+
+struct CheckpointConfig {
+  int64_t every = 200;  // save every N steps (and at the end and on SIGINT/SIGTERM); 0 = only those
+  int64_t keep = 3;     // newest checkpoints kept; older ones are deleted
+};
+
+struct Config {
+  RunConfig run;
+  model::GPT2Config model;
+  DataConfig data;
+  BatchConfig batch;
+  OptimConfig optim;
+  ScheduleConfig schedule;
+  SystemConfig system;
+  EvalConfig eval;
+  LogConfig log;
+  CheckpointConfig checkpoint;
+};
+
+// Defaults, then the TOML file (if not empty), then each "section.key=value" override.
+// UserError names the file, section and key.
+Config load_config(const std::string& path, const std::vector<std::string>& overrides);
+// Cross-field checks (model validity, batch divisibility, known enum values); one-line errors.
+void validate(const Config& c);
+std::string to_toml(const Config& c);
+// Same, from TOML text (used to read a run's saved configuration).
+Config parse_config_text(const std::string& text, const std::string& where);
+
+}  // namespace slm::train

@@ -1,0 +1,125 @@
+// train/loop.cpp: see loop.h.
+#include "train/loop.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "train/checkpoint.h"
+#include "train/runtime.h"
+#include "train/trainer.h"
+#include "util/error.h"
+#include "util/files.h"
+#include "util/interrupt.h"
+
+namespace slm::train {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string duration(double s) {
+  int t = static_cast<int>(s + 0.5);
+  return t >= 3600 ? fmt::format("{}h{:02d}m", t / 3600, t / 60 % 60) : fmt::format("{}m{:02d}s", t / 60, t % 60);
+}
+
+// Appends one JSON object per line and flushes, so a killed run keeps its metrics.
+struct MetricsLog {
+  FILE* f;
+  explicit MetricsLog(const std::string& path) : f(std::fopen(path.c_str(), "a")) {
+    if (!f) throw UserError(path + ": cannot open for writing");
+  }
+  ~MetricsLog() { std::fclose(f); }
+  void write(const nlohmann::json& j) {
+    std::fprintf(f, "%s\n", j.dump().c_str());
+    std::fflush(f);
+  }
+};
+
+}  // namespace
+
+int run_training(const Config& cfg_in, bool resume, int64_t stop_at) {
+  const std::string run = cfg_in.run.dir;
+  std::unique_ptr<Trainer> t = make_trainer(cfg_in);
+  const Config& cfg = t->cfg;
+  configure_cpu_threads(cfg.system.threads);
+  fs::create_directories(run);
+  std::optional<std::string> ckpt = find_latest_checkpoint(
+      run, [](const std::string& w) { std::fprintf(stderr, "warning: %s\n", w.c_str()); });
+  if (ckpt && !resume)
+    throw UserError(fmt::format("{}: has checkpoints; pass --resume to continue it, or choose "
+                                "another run.dir",
+                                run));
+  if (ckpt) {
+    load_checkpoint(*t, *ckpt);
+    std::fprintf(stderr, "resumed from %s at step %lld\n", ckpt->c_str(), static_cast<long long>(t->step));
+  } else if (resume) {
+    std::fprintf(stderr, "no checkpoint in %s: starting from step 0\n", run.c_str());
+  }
+  write_file_atomic(run + "/config.toml", to_toml(cfg));
+  MetricsLog metrics(run + "/metrics.jsonl");
+  const double flops = step_flops(cfg.model, cfg.batch.batch_size, t->seq_len);
+  std::fprintf(stderr,
+               "train: %lld parameters (L=%lld C=%lld H=%lld T=%lld V=%lld), %s %s (%s), %d threads, "
+               "batch %lld x %lld tokens (micro %lld), steps %lld..%lld -> %s\n",
+               static_cast<long long>(model::num_parameters(t->model)),
+               static_cast<long long>(cfg.model.n_layer), static_cast<long long>(cfg.model.n_embd),
+               static_cast<long long>(cfg.model.n_head), static_cast<long long>(t->seq_len),
+               static_cast<long long>(cfg.model.vocab_size), t->device.c_str(), t->precision.c_str(),
+               t->precision_reason.c_str(),
+               cpu_threads(), static_cast<long long>(cfg.batch.batch_size),
+               static_cast<long long>(t->seq_len), static_cast<long long>(cfg.batch.micro_batch),
+               static_cast<long long>(t->step), static_cast<long long>(cfg.schedule.max_steps),
+               run.c_str());
+
+  const bool tty = ::isatty(STDERR_FILENO) == 1;
+  const int64_t first = t->step;
+  auto started = std::chrono::steady_clock::now();
+  auto save = [&] {
+    std::string p = save_checkpoint(*t, run, cfg.checkpoint.keep);
+    if (tty) std::fprintf(stderr, "\n");
+    std::fprintf(stderr, "checkpoint %s\n", p.c_str());
+  };
+  auto eval = [&] {
+    double v = evaluate(*t);
+    metrics.write({{"step", t->step}, {"val_loss", v}, {"val_ppl", std::exp(v)}});
+    if (tty) std::fprintf(stderr, "\n");
+    std::fprintf(stderr, "step %lld: val loss %.4f, perplexity %.2f\n", static_cast<long long>(t->step), v,
+                 std::exp(v));
+  };
+  const int64_t end = stop_at > 0 ? std::min(stop_at, cfg.schedule.max_steps) : cfg.schedule.max_steps;
+  while (t->step < end) {
+    StepStats s = train_step(*t);
+    double step_s = s.data_s + s.forward_s + s.backward_s + s.optim_s;
+    double tflops = flops / step_s / 1e12;
+    metrics.write({{"step", t->step}, {"loss", s.loss}, {"lr", s.lr}, {"grad_norm", s.grad_norm},
+                   {"tokens", s.tokens}, {"tokens_per_s", s.tokens / step_s}, {"step_s", step_s},
+                   {"data_s", s.data_s}, {"forward_s", s.forward_s}, {"backward_s", s.backward_s},
+                   {"optim_s", s.optim_s}, {"tflops_per_device", tflops}});
+    double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    double eta = elapsed / static_cast<double>(t->step - first) * static_cast<double>(cfg.schedule.max_steps - t->step);
+    std::string line = fmt::format("step {}/{} | loss {:.4f} | lr {:.2e} | {:.0f} tok/s | {:.3f} TFLOP/s | eta {}",
+                                   t->step, cfg.schedule.max_steps, s.loss, s.lr, s.tokens / step_s,
+                                   tflops, duration(eta));
+    if (tty) std::fprintf(stderr, "\r%s\033[K", line.c_str());
+    else if (t->step % cfg.log.every == 0 || t->step == first + 1) std::fprintf(stderr, "%s\n", line.c_str());
+    const bool last = t->step == cfg.schedule.max_steps;
+    if (cfg.eval.every > 0 && (t->step % cfg.eval.every == 0 || last)) eval();
+    if ((cfg.checkpoint.every > 0 && t->step % cfg.checkpoint.every == 0) || t->step == end) save();
+    else if (interrupted()) save();
+    if (interrupted() && !last) {
+      std::fprintf(stderr, "stopped by signal at step %lld; resume with --resume\n", static_cast<long long>(t->step));
+      return interrupt_signal() == SIGINT ? 130 : 143;
+    }
+  }
+  if (tty) std::fprintf(stderr, "\n");
+  return 0;
+}
+
+}  // namespace slm::train

@@ -1,0 +1,79 @@
+// train/precision.cpp: see precision.h.
+#include "train/precision.h"
+
+#include <ATen/autocast_mode.h>
+#include <torch/cuda.h>
+#include <torch/version.h>
+
+#include "util/error.h"
+
+#include <fstream>
+#include <string>
+
+namespace slm::train {
+
+std::string resolve_device(const std::string& requested) {
+  bool cuda = torch::cuda::is_available();
+  if (requested == "cuda" && !cuda) throw UserError("system: device \"cuda\" but no CUDA device is available");
+  if (requested == "auto") return cuda ? "cuda" : "cpu";
+  return requested;
+}
+
+// AMX tile units make bf16 matmuls several times faster than fp32 (oneDNN); with AVX512-BF16
+// alone bf16 measured slower than fp32 here (2,212 vs 2,880 tok/s on the tiny preset).
+static bool cpu_has_amx_bf16() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("flags", 0) == 0) return line.find(" amx_bf16") != std::string::npos;
+  return false;
+}
+
+std::string resolve_precision(const std::string& requested, const std::string& device,
+                              std::string* why) {
+  bool cpu_bf16 = __builtin_cpu_supports("avx512bf16");
+  if (requested == "bf16" && device == "cpu" && !cpu_bf16)
+    throw UserError("system: precision bf16 needs a CPU with AVX512-BF16 (or use fp32)");
+  if (requested != "auto") {
+    *why = "as configured";
+    return requested;
+  }
+  if (device == "cpu") {
+    bool amx = cpu_bf16 && cpu_has_amx_bf16();
+    *why = amx ? "auto: CPU has AMX-BF16" : "auto: no AMX-BF16 on this CPU, fp32 is faster";
+    return amx ? "bf16" : "fp32";
+  }
+  *why = "auto: CUDA device";
+  return "bf16";
+}
+
+AutocastGuard::AutocastGuard(const std::string& precision, const std::string& device)
+    : on_(precision == "bf16"), cuda_(device == "cuda") {
+  if (!on_) return;
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+  at::DeviceType dt = cuda_ ? at::kCUDA : at::kCPU;
+  at::autocast::set_autocast_dtype(dt, at::kBFloat16);
+  at::autocast::set_autocast_enabled(dt, true);
+#else
+  if (cuda_) {
+    at::autocast::set_autocast_gpu_dtype(at::kBFloat16);
+    at::autocast::set_enabled(true);
+  } else {
+    at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
+    at::autocast::set_cpu_enabled(true);
+  }
+#endif
+}
+
+AutocastGuard::~AutocastGuard() {
+  if (!on_) return;
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+  at::autocast::set_autocast_enabled(cuda_ ? at::kCUDA : at::kCPU, false);
+#else
+  if (cuda_) at::autocast::set_enabled(false);
+  else at::autocast::set_cpu_enabled(false);
+#endif
+  at::autocast::clear_cache();
+}
+
+}  // namespace slm::train

@@ -1,0 +1,40 @@
+// train/runtime.cpp: see runtime.h.
+#include "train/runtime.h"
+
+#include <malloc.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <thread>
+#include <torch/torch.h>
+
+namespace slm::train {
+
+void reexec_with_blas_env(int argc, char** argv) {
+  if (std::getenv("SLM_NO_REEXEC")) return;
+  bool changed = false;
+  auto set_default = [&](const char* name, const char* value) {
+    if (std::getenv(name)) return;
+    ::setenv(name, value, 1);
+    changed = true;
+  };
+  if (__builtin_cpu_supports("avx512f")) set_default("OPENBLAS_CORETYPE", "SkylakeX");
+  set_default("OMP_WAIT_POLICY", "PASSIVE");
+  if (changed) ::execv("/proc/self/exe", argv);  // on failure carry on with the defaults
+  (void)argc;
+}
+
+void configure_process() {
+  if (__builtin_cpu_supports("avx512f")) ::setenv("ATEN_CPU_CAPABILITY", "avx512", 0);
+  mallopt(M_MMAP_THRESHOLD, 1 << 30);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+}
+
+void configure_cpu_threads(int threads) {
+  int n = threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  torch::set_num_threads(n);
+}
+
+int cpu_threads() { return torch::get_num_threads(); }
+
+}  // namespace slm::train

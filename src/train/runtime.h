@@ -1,0 +1,22 @@
+// train/runtime.h: process settings that make LibTorch fast on CPUs, applied automatically
+// (../shared/notes/measured-facts.md measured each one):
+//  1. OPENBLAS_CORETYPE=SkylakeX on AVX-512 CPUs that OpenBLAS misdetects, and
+//     OMP_WAIT_POLICY=PASSIVE (spinning OpenMP workers starved each other: fp32 steps 13x slower
+//     here): both are read when the libraries load, so the process re-executes itself once with
+//     them set (reexec_with_blas_env). A value the user set is kept.
+//  2. ATEN_CPU_CAPABILITY=avx512 and 3. glibc malloc thresholds raised (no page-fault storm):
+//     set at the top of main (configure_process).
+//  4. torch::set_num_threads (configure_cpu_threads).
+// The OpenMP flavour of OpenBLAS is selected at link time (CMakeLists.txt, RPATH).
+#pragma once
+
+namespace slm::train {
+
+// Call first in main with the command line. May not return (execv). No-op when both variables
+// are already set or SLM_NO_REEXEC is set.
+void reexec_with_blas_env(int argc, char** argv);
+void configure_process();
+void configure_cpu_threads(int threads);  // 0 = all cores
+int cpu_threads();
+
+}  // namespace slm::train

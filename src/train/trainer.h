@@ -1,0 +1,56 @@
+// train/trainer.h: everything one training run holds, built once by make_trainer.
+// Owns: Trainer (config, dataset, loaders, model, optimizer, device, precision, step counter),
+// make_trainer, and the per-step and evaluation verbs (step.cpp). No I/O besides opening data.
+#pragma once
+#include <ATen/core/Tensor.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "data/loader.h"
+#include "data/manifest.h"
+#include "model/gpt2.h"
+#include "train/config.h"
+
+namespace torch::optim {
+class Optimizer;
+}
+
+namespace slm::train {
+
+struct Trainer {
+  Config cfg;                   // effective configuration (model.vocab_size filled in)
+  data::Dataset data;           // memory-mapped shards
+  std::unique_ptr<data::Loader> train_loader;
+  model::GPT2 model;
+  std::vector<at::Tensor> params;  // in named_parameters order
+  std::unique_ptr<torch::optim::Optimizer> optim;
+  std::string device;     // "cpu" | "cuda"
+  std::string precision;  // "fp32" | "bf16"
+  std::string precision_reason;  // why, for the log
+  int64_t seq_len = 0;    // T
+  int64_t step = 0;       // optimizer steps done
+  ~Trainer();
+};
+
+// Opens the dataset (checking the tokenizer and model vocabulary), resolves device, precision and
+// seq_len, initialises the model and optimizer. UserError on inconsistent settings.
+std::unique_ptr<Trainer> make_trainer(const Config& cfg);
+
+struct StepStats {
+  double loss = 0, grad_norm = 0, lr = 0;
+  int64_t tokens = 0;
+  double data_s = 0, forward_s = 0, backward_s = 0, optim_s = 0;
+};
+
+// One optimizer step over batch_size / micro_batch micro-batches (step.cpp).
+StepStats train_step(Trainer& t);
+// Mean validation loss over eval.batches micro-batches from the start of the validation split.
+double evaluate(Trainer& t);
+
+// FLOPs of one optimizer step by the GPT-2 scaling studies' formula (Narayanan et al.):
+// 72·B·s·h²·L·(1 + s/(6h)) + 6·B·s·h·V.
+double step_flops(const model::GPT2Config& m, int64_t batch, int64_t seq_len);
+
+}  // namespace slm::train

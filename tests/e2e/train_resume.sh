@@ -1,0 +1,97 @@
+# tests/e2e/train_resume.sh: `slm train` end to end on real text (tinyshakespeare when ../shared is
+# there, else the fortunes corpus, else generated text): the loss goes down; 2N straight steps and
+# N steps + --resume + N steps give bit-identical losses; a corrupt newest checkpoint is skipped
+# with a warning and the run still reproduces the straight losses; bad configs, a checkpoint of
+# another model and data of another tokenizer give one-line errors.
+source "$(dirname "$0")/lib.sh"
+cd "$WORK"
+corpus=${SHARED:+$SHARED/tinyshakespeare.txt}
+[ -f "${corpus:-}" ] || corpus=/usr/share/games/fortunes
+[ -e "$corpus" ] || { corpus=$WORK/gen.txt; for i in $(seq 3000); do echo "Line $i: the fox $((i % 7)) jumps over the dog."; echo; done > "$corpus"; }
+"$SLM" tokenizer train "$corpus" --vocab-size 512 --out tok -q >/dev/null
+"$SLM" data prepare "$corpus" -t tok --separator blank --val-fraction 0.02 --out data -q >/dev/null
+COMMON=(--set data.dir=data --set model.n_layer=2 --set model.n_head=2 --set model.n_embd=64
+        --set model.block_size=64 --set batch.batch_size=8 --set batch.micro_batch=4
+        --set optim.lr=3e-3 --set schedule.warmup_steps=4 --set system.threads=2
+        --set eval.every=10 --set eval.batches=4 --set log.every=10)
+losses() { python3 -c "
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if '\"loss\"' in l]
+print(' '.join(repr(r['loss']) for r in rows if r['step'] > int(sys.argv[2])))" "$1" "$2"; }
+
+# 1. A few dozen steps: the loss goes down.
+"$SLM" train -c /dev/null "${COMMON[@]}" --set schedule.max_steps=40 --set run.dir=r40 2> r40.log \
+  || { cat r40.log; fail "training failed"; }
+python3 - r40/metrics.jsonl <<'PY' || fail "loss did not go down"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+train = [r["loss"] for r in rows if "loss" in r]
+val = [r["val_loss"] for r in rows if "val_loss" in r]
+first, last = sum(train[:3]) / 3, sum(train[-3:]) / 3
+print(f"loss {first:.3f} -> {last:.3f}; val {val[0]:.3f} -> {val[-1]:.3f}")
+assert len(train) == 40 and last < first - 0.5 and val[-1] < val[0]
+PY
+[ -f r40/config.toml ] && [ -d r40/checkpoints/step_00000040 ] || fail "run folder contents"
+
+# 2. Exact resume: 12 straight vs 6 + resume + 6 (same schedule).
+"$SLM" train -c /dev/null "${COMMON[@]}" --set schedule.max_steps=12 --set run.dir=straight 2>/dev/null
+"$SLM" train -c /dev/null "${COMMON[@]}" --set schedule.max_steps=12 --set run.dir=split --stop-at 6 2>/dev/null
+[ -d split/checkpoints/step_00000006 ] || fail "no checkpoint at --stop-at"
+expect_error "split: has checkpoints; pass --resume" \
+  "$SLM" train -c /dev/null "${COMMON[@]}" --set schedule.max_steps=12 --set run.dir=split
+"$SLM" train -c /dev/null "${COMMON[@]}" --set schedule.max_steps=12 --set run.dir=split --resume 2> resume.log
+grep -q "resumed from split/checkpoints/step_00000006 at step 6" resume.log || { cat resume.log; fail "resume message"; }
+a=$(losses straight/metrics.jsonl 6); b=$(losses split/metrics.jsonl 6)
+[ -n "$a" ] && [ "$a" = "$b" ] || fail "resumed losses differ: straight [$a] vs resumed [$b]"
+echo "ok: steps 7-12 bit-identical after resume: $a"
+
+# 3. Corrupt newest checkpoint: warning, previous one used, same losses.
+"$SLM" train -c /dev/null "${COMMON[@]}" --set schedule.max_steps=12 --set checkpoint.every=2 \
+  --set run.dir=corrupt --stop-at 6 2>/dev/null
+printf 'garbage' | dd of=corrupt/checkpoints/step_00000006/model.pt bs=1 seek=100 conv=notrunc status=none
+"$SLM" train -c /dev/null "${COMMON[@]}" --set schedule.max_steps=12 --set checkpoint.every=2 \
+  --set run.dir=corrupt --resume 2> corrupt.log
+grep -q "warning: checkpoint corrupt/checkpoints/step_00000006 is corrupt (.*checksum mismatch)" corrupt.log \
+  || { cat corrupt.log; fail "no warning for the corrupt checkpoint"; }
+grep -q "resumed from corrupt/checkpoints/step_00000004 at step 4" corrupt.log || fail "did not fall back to step 4"
+c=$(losses corrupt/metrics.jsonl 6 | awk '{n=NF/2; for(i=NF-5;i<=NF;i++) printf "%s%s", $i, (i<NF?" ":"")}')
+[ "$c" = "$a" ] || fail "losses after fallback differ: [$c] vs [$a]"
+echo "ok: corrupt newest checkpoint skipped, losses identical"
+
+# 4. One-line errors.
+expect_error "model: n_head 3 must divide n_embd 64" \
+  "$SLM" train -c /dev/null "${COMMON[@]}" --set model.n_head=3 --set run.dir=e1
+expect_error "batch: batch_size 0 must be >= 1" \
+  "$SLM" train -c /dev/null "${COMMON[@]}" --set batch.batch_size=0 --set run.dir=e1
+expect_error "batch: seq_len 65 must be in [1, model.block_size = 64]" \
+  "$SLM" train -c /dev/null "${COMMON[@]}" --set batch.seq_len=65 --set run.dir=e1
+expect_error "unknown key [optim] learning_rate" \
+  "$SLM" train -c /dev/null "${COMMON[@]}" --set optim.learning_rate=1 --set run.dir=e1
+printf '[model]\nn_layers = 3\n' > bad.toml
+expect_error "bad.toml: unknown key [model] n_layers" "$SLM" train -c bad.toml --set data.dir=data
+expect_error "parameter wte.weight has shape 512x64 but the model expects 512x32; saved from a different model" \
+  "$SLM" train -c /dev/null "${COMMON[@]}" --set model.n_embd=32 --set schedule.max_steps=12 --set run.dir=split --resume
+"$SLM" tokenizer train "$corpus" --vocab-size 500 --out tok2 -q >/dev/null
+"$SLM" data prepare "$corpus" -t tok2 --separator blank --val-fraction 0.02 --out data2 -q >/dev/null
+expect_error "saved for data of another tokenizer" \
+  "$SLM" train -c /dev/null "${COMMON[@]}" --set data.dir=data2 --set model.vocab_size=0 --set schedule.max_steps=12 --set run.dir=split --resume
+expect_error "train: dataset directory not found" "$SLM" train -c /dev/null --set data.dir=train --set run.dir=e1
+# 5. Ctrl-C: a checkpoint is saved, exit code 130, and the run resumes from it.
+"$SLM" train -c /dev/null "${COMMON[@]}" --set schedule.max_steps=100000 --set eval.every=0 \
+  --set checkpoint.every=0 --set run.dir=sig 2> sig.log &
+pid=$!
+for i in $(seq 100); do grep -q "step " sig.log 2>/dev/null && break; sleep 0.1; done
+sleep 0.5
+kill -INT $pid
+rc=0; wait $pid || rc=$?
+[ "$rc" -eq 130 ] || { cat sig.log; fail "exit code after SIGINT: $rc"; }
+grep -q "stopped by signal at step" sig.log || fail "no stop message"
+ls sig/checkpoints | grep -q step_ || fail "no checkpoint after SIGINT"
+"$SLM" train -c /dev/null "${COMMON[@]}" --set schedule.max_steps=100000 --set run.dir=sig \
+  --resume --stop-at $(( $(ls sig/checkpoints | sed 's/step_0*//' | sort -n | tail -1) + 1 )) 2> sig2.log \
+  || { cat sig2.log; fail "resume after SIGINT"; }
+grep -q "resumed from" sig2.log || fail "did not resume after SIGINT"
+echo "ok: SIGINT saved a checkpoint (exit 130) and the run resumed"
+expect_clean straight/checkpoints
+expect_clean sig/checkpoints
+echo "train_resume: all passed"

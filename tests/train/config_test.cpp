@@ -1,0 +1,69 @@
+// tests/train/config_test.cpp: TOML configuration: defaults, file + overrides, typed values,
+// unknown keys rejected by name, the saved effective config reads back identically; LR schedule.
+#include "train/config.h"
+
+#include <gtest/gtest.h>
+
+#include "test_util.h"
+#include "train/optim.h"
+#include "util/error.h"
+
+namespace slm::train {
+
+static std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Config, FileThenOverrides) {
+  test::TempDir tmp;
+  test::write(tmp / "c.toml", "[model]\nn_layer = 6\n[optim]\nlr = 1\n[schedule]\ndecay = 'linear'\n");
+  Config c = load_config(tmp / "c.toml", {"model.n_layer=8", "data.dir=some/dir", "optim.beta2=0.99",
+                                          "schedule.decay=constant"});
+  EXPECT_EQ(c.model.n_layer, 8);
+  EXPECT_EQ(c.model.n_embd, 256);  // default kept
+  EXPECT_EQ(c.optim.lr, 1.0);      // an integer is accepted for a float
+  EXPECT_EQ(c.optim.beta2, 0.99);
+  EXPECT_EQ(c.data.dir, "some/dir");  // bare word taken as a string
+  EXPECT_EQ(c.schedule.decay, "constant");
+  Config back = parse_config_text(to_toml(c), "saved");
+  EXPECT_EQ(to_toml(back), to_toml(c));
+}
+
+TEST(Config, ErrorsNameTheKey) {
+  test::TempDir tmp;
+  test::write(tmp / "bad.toml", "[model]\nn_layers = 6\n");
+  EXPECT_EQ(error_of([&] { load_config(tmp / "bad.toml", {}); }),
+            tmp / "bad.toml" + ": unknown key [model] n_layers");
+  EXPECT_EQ(error_of([&] { load_config("", {"model.n_layer=six"}); }),
+            "--set \"model.n_layer=six\": [model] n_layer must be an integer");
+  EXPECT_EQ(error_of([&] { load_config("", {"nodot"}); }), "--set \"nodot\": expected section.key=value");
+  test::write(tmp / "syntax.toml", "[model\n");
+  EXPECT_NE(error_of([&] { load_config(tmp / "syntax.toml", {}); }).find("syntax.toml:1:"), std::string::npos);
+  Config c = load_config("", {"data.dir=x", "model.vocab_size=100"});
+  validate(c);
+  c.batch.micro_batch = 5;
+  EXPECT_EQ(error_of([&] { validate(c); }), "batch: micro_batch 5 must divide batch_size 32");
+  c = load_config("", {"data.dir=x", "model.vocab_size=100", "system.precision=fp16"});
+  EXPECT_NE(error_of([&] { validate(c); }).find("precision \"fp16\""), std::string::npos);
+}
+
+TEST(Schedule, WarmupThenCosineOrLinearToFloor) {
+  ScheduleConfig s;
+  s.max_steps = 110, s.warmup_steps = 10, s.min_lr_ratio = 0.1;
+  EXPECT_DOUBLE_EQ(lr_at(s, 1.0, 0), 0.1);
+  EXPECT_DOUBLE_EQ(lr_at(s, 1.0, 9), 1.0);
+  EXPECT_DOUBLE_EQ(lr_at(s, 1.0, 10), 1.0);
+  EXPECT_NEAR(lr_at(s, 1.0, 60), 0.55, 1e-12);  // halfway: floor + (1 - floor) / 2
+  EXPECT_NEAR(lr_at(s, 1.0, 110), 0.1, 1e-12);
+  s.decay = "linear";
+  EXPECT_NEAR(lr_at(s, 1.0, 35), 1.0 - 0.9 * 0.25, 1e-12);
+  s.decay = "constant";
+  EXPECT_DOUBLE_EQ(lr_at(s, 1.0, 100), 1.0);
+}
+
+}  // namespace slm::train
