@@ -40,13 +40,18 @@ build() {
 }
 
 demo() {
-  # The main job at this stage: train a tokenizer on the default corpus and prepare token shards.
+  # The main job at this stage: train a tokenizer on the default corpus, prepare token shards,
+  # pretrain a tiny GPT-2 on them.
   local corpus=/usr/share/games/fortunes out=runs/demo
   mkdir -p "$out"
   build/slm tokenizer train "$corpus" --vocab-size 4096 --separator '\n%\n' --out "$out/tokenizer" --force
   build/slm data prepare "$corpus" --tokenizer "$out/tokenizer" --separator '\n%\n' \
     --val-fraction 0.05 --out "$out/data" --force
   build/slm data info "$out/data"
+  # A short pretraining run of the tiny preset (about two minutes on 2 cores); re-running setup
+  # resumes it (a finished run is left as it is).
+  build/slm train -c configs/tiny.toml --set data.dir="$out/data" --set run.dir="$out/train" \
+    --set schedule.max_steps=60 --set schedule.warmup_steps=10 --set eval.every=20 --resume
 }
 
 case "${1:-}" in

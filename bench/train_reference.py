@@ -1,0 +1,56 @@
+# bench/train_reference.py: the same GPT-2 training step in Python PyTorch, for side-by-side
+# speed comparison with `slm train` (bench/train_compare.sh). Written for the benchmark, not part
+# of the product. Prints the median tokens/s over the timed steps.
+import math, statistics, sys, time
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+L, C, H, T, V, B, MICRO, STEPS, PREC, THREADS = sys.argv[1:11]
+L, C, H, T, V, B, MICRO, STEPS, THREADS = map(int, (L, C, H, T, V, B, MICRO, STEPS, THREADS))
+torch.set_num_threads(THREADS)
+torch.manual_seed(0)
+
+class Block(nn.Module):
+    def __init__(s):
+        super().__init__()
+        s.ln_1, s.ln_2 = nn.LayerNorm(C), nn.LayerNorm(C)
+        s.c_attn, s.c_proj = nn.Linear(C, 3 * C), nn.Linear(C, C)
+        s.c_fc, s.mlp_proj = nn.Linear(C, 4 * C), nn.Linear(4 * C, C)
+        s.register_buffer("mask", torch.ones(T, T, dtype=torch.bool).triu(1))
+    def forward(s, x):
+        Bb, Tt, _ = x.shape
+        q, k, v = s.c_attn(s.ln_1(x)).split(C, 2)
+        q, k, v = (t.view(Bb, Tt, H, C // H).transpose(1, 2) for t in (q, k, v))
+        att = (q @ k.transpose(-2, -1)) / math.sqrt(C // H)
+        y = att.masked_fill(s.mask[:Tt, :Tt], float("-inf")).softmax(-1) @ v
+        x = x + s.c_proj(y.transpose(1, 2).reshape(Bb, Tt, C))
+        return x + s.mlp_proj(F.gelu(s.c_fc(s.ln_2(x)), approximate="tanh"))
+
+class GPT(nn.Module):
+    def __init__(s):
+        super().__init__()
+        s.wte, s.wpe = nn.Embedding(V, C), nn.Embedding(T, C)
+        s.h = nn.ModuleList(Block() for _ in range(L))
+        s.ln_f = nn.LayerNorm(C)
+    def forward(s, idx, tgt):
+        x = s.wte(idx) + s.wpe(torch.arange(idx.shape[1]))
+        for b in s.h: x = b(x)
+        logits = s.ln_f(x) @ s.wte.weight.t()
+        return F.cross_entropy(logits.view(-1, V), tgt.view(-1))
+
+m = GPT()
+opt = torch.optim.AdamW(m.parameters(), lr=1e-3, betas=(0.9, 0.95), weight_decay=0.1)
+rates = []
+for step in range(STEPS + 2):
+    t0 = time.time()
+    opt.zero_grad()
+    for _ in range(B // MICRO):
+        idx = torch.randint(V, (MICRO, T)); tgt = torch.randint(V, (MICRO, T))
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=(PREC == "bf16")):
+            loss = m(idx, tgt) / (B // MICRO)
+        loss.backward()
+    torch.nn.utils.clip_grad_norm_(m.parameters(), 1.0)
+    opt.step()
+    if step >= 2: rates.append(B * T / (time.time() - t0))
+print(f"{statistics.median(rates):.0f}")
