@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   slm::cli::add_tokenizer_commands(app);
   slm::cli::add_data_commands(app);
   slm::cli::add_train_command(app);
+  slm::cli::add_export_command(app);
   slm::install_interrupt_handlers();
   try {
     app.parse(argc, argv);

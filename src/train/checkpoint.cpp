@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -83,14 +84,10 @@ std::optional<std::string> find_latest_checkpoint(const std::string& run_dir,
   return std::nullopt;
 }
 
-void load_checkpoint(Trainer& t, const std::string& dir) {
-  json state = read_state(dir);
-  if (state.at("tokenizer_identity") != t.data.manifest.tokenizer_identity)
-    throw UserError(fmt::format("{}: saved for data of another tokenizer than {}", dir, t.cfg.data.dir));
-  torch::serialize::InputArchive model;
-  model.load_from(dir + "/model.pt");
+// Copies the parameters saved in dir/model.pt into m, checking names and shapes.
+static void read_parameters(model::GPT2& m, const std::string& dir, torch::serialize::InputArchive& model) {
   torch::NoGradGuard no_grad;
-  for (auto& [name, p] : model::named_parameters(t.model)) {
+  for (auto& [name, p] : model::named_parameters(m)) {
     at::Tensor v;
     if (!model.try_read(name, v))
       throw UserError(fmt::format("{}: no parameter {}; saved from a different model", dir, name));
@@ -100,6 +97,33 @@ void load_checkpoint(Trainer& t, const std::string& dir) {
                                   dir, name, fmt::join(v.sizes(), "x"), fmt::join(p.sizes(), "x")));
     p.copy_(v);
   }
+}
+
+model::GPT2 load_model(const std::string& path, Config* cfg_out) {
+  std::string dir = path;
+  if (!path_exists(path + "/state.json")) {
+    std::optional<std::string> found = find_latest_checkpoint(
+        path, [](const std::string& w) { std::fprintf(stderr, "warning: %s\n", w.c_str()); });
+    if (!found) throw UserError(fmt::format("{}: no valid checkpoint (a run or checkpoint directory)", path));
+    dir = *found;
+  }
+  json state = read_state(dir);
+  Config cfg = parse_config_text(state.at("config").get<std::string>(), dir + "/state.json");
+  model::GPT2 m = model::init_gpt2(cfg.model, 0);
+  torch::serialize::InputArchive archive;
+  archive.load_from(dir + "/model.pt");
+  read_parameters(m, dir, archive);
+  if (cfg_out) *cfg_out = cfg;
+  return m;
+}
+
+void load_checkpoint(Trainer& t, const std::string& dir) {
+  json state = read_state(dir);
+  if (state.at("tokenizer_identity") != t.data.manifest.tokenizer_identity)
+    throw UserError(fmt::format("{}: saved for data of another tokenizer than {}", dir, t.cfg.data.dir));
+  torch::serialize::InputArchive model;
+  model.load_from(dir + "/model.pt");
+  read_parameters(t.model, dir, model);
   at::Tensor rng;
   if (model.try_read("rng.cpu", rng)) {
     at::Generator gen = at::detail::getDefaultCPUGenerator();

@@ -21,6 +21,10 @@ std::string save_checkpoint(const Trainer& t, const std::string& run_dir, int64_
 std::optional<std::string> find_latest_checkpoint(const std::string& run_dir,
                                                   const std::function<void(const std::string&)>& warn);
 
+// The model of a checkpoint directory (or of the newest valid checkpoint of a run directory),
+// on the CPU, with the configuration it was trained with. For export, eval and generate.
+model::GPT2 load_model(const std::string& ckpt_or_run_dir, Config* cfg_out);
+
 // Restores model, optimizer, step, loader position and RNG into t. UserError if the checkpoint
 // belongs to another model (parameter names/shapes) or another tokenizer.
 void load_checkpoint(Trainer& t, const std::string& ckpt_dir);

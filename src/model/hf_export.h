@@ -1,0 +1,27 @@
+// model/hf_export.h: a trained model in Hugging Face's format.
+// Owns: save_safetensors (the file format: 8-byte little-endian header length, JSON header of
+// name -> dtype/shape/byte range, raw little-endian data) and export_hf, which writes
+// model.safetensors + config.json for transformers' GPT2LMHeadModel (Conv1D weights, i.e. our
+// linear weights transposed; token embedding cut to the real vocabulary; LM head tied).
+#pragma once
+#include <ATen/core/Tensor.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "model/gpt2.h"
+
+namespace slm::model {
+
+// Tensors are written as fp32, contiguous, in the given order.
+void save_safetensors(const std::string& path,
+                      const std::vector<std::pair<std::string, at::Tensor>>& tensors);
+
+// Writes `dir` (atomically; refuses an existing one unless overwrite) with model.safetensors and
+// config.json, then copies the tokenizer files (vocab.json, merges.txt, tokenizer_config.json,
+// special_tokens_map.json) from tokenizer_dir. eot_id becomes bos/eos_token_id.
+void export_hf(const GPT2& m, const std::string& tokenizer_dir, int64_t eot_id,
+               const std::string& dir, bool overwrite);
+
+}  // namespace slm::model
