@@ -11,7 +11,8 @@
 #include "util/interrupt.h"
 
 int main(int argc, char** argv) {
-  if (argc > 1 && std::string(argv[1]) == "train") slm::train::reexec_with_blas_env(argc, argv);
+  if (argc > 1 && (std::string(argv[1]) == "train" || std::string(argv[1]) == "eval"))
+    slm::train::reexec_with_blas_env(argc, argv);
   slm::train::configure_process();
   CLI::App app{
       "slm: pretrain small GPT-2-class language models on your own corpus and cluster.\n"
@@ -23,6 +24,7 @@ int main(int argc, char** argv) {
   slm::cli::add_data_commands(app);
   slm::cli::add_train_command(app);
   slm::cli::add_export_command(app);
+  slm::cli::add_eval_commands(app);
   slm::install_interrupt_handlers();
   try {
     app.parse(argc, argv);

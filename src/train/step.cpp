@@ -90,19 +90,24 @@ StepStats train_step(Trainer& t) {
   return s;
 }
 
-double evaluate(Trainer& t) {
+double mean_loss(const model::GPT2& m, data::Loader& loader, int64_t micro, int64_t batches,
+                 const std::string& precision, const std::string& device) {
   torch::NoGradGuard no_grad;
-  data::Loader val(t.data.val, {t.seq_len, 0, /*shuffle=*/false});
-  const int64_t micro = std::min(t.cfg.batch.micro_batch, val.num_samples());
-  const int64_t n = std::min(t.cfg.eval.batches, val.num_samples() / micro);
+  micro = std::min(micro, loader.num_samples());
+  const int64_t n = std::max<int64_t>(1, std::min(batches, loader.num_samples() / micro));
   double total = 0;
   for (int64_t i = 0; i < n; ++i) {
-    data::Batch b = val.next(micro);
+    data::Batch b = loader.next(micro);
     auto [x, y] = data::batch_tensors(b);
-    AutocastGuard autocast(t.precision, t.device);
-    total += model::forward_loss(t.model, x.to(t.device), y.to(t.device), false).item<double>();
+    AutocastGuard autocast(precision, device);
+    total += model::forward_loss(m, x.to(device), y.to(device), false).item<double>();
   }
   return total / static_cast<double>(n);
+}
+
+double evaluate(Trainer& t) {
+  data::Loader val(t.data.val, {t.seq_len, 0, /*shuffle=*/false});
+  return mean_loss(t.model, val, t.cfg.batch.micro_batch, t.cfg.eval.batches, t.precision, t.device);
 }
 
 double step_flops(const model::GPT2Config& m, int64_t batch, int64_t s) {

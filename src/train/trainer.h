@@ -48,6 +48,9 @@ struct StepStats {
 StepStats train_step(Trainer& t);
 // Mean validation loss over eval.batches micro-batches from the start of the validation split.
 double evaluate(Trainer& t);
+// Mean loss of m over `batches` batches of `micro` sequences from `loader` (fewer if it runs out).
+double mean_loss(const model::GPT2& m, data::Loader& loader, int64_t micro, int64_t batches,
+                 const std::string& precision, const std::string& device);
 
 // FLOPs of one optimizer step by the GPT-2 scaling studies' formula (Narayanan et al.):
 // 72·B·s·h²·L·(1 + s/(6h)) + 6·B·s·h·V.

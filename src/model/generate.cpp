@@ -1,0 +1,42 @@
+// model/generate.cpp: see generate.h.
+#include "model/generate.h"
+
+#include <torch/torch.h>
+
+namespace slm::model {
+
+std::vector<int64_t> generate(const GPT2& m, const std::vector<int64_t>& prompt, const SampleOptions& o) {
+  torch::NoGradGuard no_grad;
+  auto gen = at::detail::createCPUGenerator(o.seed);
+  std::vector<int64_t> ctx = prompt, out;
+  for (int64_t i = 0; i < o.max_new_tokens; ++i) {
+    int64_t start = std::max<int64_t>(0, static_cast<int64_t>(ctx.size()) - m.cfg.block_size);
+    std::vector<int64_t> window(ctx.begin() + start, ctx.end());
+    at::Tensor idx = torch::tensor(window, torch::kLong).view({1, -1}).to(m.wte.device());
+    at::Tensor logits = forward_logits(m, idx, false)[0][-1].to(at::kCPU, at::kFloat);  // (V)
+    int64_t next;
+    if (o.temperature <= 0) {
+      next = logits.argmax().item<int64_t>();
+    } else {
+      logits = logits / o.temperature;
+      if (o.top_k > 0 && o.top_k < logits.size(0)) {
+        at::Tensor kth = std::get<0>(logits.topk(o.top_k)).min();
+        logits = logits.masked_fill(logits < kth, -std::numeric_limits<float>::infinity());
+      }
+      at::Tensor probs = logits.softmax(0);
+      if (o.top_p < 1.0) {
+        auto [sorted, order] = probs.sort(0, /*descending=*/true);
+        at::Tensor before = sorted.cumsum(0) - sorted;  // mass of the more likely tokens
+        sorted = sorted.masked_fill(before >= o.top_p, 0.0);
+        probs = at::zeros_like(probs).scatter(0, order, sorted);
+      }
+      next = at::multinomial(probs, 1, false, gen).item<int64_t>();
+    }
+    out.push_back(next);
+    ctx.push_back(next);
+    if (next == o.stop_token) break;
+  }
+  return out;
+}
+
+}  // namespace slm::model

@@ -1,0 +1,25 @@
+// model/generate.h: sampling text from a GPT2 (autoregressive, full recompute per token: fine
+// for the small models this project trains; no KV cache yet).
+// Owns: SampleOptions and generate.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "model/gpt2.h"
+
+namespace slm::model {
+
+struct SampleOptions {
+  int64_t max_new_tokens = 100;
+  double temperature = 1.0;  // 0 = greedy
+  int64_t top_k = 0;         // keep the k most likely tokens (0 = all)
+  double top_p = 1.0;        // keep the smallest set with this much probability (1 = all)
+  uint64_t seed = 1337;
+  int64_t stop_token = -1;   // stop after sampling this id (e.g. <|endoftext|>); -1 = never
+};
+
+// Continues `prompt` (at least one id); returns only the new ids. The context is cropped to the
+// model's block_size.
+std::vector<int64_t> generate(const GPT2& m, const std::vector<int64_t>& prompt, const SampleOptions& o);
+
+}  // namespace slm::model
