@@ -52,11 +52,13 @@ std::vector<Field> fields(Config& c) {
       {"system", "precision", &c.system.precision},
       {"system", "threads", &c.system.threads},
       {"system", "seed", &c.system.seed},
+      {"system", "peak_tflops", &c.system.peak_tflops},
       {"eval", "every", &c.eval.every},
       {"eval", "batches", &c.eval.batches},
       {"log", "every", &c.log.every},
       {"checkpoint", "every", &c.checkpoint.every},
       {"checkpoint", "keep", &c.checkpoint.keep},
+      {"cost", "price_per_hour", &c.cost.price_per_hour},
   };
 }
 

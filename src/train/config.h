@@ -46,6 +46,11 @@ struct SystemConfig {
   std::string precision = "auto";  // auto | fp32 | bf16 (auto: bf16 where the device has it)
   int threads = 0;                 // CPU threads for LibTorch; 0 = all cores
   uint64_t seed = 1337;            // model initialisation
+  double peak_tflops = 0;          // device peak for MFU; 0 = measure by a GEMM once (cached)
+};
+
+struct CostConfig {
+  double price_per_hour = 0;  // USD per device-hour; 0 = an assumed price (stated in the log)
 };
 
 struct EvalConfig {
@@ -73,6 +78,7 @@ struct Config {
   EvalConfig eval;
   LogConfig log;
   CheckpointConfig checkpoint;
+  CostConfig cost;
 };
 
 // Defaults, then the TOML file (if not empty), then each "section.key=value" override.

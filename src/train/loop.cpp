@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "train/checkpoint.h"
+#include "train/hardware.h"
 #include "train/runtime.h"
 #include "train/trainer.h"
 #include "util/error.h"
@@ -78,7 +79,13 @@ int run_training(const Config& cfg_in, bool resume, int64_t stop_at) {
                static_cast<long long>(t->step), static_cast<long long>(cfg.schedule.max_steps),
                run.c_str());
 
+  const DeviceInfo dev = describe_device(t->device, t->precision, cpu_threads(), cfg.system.peak_tflops,
+                                         cfg.cost.price_per_hour);
+  std::fprintf(stderr, "device: %s, peak %.3f TFLOP/s %s (%s), $%.3f/hour (%s)\n", dev.name.c_str(),
+               dev.peak_flops / 1e12, t->precision.c_str(), dev.peak_source.c_str(), dev.price_per_hour,
+               dev.price_source.c_str());
   const bool tty = ::isatty(STDERR_FILENO) == 1;
+  double spent_usd = 0, first_loss = -1;
   const int64_t first = t->step;
   auto started = std::chrono::steady_clock::now();
   auto save = [&] {
@@ -98,15 +105,22 @@ int run_training(const Config& cfg_in, bool resume, int64_t stop_at) {
     StepStats s = train_step(*t);
     double step_s = s.data_s + s.forward_s + s.backward_s + s.optim_s;
     double tflops = flops / step_s / 1e12;
+    spent_usd += step_s / 3600.0 * dev.price_per_hour;  // this session's steps (one device)
+    if (first_loss < 0) first_loss = s.loss;
     metrics.write({{"step", t->step}, {"loss", s.loss}, {"lr", s.lr}, {"grad_norm", s.grad_norm},
                    {"tokens", s.tokens}, {"tokens_per_s", s.tokens / step_s}, {"step_s", step_s},
                    {"data_s", s.data_s}, {"forward_s", s.forward_s}, {"backward_s", s.backward_s},
-                   {"optim_s", s.optim_s}, {"tflops_per_device", tflops}});
+                   {"optim_s", s.optim_s}, {"tflops_per_device", tflops},
+                   {"mfu", flops / step_s / dev.peak_flops}, {"peak_mem_bytes", peak_memory_bytes()},
+                   {"cost_usd", spent_usd},
+                   {"tokens_per_usd", s.tokens / (step_s / 3600.0 * dev.price_per_hour)},
+                   {"loss_drop_per_usd", (first_loss - s.loss) / spent_usd}});
     double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     double eta = elapsed / static_cast<double>(t->step - first) * static_cast<double>(cfg.schedule.max_steps - t->step);
-    std::string line = fmt::format("step {}/{} | loss {:.4f} | lr {:.2e} | {:.0f} tok/s | {:.3f} TFLOP/s | eta {}",
+    std::string line = fmt::format("step {}/{} | loss {:.4f} | lr {:.2e} | {:.0f} tok/s | {:.3f} TFLOP/s "
+                                   "| MFU {:.1f}% | ${:.4f} | eta {}",
                                    t->step, cfg.schedule.max_steps, s.loss, s.lr, s.tokens / step_s,
-                                   tflops, duration(eta));
+                                   tflops, 100 * flops / step_s / dev.peak_flops, spent_usd, duration(eta));
     if (tty) std::fprintf(stderr, "\r%s\033[K", line.c_str());
     else if (t->step % cfg.log.every == 0 || t->step == first + 1) std::fprintf(stderr, "%s\n", line.c_str());
     const bool last = t->step == cfg.schedule.max_steps;

@@ -1,0 +1,101 @@
+// train/hardware.cpp: see hardware.h.
+#include "train/hardware.h"
+
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <torch/cuda.h>
+#include <torch/torch.h>
+
+#include "util/files.h"
+
+namespace slm::train {
+namespace fs = std::filesystem;
+
+static std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  return "unknown CPU";
+}
+
+// Best of a few n x n matmuls in the run's precision on the device.
+static double measure_gemm_flops(const std::string& device, const std::string& precision) {
+  const int64_t n = device == "cpu" ? 2048 : 8192;
+  auto opts = torch::TensorOptions().device(device).dtype(precision == "bf16" ? torch::kBFloat16 : torch::kFloat);
+  at::Tensor a = torch::randn({n, n}, opts), b = torch::randn({n, n}, opts);
+  double best = 0;
+  for (int i = 0; i < 6; ++i) {
+    if (device != "cpu") torch::cuda::synchronize();
+    auto t0 = std::chrono::steady_clock::now();
+    at::Tensor c = at::matmul(a, b);
+    if (device != "cpu") torch::cuda::synchronize();
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (i > 0) best = std::max(best, 2.0 * n * n * n / s);  // first run warms up
+  }
+  return best;
+}
+
+// Assumed on-demand prices, USD per device-hour (public cloud list prices, rounded; 2026).
+// A run can set cost.price_per_hour instead.
+static double assumed_price(const std::string& device, int threads, std::string* source) {
+  if (device == "cpu") {
+    *source = fmt::format("assumed: $0.04 per vCPU-hour x {} threads", threads);
+    return 0.04 * threads;
+  }
+  *source = "assumed: $2.50 per GPU-hour (set cost.price_per_hour for your GPU)";
+  return 2.5;
+}
+
+DeviceInfo describe_device(const std::string& device, const std::string& precision, int threads,
+                           double peak_tflops, double price_per_hour) {
+  DeviceInfo d;
+  d.name = device == "cpu" ? fmt::format("{} x{} threads", cpu_model(), threads) : "cuda:0";
+  if (price_per_hour > 0) {
+    d.price_per_hour = price_per_hour;
+    d.price_source = "configured";
+  } else {
+    d.price_per_hour = assumed_price(device, threads, &d.price_source);
+  }
+  if (peak_tflops > 0) {
+    d.peak_flops = peak_tflops * 1e12;
+    d.peak_source = "configured";
+    return d;
+  }
+  const char* home = std::getenv("HOME");
+  const std::string cache = std::string(home ? home : "/tmp") + "/.cache/slmtrain/peak.json";
+  const std::string key = d.name + " " + precision;
+  nlohmann::json j = nlohmann::json::object();
+  try {
+    if (path_exists(cache)) j = nlohmann::json::parse(read_file(cache));
+  } catch (...) {  // an unreadable cache is just measured again
+  }
+  if (j.contains(key) && j[key].is_number()) {
+    d.peak_flops = j[key].get<double>();
+    d.peak_source = "cached";
+    return d;
+  }
+  d.peak_flops = measure_gemm_flops(device, precision);
+  d.peak_source = "measured now";
+  j[key] = d.peak_flops;
+  std::error_code ec;
+  fs::create_directories(fs::path(cache).parent_path(), ec);
+  try {
+    write_file_atomic(cache, j.dump(2) + "\n");
+  } catch (...) {  // caching is best effort
+  }
+  return d;
+}
+
+int64_t peak_memory_bytes() {
+  struct rusage ru {};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<int64_t>(ru.ru_maxrss) * 1024;
+}
+
+}  // namespace slm::train
