@@ -17,6 +17,7 @@ PACKAGES=(
   libtomlplusplus-dev libxxhash-dev                 # configs, checksums / identities
   libgtest-dev                                      # unit tests
   fortunes                                          # the shipped default corpus
+  gnuplot-nox                                       # slm report: loss and throughput plots
   python3 python3-regex python3-torch               # references in tests and benchmarks only
 )
 

@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   slm::cli::add_train_command(app);
   slm::cli::add_export_command(app);
   slm::cli::add_eval_commands(app);
+  slm::cli::add_report_command(app);
   slm::install_interrupt_handlers();
   try {
     app.parse(argc, argv);

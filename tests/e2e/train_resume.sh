@@ -41,6 +41,10 @@ g1=$("$SLM" generate r40 -p "The" -n 20 --seed 5 --top-k 20 --top-p 0.9); g2=$("
 [ "$g1" = "$g2" ] && [[ "$g1" == The* ]] || fail "generate not deterministic: [$g1] vs [$g2]"
 "$SLM" generate r40 -n 5 --temperature 0 >/dev/null || fail "greedy generate"
 echo "ok: eval matches the final val_loss ($want); generate deterministic"
+"$SLM" report r40 > report.txt || fail "slm report"
+grep -q "best validation loss" report.txt && grep -q "median MFU | [0-9.]*%" report.txt || { cat report.txt; fail "report table"; }
+for f in loss.svg loss.png throughput.svg throughput.png summary.md; do [ -s r40/report/$f ] || fail "report lacks $f"; done
+expect_error "no-run/metrics.jsonl: not found" "$SLM" report no-run
 
 # 2. Exact resume: 12 straight vs 6 + resume + 6 (same schedule).
 "$SLM" train -c /dev/null "${COMMON[@]}" --set schedule.max_steps=12 --set run.dir=straight 2>/dev/null

@@ -1,0 +1,143 @@
+// report/report.cpp: see report.h.
+#include "report/report.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fmt/format.h>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "util/error.h"
+#include "util/files.h"
+
+namespace slm::report {
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+struct Rows {
+  std::map<int64_t, json> train, val;  // by step; the last record of a step wins
+};
+
+Rows read_rows(const std::string& run_dir) {
+  const std::string path = run_dir + "/metrics.jsonl";
+  if (!path_exists(path)) throw UserError(fmt::format("{}: not found; is {} a training run?", path, run_dir));
+  std::istringstream in(read_file(path));
+  Rows r;
+  int line_no = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++line_no;
+    if (line.empty()) continue;
+    json j;
+    try {
+      j = json::parse(line);
+    } catch (const json::exception&) {  // a run killed mid-write leaves a partial last line
+      std::fprintf(stderr, "warning: %s:%d: not valid JSON, skipped\n", path.c_str(), line_no);
+      continue;
+    }
+    (j.contains("val_loss") ? r.val : r.train)[j.value("step", int64_t{0})] = j;
+  }
+  if (r.train.empty()) throw UserError(fmt::format("{}: no training steps recorded", path));
+  return r;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+RunSummary summarize(const std::string& run_dir) {
+  Rows r = read_rows(run_dir);
+  RunSummary s;
+  std::vector<double> losses, tps, tfl, mfu;
+  for (const auto& [step, j] : r.train) {
+    losses.push_back(j.value("loss", 0.0));
+    tps.push_back(j.value("tokens_per_s", 0.0));
+    tfl.push_back(j.value("tflops_per_device", 0.0));
+    mfu.push_back(j.value("mfu", 0.0));
+    s.tokens += j.value("tokens", int64_t{0});
+    s.train_seconds += j.value("step_s", 0.0);
+    s.peak_mem_bytes = std::max(s.peak_mem_bytes, j.value("peak_mem_bytes", int64_t{0}));
+    if (j.value("tokens_per_usd", 0.0) > 0) s.cost_usd += j.value("tokens", 0.0) / j.value("tokens_per_usd", 0.0);
+  }
+  s.steps = r.train.rbegin()->first;
+  size_t k = std::min<size_t>(10, losses.size());
+  for (size_t i = 0; i < k; ++i) {
+    s.first_loss += losses[i] / k;
+    s.final_loss += losses[losses.size() - 1 - i] / k;
+  }
+  for (const auto& [step, j] : r.val) {
+    double v = j.value("val_loss", 0.0);
+    if (s.best_val_loss < 0 || v < s.best_val_loss) {
+      s.best_val_loss = v;
+      s.best_val_ppl = j.value("val_ppl", 0.0);
+      s.best_val_step = step;
+    }
+  }
+  s.median_tokens_per_s = median(tps);
+  s.median_tflops = median(tfl);
+  s.median_mfu = median(mfu);
+  return s;
+}
+
+std::string summary_table(const RunSummary& s) {
+  std::string t = "| metric | value |\n|---|---|\n";
+  t += fmt::format("| steps | {} |\n| tokens | {} |\n", s.steps, s.tokens);
+  t += fmt::format("| train loss (first 10 / last 10 steps) | {:.4f} → {:.4f} |\n", s.first_loss, s.final_loss);
+  if (s.best_val_step >= 0)
+    t += fmt::format("| best validation loss (perplexity) | {:.4f} ({:.2f}) at step {} |\n", s.best_val_loss,
+                     s.best_val_ppl, s.best_val_step);
+  const std::string none = "not recorded";
+  t += fmt::format("| median throughput | {:.0f} tokens/s, {:.3f} TFLOP/s per device |\n",
+                   s.median_tokens_per_s, s.median_tflops);
+  t += fmt::format("| median MFU | {} |\n", s.median_mfu > 0 ? fmt::format("{:.1f}%", 100 * s.median_mfu) : none);
+  t += fmt::format("| training time (steps only) | {:.1f} s |\n", s.train_seconds);
+  t += fmt::format("| cost | {} |\n", s.cost_usd > 0 ? fmt::format("${:.4f} ({:.3g} tokens per $)", s.cost_usd,
+                                                                      s.tokens / s.cost_usd) : none);
+  t += fmt::format("| peak memory | {} |\n", s.peak_mem_bytes > 0 ? fmt::format("{:.0f} MB", s.peak_mem_bytes / 1e6) : none);
+  return t;
+}
+
+std::string write_report(const std::string& run_dir) {
+  Rows r = read_rows(run_dir);
+  RunSummary s = summarize(run_dir);
+  const std::string out = run_dir + "/report";
+  fs::create_directories(out);
+  std::string train_dat, val_dat;
+  for (const auto& [step, j] : r.train)
+    train_dat += fmt::format("{} {} {} {}\n", step, j.value("loss", 0.0), j.value("tokens_per_s", 0.0),
+                             j.value("tflops_per_device", 0.0));
+  for (const auto& [step, j] : r.val) val_dat += fmt::format("{} {}\n", step, j.value("val_loss", 0.0));
+  write_file_atomic(out + "/train.dat", train_dat);
+  write_file_atomic(out + "/val.dat", val_dat.empty() ? "\n" : val_dat);
+  std::string plots;
+  for (const char* term : {"svg size 800,500", "pngcairo size 800,500"}) {
+    std::string ext = std::string(term).rfind("svg", 0) == 0 ? "svg" : "png";
+    plots += fmt::format(
+        "set terminal {}\nset grid\nset xlabel 'step'\n"
+        "set output '{}/loss.{}'\nset ylabel 'loss'\nset title 'loss'\n"
+        "plot '{}/train.dat' using 1:2 with lines title 'train'{}\n"
+        "set output '{}/throughput.{}'\nset ylabel 'tokens/s'\nset y2label 'TFLOP/s per device'\n"
+        "set y2tics\nset title 'throughput'\n"
+        "plot '{}/train.dat' using 1:3 with lines title 'tokens/s', '' using 1:4 axes x1y2 with lines "
+        "title 'TFLOP/s'\nunset y2tics\nunset y2label\n",
+        term, out, ext, out, val_dat.empty() ? "" : fmt::format(", '{}/val.dat' using 1:2 with linespoints title 'validation'", out),
+        out, ext, out);
+  }
+  write_file_atomic(out + "/plots.gp", plots);
+  if (std::system("command -v gnuplot >/dev/null 2>&1") != 0)
+    throw UserError("gnuplot not found: install gnuplot-nox (scripts/setup.sh does)");
+  if (std::system(fmt::format("gnuplot '{}/plots.gp' 2>'{}/gnuplot.log'", out, out).c_str()) != 0)
+    throw UserError(fmt::format("gnuplot failed; see {}/gnuplot.log", out));
+  write_file_atomic(out + "/summary.md", "# Run " + run_dir + "\n\n" + summary_table(s) +
+                                             "\n![loss](loss.svg)\n![throughput](throughput.svg)\n");
+  return out;
+}
+
+}  // namespace slm::report

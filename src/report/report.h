@@ -1,0 +1,25 @@
+// report/report.h: `slm report`: a run's metrics as a summary table and plots.
+// Owns: RunSummary, summarize (metrics.jsonl -> numbers; for steps logged twice, e.g. after a
+// resume, the last record wins) and write_report (SVG + PNG plots through gnuplot, summary.md).
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace slm::report {
+
+struct RunSummary {
+  int64_t steps = 0, tokens = 0;
+  double first_loss = 0, final_loss = 0;  // train loss: mean of the first / last 10 steps
+  double best_val_loss = -1, best_val_ppl = -1;
+  int64_t best_val_step = -1;
+  double median_tokens_per_s = 0, median_tflops = 0, median_mfu = 0;
+  double train_seconds = 0, cost_usd = 0;
+  int64_t peak_mem_bytes = 0;
+};
+
+RunSummary summarize(const std::string& run_dir);  // UserError if metrics.jsonl is missing/empty
+std::string summary_table(const RunSummary& s);      // Markdown
+// Writes RUN/report/{loss,throughput}.{svg,png} and summary.md; returns the report directory.
+std::string write_report(const std::string& run_dir);
+
+}  // namespace slm::report
