@@ -7,6 +7,7 @@
 #include <cmath>
 #include <fmt/format.h>
 
+#include "model/recompute.h"
 #include "util/error.h"
 
 namespace slm::model {
@@ -23,6 +24,7 @@ void validate(const GPT2Config& c) {
   need(c.vocab_size >= 1, fmt::format("vocab_size {} must be >= 1", c.vocab_size));
   need(c.vocab_pad >= 1, fmt::format("vocab_pad {} must be >= 1", c.vocab_pad));
   need(c.dropout >= 0 && c.dropout < 1, fmt::format("dropout {} must be in [0, 1)", c.dropout));
+  need(!(c.recompute && c.dropout > 0), "recompute with dropout > 0 is not supported yet");
 }
 
 GPT2 init_gpt2(const GPT2Config& c, uint64_t seed) {
@@ -123,7 +125,9 @@ at::Tensor block_forward(const Block& b, const at::Tensor& x, const GPT2Config& 
 
 at::Tensor forward_logits(const GPT2& m, const at::Tensor& idx, bool train) {
   at::Tensor x = embed(m, idx, train);
-  for (const Block& b : m.h) x = block_forward(b, x, m.cfg, train);
+  for (const Block& b : m.h)
+    x = m.cfg.recompute && train && x.requires_grad() ? block_forward_recompute(b, x, m.cfg, train)
+                                                     : block_forward(b, x, m.cfg, train);
   x = at::layer_norm(x, {m.cfg.n_embd}, m.ln_f_w, m.ln_f_b, 1e-5);
   at::Tensor logits = at::linear(x, m.wte);  // (B, T, Vp), weight tied to wte
   return logits.narrow(-1, 0, m.cfg.vocab_size);

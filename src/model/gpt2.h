@@ -24,6 +24,7 @@ struct GPT2Config {
   int64_t vocab_size = 0;    // V: the tokenizer's size (0 = take it from the data)
   int64_t vocab_pad = 128;   // Vp = V rounded up to a multiple of this (fast GEMMs)
   double dropout = 0.0;      // on attention weights, residual branches and embeddings
+  bool recompute = false;    // recompute each block in backward instead of storing activations
   int64_t padded_vocab() const { return (vocab_size + vocab_pad - 1) / vocab_pad * vocab_pad; }
 };
 

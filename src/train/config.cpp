@@ -16,7 +16,7 @@
 namespace slm::train {
 namespace {
 
-using Ptr = std::variant<int64_t*, int*, uint64_t*, double*, std::string*>;
+using Ptr = std::variant<int64_t*, int*, uint64_t*, double*, std::string*, bool*>;
 struct Field {
   const char* section;
   const char* key;
@@ -33,6 +33,7 @@ std::vector<Field> fields(Config& c) {
       {"model", "vocab_size", &c.model.vocab_size},
       {"model", "vocab_pad", &c.model.vocab_pad},
       {"model", "dropout", &c.model.dropout},
+      {"model", "recompute", &c.model.recompute},
       {"data", "dir", &c.data.dir},
       {"data", "seed", &c.data.seed},
       {"batch", "batch_size", &c.batch.batch_size},
@@ -81,6 +82,9 @@ void set_from_toml(const Field& f, const toml::node& n, const std::string& where
         } else if constexpr (std::is_same_v<T, double>) {
           if (!n.is_number()) throw bad("a number");
           *p = *n.value<double>();
+        } else if constexpr (std::is_same_v<T, bool>) {
+          if (!n.is_boolean()) throw bad("true or false");
+          *p = *n.value<bool>();
         } else {
           if (!n.is_integer()) throw bad("an integer");
           int64_t v = *n.value<int64_t>();
@@ -112,6 +116,8 @@ std::string value_text(const Ptr& p) {
           std::ostringstream ss;
           ss << toml::value<std::string>(*v);
           return ss.str();
+        } else if constexpr (std::is_same_v<T, bool>) {
+          return *v ? "true" : "false";
         } else if constexpr (std::is_same_v<T, double>) {
           std::string s = fmt::format("{}", *v);
           return s.find_first_of(".eEn") == std::string::npos ? s + ".0" : s;

@@ -112,7 +112,8 @@ double evaluate(Trainer& t) {
 
 double step_flops(const model::GPT2Config& m, int64_t batch, int64_t s) {
   const double B = batch, h = m.n_embd, L = m.n_layer, V = m.vocab_size;
-  return 72.0 * B * s * h * h * L * (1.0 + s / (6.0 * h)) + 6.0 * B * s * h * V;
+  const double k = m.recompute ? 96.0 : 72.0;  // recomputation adds one block forward
+  return k * B * s * h * h * L * (1.0 + s / (6.0 * h)) + 6.0 * B * s * h * V;
 }
 
 }  // namespace slm::train

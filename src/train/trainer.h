@@ -53,7 +53,7 @@ double mean_loss(const model::GPT2& m, data::Loader& loader, int64_t micro, int6
                  const std::string& precision, const std::string& device);
 
 // FLOPs of one optimizer step by the GPT-2 scaling studies' formula (Narayanan et al.):
-// 72·B·s·h²·L·(1 + s/(6h)) + 6·B·s·h·V.
+// 72·B·s·h²·L·(1 + s/(6h)) + 6·B·s·h·V, with 96 for 72 under activation recomputation.
 double step_flops(const model::GPT2Config& m, int64_t batch, int64_t seq_len);
 
 }  // namespace slm::train

@@ -122,3 +122,28 @@ TEST(GPT2, OverfitsOneBatch) {
 }
 
 }  // namespace slm::model
+
+namespace slm::model {
+
+// Recomputation changes memory, not math: same loss and gradients as the stored-activation path.
+TEST(GPT2, RecomputeGivesTheSameGradients) {
+  GPT2Config c = tiny(100);
+  GPT2 a = init_gpt2(c, 9);
+  c.recompute = true;
+  GPT2 b = init_gpt2(c, 9);
+  torch::manual_seed(3);
+  at::Tensor idx = torch::randint(100, {2, 16}, torch::kLong), tgt = torch::randint(100, {2, 16}, torch::kLong);
+  at::Tensor la = forward_loss(a, idx, tgt, true), lb = forward_loss(b, idx, tgt, true);
+  la.backward();
+  lb.backward();
+  EXPECT_EQ(la.item<double>(), lb.item<double>());
+  auto pa = named_parameters(a), pb = named_parameters(b);
+  for (size_t i = 0; i < pa.size(); ++i) {
+    ASSERT_TRUE(pb[i].second.grad().defined()) << pb[i].first;
+    EXPECT_TRUE(torch::allclose(pa[i].second.grad(), pb[i].second.grad(), 1e-5, 1e-7)) << pa[i].first;
+  }
+  c.dropout = 0.1;
+  EXPECT_THROW(validate(c), UserError);
+}
+
+}  // namespace slm::model

@@ -1,0 +1,82 @@
+// model/recompute.cpp: see recompute.h. The autocast queries are LibTorch-version dependent.
+#include "model/recompute.h"
+
+#include <ATen/autocast_mode.h>
+#include <torch/torch.h>
+#include <torch/version.h>
+
+namespace slm::model {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+bool cpu_autocast() { return at::autocast::is_autocast_enabled(at::kCPU); }
+void set_cpu_autocast(bool on) { at::autocast::set_autocast_enabled(at::kCPU, on); }
+bool gpu_autocast() { return at::autocast::is_autocast_enabled(at::kCUDA); }
+void set_gpu_autocast(bool on) { at::autocast::set_autocast_enabled(at::kCUDA, on); }
+#else
+bool cpu_autocast() { return at::autocast::is_cpu_enabled(); }
+void set_cpu_autocast(bool on) { at::autocast::set_cpu_enabled(on); }
+bool gpu_autocast() { return at::autocast::is_enabled(); }
+void set_gpu_autocast(bool on) { at::autocast::set_enabled(on); }
+#endif
+
+Block block_of(at::TensorList p) {  // the order of Block's members
+  return {p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8], p[9], p[10], p[11]};
+}
+
+std::vector<at::Tensor> params_of(const Block& b) {
+  return {b.ln_1_w, b.ln_1_b, b.c_attn_w, b.c_attn_b, b.attn_proj_w, b.attn_proj_b,
+          b.ln_2_w, b.ln_2_b, b.c_fc_w,   b.c_fc_b,   b.mlp_proj_w,  b.mlp_proj_b};
+}
+
+struct RecomputeBlock : torch::autograd::Function<RecomputeBlock> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, at::TensorList params,
+                            int64_t n_head, bool train) {
+    GPT2Config c;
+    c.n_head = n_head;
+    ctx->saved_data["n_head"] = n_head;
+    ctx->saved_data["train"] = train;
+    ctx->saved_data["cpu_autocast"] = cpu_autocast();
+    ctx->saved_data["gpu_autocast"] = gpu_autocast();
+    std::vector<at::Tensor> saved{x};
+    saved.insert(saved.end(), params.begin(), params.end());
+    ctx->save_for_backward(saved);
+    torch::NoGradGuard no_grad;
+    return block_forward(block_of(params), x, c, train);
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grad_out) {
+    variable_list saved = ctx->get_saved_variables();
+    variable_list inputs;
+    for (const auto& s : saved) inputs.push_back(s.detach().requires_grad_(true));
+    GPT2Config c;
+    c.n_head = ctx->saved_data["n_head"].toInt();
+    const bool was_cpu = cpu_autocast(), was_gpu = gpu_autocast();
+    set_cpu_autocast(ctx->saved_data["cpu_autocast"].toBool());
+    set_gpu_autocast(ctx->saved_data["gpu_autocast"].toBool());
+    at::Tensor y;
+    {
+      torch::AutoGradMode grad_on(true);
+      y = block_forward(block_of(at::TensorList(inputs).slice(1)), inputs[0], c,
+                        ctx->saved_data["train"].toBool());
+    }
+    set_cpu_autocast(was_cpu);
+    set_gpu_autocast(was_gpu);
+    variable_list grads = torch::autograd::grad({y}, inputs, {grad_out[0]}, false, false, true);
+    grads.push_back(at::Tensor());  // n_head
+    grads.push_back(at::Tensor());  // train
+    return grads;
+  }
+};
+
+}  // namespace
+
+at::Tensor block_forward_recompute(const Block& b, const at::Tensor& x, const GPT2Config& c, bool train) {
+  std::vector<at::Tensor> p = params_of(b);
+  return RecomputeBlock::apply(x, at::TensorList(p), c.n_head, train);
+}
+
+}  // namespace slm::model

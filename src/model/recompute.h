@@ -1,0 +1,16 @@
+// model/recompute.h: activation recomputation (gradient checkpointing) of a transformer block.
+// Owns: block_forward_recompute. The forward keeps only the block's input; backward runs the
+// block again with autograd on (under the autocast state the forward saw) and differentiates it.
+// Trades one extra block forward per step for not storing the block's activations; the
+// TFLOP/s formula counts it (96 instead of 72). Not combined with dropout (the recomputed masks
+// would differ): validate() rejects that.
+#pragma once
+#include <ATen/core/Tensor.h>
+
+#include "model/gpt2.h"
+
+namespace slm::model {
+
+at::Tensor block_forward_recompute(const Block& b, const at::Tensor& x, const GPT2Config& c, bool train);
+
+}  // namespace slm::model
