@@ -147,10 +147,10 @@ BpeModel train_bpe(const WordCounts& counts, const TrainOptions& opt,
     if ((m.merges.size() & 255) == 0) throw_if_interrupted();
   }
 
+  m.is_special.assign(m.id_to_bytes.size(), false);
   for (const auto& s : opt.specials) {
     m.id_to_bytes.push_back(s);
-    m.is_special.resize(m.id_to_bytes.size(), false);
-    m.is_special.back() = true;
+    m.is_special.push_back(true);
   }
   index_model(m, "trained tokenizer");
   return m;

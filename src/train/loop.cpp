@@ -19,16 +19,12 @@
 #include "util/error.h"
 #include "util/files.h"
 #include "util/interrupt.h"
+#include "util/progress.h"
 
 namespace slm::train {
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string duration(double s) {
-  int t = static_cast<int>(s + 0.5);
-  return t >= 3600 ? fmt::format("{}h{:02d}m", t / 3600, t / 60 % 60) : fmt::format("{}m{:02d}s", t / 60, t % 60);
-}
 
 // Appends one JSON object per line and flushes, so a killed run keeps its metrics.
 struct MetricsLog {
@@ -120,7 +116,7 @@ int run_training(const Config& cfg_in, bool resume, int64_t stop_at) {
     std::string line = fmt::format("step {}/{} | loss {:.4f} | lr {:.2e} | {:.0f} tok/s | {:.3f} TFLOP/s "
                                    "| MFU {:.1f}% | ${:.4f} | eta {}",
                                    t->step, cfg.schedule.max_steps, s.loss, s.lr, s.tokens / step_s,
-                                   tflops, 100 * flops / step_s / dev.peak_flops, spent_usd, duration(eta));
+                                   tflops, 100 * flops / step_s / dev.peak_flops, spent_usd, format_duration(eta));
     if (tty) std::fprintf(stderr, "\r%s\033[K", line.c_str());
     else if (t->step % cfg.log.every == 0 || t->step == first + 1) std::fprintf(stderr, "%s\n", line.c_str());
     const bool last = t->step == cfg.schedule.max_steps;

@@ -34,7 +34,7 @@ static std::string amount(int64_t v, const std::string& unit) {
   return fmt::format("{} {}", v, unit);
 }
 
-static std::string duration(double s) {
+std::string format_duration(double s) {
   int t = static_cast<int>(s + 0.5);
   if (t >= 3600) return fmt::format("{}h{:02d}m", t / 3600, (t / 60) % 60);
   return fmt::format("{}m{:02d}s", t / 60, t % 60);
@@ -46,12 +46,12 @@ std::string Progress::line(double elapsed) const {
   std::string rate_s = unit_ == "B" ? fmt::format("{:.1f} MB/s", rate / 1e6)
                                     : fmt::format("{:.0f} {}/s", rate, unit_);
   if (total_ <= 0)
-    return fmt::format("{}: {} | {} | {}", label_, amount(d, unit_), rate_s, duration(elapsed));
+    return fmt::format("{}: {} | {} | {}", label_, amount(d, unit_), rate_s, format_duration(elapsed));
   double frac = std::min(1.0, static_cast<double>(d) / static_cast<double>(total_));
-  std::string eta = rate > 0 ? duration((total_ - d) / rate) : "?";
+  std::string eta = rate > 0 ? format_duration((total_ - d) / rate) : "?";
   if (!tty_)
     return fmt::format("{}: {:5.1f}% {} of {} | {} | elapsed {} | eta {}", label_, 100 * frac,
-                       amount(d, unit_), amount(total_, unit_), rate_s, duration(elapsed), eta);
+                       amount(d, unit_), amount(total_, unit_), rate_s, format_duration(elapsed), eta);
   const int width = 24;
   int fill = static_cast<int>(frac * width);
   return fmt::format("{} [{}{}] {:5.1f}% {} | {} | eta {}", label_, std::string(fill, '#'),

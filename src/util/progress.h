@@ -12,6 +12,9 @@
 
 namespace slm {
 
+// "3m07s", or "2h05m" from an hour on: for ETAs and elapsed times.
+std::string format_duration(double seconds);
+
 class Progress {
  public:
   // total <= 0 means unknown (no bar, no ETA). unit is e.g. "B" (shown as MB) or "merges".
