@@ -13,6 +13,7 @@ void add_train_command(CLI::App& app);       // train_cmd.cpp
 void add_export_command(CLI::App& app);      // export_cmd.cpp
 void add_eval_commands(CLI::App& app);       // eval_cmd.cpp: eval, generate
 void add_report_command(CLI::App& app);      // report_cmd.cpp
+void add_launch_command(CLI::App& app);      // launch_cmd.cpp
 
 // --format, --separator, --jsonl-field (corpus_options.cpp).
 void add_corpus_options(CLI::App* cmd, data::CorpusOptions& o);

@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
   slm::cli::add_export_command(app);
   slm::cli::add_eval_commands(app);
   slm::cli::add_report_command(app);
+  slm::cli::add_launch_command(app);
   slm::install_interrupt_handlers();
   try {
     app.parse(argc, argv);

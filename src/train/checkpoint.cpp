@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "dist/collectives.h"
 #include "util/error.h"
 #include "util/files.h"
 #include "util/hash.h"
@@ -29,31 +30,60 @@ static std::vector<std::string> checkpoint_dirs(const std::string& run_dir) {  /
   return out;
 }
 
-std::string save_checkpoint(const Trainer& t, const std::string& run_dir, int64_t keep) {
-  fs::create_directories(run_dir + "/checkpoints");
+static std::string shard_file(int i) { return fmt::format("shard_{:05d}.pt", i); }
+
+std::string save_checkpoint(const Trainer& t, const std::string& run_dir, int64_t keep, bool solo) {
+  const parallel::FlatLayout& l = parallel::layout(*t.dp);
+  const bool sharded = parallel::zero_stage(*t.dp) > 0 && !solo;
+  const dist::Group& world = t.groups.world;
+  const bool leader = solo || world.rank == 0;
   const std::string path = fmt::format("{}/checkpoints/step_{:08d}", run_dir, t.step);
-  AtomicDir dir(path, /*overwrite=*/true);
-  {
-    torch::serialize::OutputArchive model;
-    for (const auto& [name, p] : model::named_parameters(t.model)) model.write(name, p.detach().cpu());
-    model.write("rng.cpu", at::detail::getDefaultCPUGenerator().get_state());
-    model.save_to(dir.dir() + "/model.pt");
-    torch::serialize::OutputArchive optim;
-    t.optim->save(optim);
-    optim.save_to(dir.dir() + "/optim.pt");
+  const std::string partial = path + ".partial";
+  auto sync = [&] {
+    if (!solo) dist::barrier(world);
+  };
+  if (leader) {
+    fs::create_directories(run_dir + "/checkpoints");
+    fs::remove_all(partial);
+    fs::create_directories(partial);
   }
-  data::LoaderState ls = t.train_loader->state();
-  json state = {{"step", t.step},
-                {"loader", {{"epoch", ls.epoch}, {"cursor", ls.cursor}}},
-                {"tokenizer_identity", t.data.manifest.tokenizer_identity},
-                {"config", to_toml(t.cfg)},
-                {"checksums",
-                 {{"model.pt", hash_file_hex(dir.dir() + "/model.pt")},
-                  {"optim.pt", hash_file_hex(dir.dir() + "/optim.pt")}}}};
-  write_file_atomic(dir.dir() + "/state.json", state.dump(2) + "\n");
-  dir.commit();
-  std::vector<std::string> all = checkpoint_dirs(run_dir);
-  for (size_t i = static_cast<size_t>(keep); i < all.size(); ++i) fs::remove_all(all[i]);
+  sync();
+  const int n_shards = sharded ? t.groups.dp.size : 1;
+  if (sharded || leader) {  // this rank's range of the unpadded flat vector
+    parallel::ShardInfo s = sharded ? parallel::shard(*t.dp) : parallel::ShardInfo{0, l.padded};
+    const int64_t lo = std::min(s.offset, l.numel), hi = std::min(s.offset + s.size, l.numel);
+    auto part = [&](const at::Tensor& x, int64_t base) { return x.narrow(0, lo - base, hi - lo).cpu().clone(); };
+    at::Tensor params = parallel::param_shard(*t.dp);  // covers shard(); for ZeRO 0 everything
+    torch::serialize::OutputArchive a;
+    a.write("param", part(params, parallel::shard(*t.dp).offset));
+    a.write("exp_avg", part(t.adam.exp_avg, parallel::shard(*t.dp).offset));
+    a.write("exp_avg_sq", part(t.adam.exp_avg_sq, parallel::shard(*t.dp).offset));
+    a.write("offset", at::tensor({lo}, at::kLong));
+    a.write("rng.cpu", at::detail::getDefaultCPUGenerator().get_state());
+    a.save_to(partial + "/" + shard_file(sharded ? t.groups.dp.rank : 0));
+  }
+  sync();
+  if (leader) {
+    data::LoaderState ls = t.train_loader->state();
+    json shards = json::array();
+    for (int i = 0; i < n_shards; ++i)
+      shards.push_back({{"file", shard_file(i)}, {"checksum", hash_file_hex(partial + "/" + shard_file(i))}});
+    json state = {{"format", 2},
+                  {"step", t.step},
+                  {"adam_step", t.adam.step},
+                  {"loader", {{"epoch", ls.epoch}, {"cursor", ls.cursor}}},
+                  {"layout", {{"names", l.names}, {"shapes", l.shapes}}},
+                  {"shards", shards},
+                  {"saved_by", {{"world", solo ? 1 : world.size}, {"zero", parallel::zero_stage(*t.dp)}}},
+                  {"tokenizer_identity", t.data.manifest.tokenizer_identity},
+                  {"config", to_toml(t.cfg)}};
+    write_file_atomic(partial + "/state.json", state.dump(1) + "\n");
+    fs::remove_all(path);
+    fs::rename(partial, path);
+    std::vector<std::string> all = checkpoint_dirs(run_dir);
+    for (size_t i = static_cast<size_t>(keep); i < all.size(); ++i) fs::remove_all(all[i]);
+  }
+  sync();
   return path;
 }
 
@@ -62,9 +92,11 @@ static json read_state(const std::string& dir) {
   json state;
   try {
     state = json::parse(read_file(dir + "/state.json"));
-    for (const char* f : {"model.pt", "optim.pt"})
-      if (hash_file_hex(dir + "/" + f) != state.at("checksums").at(f).get<std::string>())
-        throw UserError(fmt::format("{}/{}: checksum mismatch", dir, f));
+    if (state.value("format", 1) != 2)
+      throw UserError(fmt::format("{}: written by an older slm (checkpoint format 1)", dir));
+    for (const json& s : state.at("shards"))
+      if (hash_file_hex(dir + "/" + s.at("file").get<std::string>()) != s.at("checksum").get<std::string>())
+        throw UserError(fmt::format("{}/{}: checksum mismatch", dir, s.at("file").get<std::string>()));
   } catch (const json::exception& e) {
     throw UserError(fmt::format("{}/state.json: malformed ({})", dir, e.what()));
   }
@@ -84,19 +116,42 @@ std::optional<std::string> find_latest_checkpoint(const std::string& run_dir,
   return std::nullopt;
 }
 
-// Copies the parameters saved in dir/model.pt into m, checking names and shapes.
-static void read_parameters(model::GPT2& m, const std::string& dir, torch::serialize::InputArchive& model) {
-  torch::NoGradGuard no_grad;
-  for (auto& [name, p] : model::named_parameters(m)) {
-    at::Tensor v;
-    if (!model.try_read(name, v))
-      throw UserError(fmt::format("{}: no parameter {}; saved from a different model", dir, name));
-    if (v.sizes() != p.sizes())
-      throw UserError(fmt::format("{}: parameter {} has shape {} but the model expects {}; saved "
-                                  "from a different model",
-                                  dir, name, fmt::join(v.sizes(), "x"), fmt::join(p.sizes(), "x")));
-    p.copy_(v);
+// The whole unpadded flat vector `what` ("param", "exp_avg", "exp_avg_sq"), from every shard.
+static at::Tensor assemble(const std::string& dir, const json& state, const char* what, int64_t numel) {
+  at::Tensor full = at::zeros({numel});
+  int64_t covered = 0;
+  for (const json& s : state.at("shards")) {
+    torch::serialize::InputArchive a;
+    a.load_from(dir + "/" + s.at("file").get<std::string>());
+    at::Tensor part, off;
+    a.read(what, part);
+    a.read("offset", off);
+    const int64_t o = off.item<int64_t>();
+    if (o < 0 || o + part.numel() > numel) throw UserError(fmt::format("{}: shard ranges do not fit the model", dir));
+    full.narrow(0, o, part.numel()).copy_(part);
+    covered += part.numel();
   }
+  if (covered != numel) throw UserError(fmt::format("{}: shards cover {} of {} values", dir, covered, numel));
+  return full;
+}
+
+// UserError unless the checkpoint's parameter names and shapes are the model's.
+static void check_layout(const std::string& dir, const json& state, const parallel::FlatLayout& l) {
+  const auto names = state.at("layout").at("names").get<std::vector<std::string>>();
+  const auto shapes = state.at("layout").at("shapes").get<std::vector<std::vector<int64_t>>>();
+  for (size_t i = 0; i < l.names.size(); ++i) {
+    auto it = std::find(names.begin(), names.end(), l.names[i]);
+    if (it == names.end())
+      throw UserError(fmt::format("{}: no parameter {}; saved from a different model", dir, l.names[i]));
+    const auto& shape = shapes[static_cast<size_t>(it - names.begin())];
+    if (shape != l.shapes[i])
+      throw UserError(fmt::format("{}: parameter {} has shape {} but the model expects {}; saved from a "
+                                  "different model",
+                                  dir, l.names[i], fmt::join(shape, "x"), fmt::join(l.shapes[i], "x")));
+  }
+  if (names.size() != l.names.size())
+    throw UserError(fmt::format("{}: {} parameters, the model has {}; saved from a different model", dir,
+                                names.size(), l.names.size()));
 }
 
 model::GPT2 load_model(const std::string& path, Config* cfg_out) {
@@ -110,9 +165,13 @@ model::GPT2 load_model(const std::string& path, Config* cfg_out) {
   json state = read_state(dir);
   Config cfg = parse_config_text(state.at("config").get<std::string>(), dir + "/state.json");
   model::GPT2 m = model::init_gpt2(cfg.model, 0);
-  torch::serialize::InputArchive archive;
-  archive.load_from(dir + "/model.pt");
-  read_parameters(m, dir, archive);
+  auto named = model::named_parameters(m);
+  parallel::FlatLayout l = parallel::make_layout(named, 1);
+  check_layout(dir, state, l);
+  at::Tensor full = assemble(dir, state, "param", l.numel);
+  torch::NoGradGuard no_grad;
+  std::vector<at::Tensor> views = parallel::views_of(full, l);
+  for (size_t i = 0; i < named.size(); ++i) named[i].second.copy_(views[i]);
   if (cfg_out) *cfg_out = cfg;
   return m;
 }
@@ -121,17 +180,34 @@ void load_checkpoint(Trainer& t, const std::string& dir) {
   json state = read_state(dir);
   if (state.at("tokenizer_identity") != t.data.manifest.tokenizer_identity)
     throw UserError(fmt::format("{}: saved for data of another tokenizer than {}", dir, t.cfg.data.dir));
-  torch::serialize::InputArchive model;
-  model.load_from(dir + "/model.pt");
-  read_parameters(t.model, dir, model);
+  const parallel::FlatLayout& l = parallel::layout(*t.dp);
+  check_layout(dir, state, l);
+  const parallel::ShardInfo s = parallel::shard(*t.dp);
+  const int64_t n = std::max<int64_t>(0, std::min(s.offset + s.size, l.numel) - s.offset);
+  torch::NoGradGuard no_grad;
+  // Every layout so far keeps all parameters on every rank (ZeRO 0-2).
+  at::Tensor full = assemble(dir, state, "param", l.numel);
+  std::vector<at::Tensor> views = parallel::views_of(full, l);
+  auto named = model::named_parameters(t.model);
+  for (size_t i = 0; i < named.size(); ++i) named[i].second.copy_(views[i]);
+  at::Tensor m = assemble(dir, state, "exp_avg", l.numel), v = assemble(dir, state, "exp_avg_sq", l.numel);
+  t.adam.exp_avg.zero_();
+  t.adam.exp_avg_sq.zero_();
+  if (n > 0) {
+    t.adam.exp_avg.narrow(0, 0, n).copy_(m.narrow(0, s.offset, n));
+    t.adam.exp_avg_sq.narrow(0, 0, n).copy_(v.narrow(0, s.offset, n));
+  }
+  t.adam.step = state.at("adam_step").get<int64_t>();
+  // RNG: this rank's own stream if it saved one, else the first shard's.
+  const auto& shards = state.at("shards");
+  const int mine = t.groups.dp.rank < static_cast<int>(shards.size()) ? t.groups.dp.rank : 0;
+  torch::serialize::InputArchive a;
+  a.load_from(dir + "/" + shards.at(static_cast<size_t>(mine)).at("file").get<std::string>());
   at::Tensor rng;
-  if (model.try_read("rng.cpu", rng)) {
+  if (a.try_read("rng.cpu", rng)) {
     at::Generator gen = at::detail::getDefaultCPUGenerator();
     gen.set_state(rng);
   }
-  torch::serialize::InputArchive optim;
-  optim.load_from(dir + "/optim.pt", t.device == "cpu" ? c10::optional<at::Device>() : at::Device(t.device));
-  t.optim->load(optim);
   t.step = state.at("step").get<int64_t>();
   t.train_loader->restore({state.at("loader").at("epoch").get<int64_t>(),
                            state.at("loader").at("cursor").get<int64_t>()});

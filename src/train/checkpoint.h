@@ -1,9 +1,17 @@
-// train/checkpoint.h: saving and resuming a run exactly.
+// train/checkpoint.h: saving and resuming a run exactly, on any number of ranks.
 // Owns: the checkpoint layout and save/find/load. A checkpoint is a directory
-// RUN/checkpoints/step_00000100/ with model.pt (parameters by HF name + the CPU RNG state),
-// optim.pt (AdamW moments and step counts) and state.json (step, data-loader position, dataset
-// tokenizer identity, effective configuration, XXH3 checksums of both .pt files). It is written
-// under a temporary name and renamed into place, so a crash leaves the previous ones intact.
+// RUN/checkpoints/step_00000100/ with
+//   shard_00000.pt ...  consecutive ranges of the flat parameter vector (parallel/flat.h): the
+//                       parameters, both AdamW moments, and the writing rank's CPU RNG state.
+//                       One shard without ZeRO (rank 0 writes it), one per rank with ZeRO, each
+//                       rank writing its own in parallel.
+//   state.json          step, AdamW step, data-loader position, the layout (parameter names and
+//                       shapes), the shards' ranges and XXH3 checksums, tokenizer identity and the
+//                       effective configuration.
+// Ranks write into step_X.partial/, then rank 0 renames it into place, so a crash leaves the
+// previous checkpoints intact. Loading reassembles the flat vector from whatever shards exist and
+// takes the range this rank needs: another world size, ZeRO stage or the single-process tools
+// (export, eval, generate) can read any checkpoint. Assumes a filesystem all ranks share.
 #pragma once
 #include <functional>
 #include <optional>
@@ -13,8 +21,10 @@
 
 namespace slm::train {
 
-// Writes a checkpoint of t at t.step, then deletes all but the newest `keep`. Returns its path.
-std::string save_checkpoint(const Trainer& t, const std::string& run_dir, int64_t keep);
+// Writes a checkpoint of t at t.step, then deletes all but the newest `keep`. Collective over the
+// world unless `solo` (one surviving rank saving a full copy after a peer was lost: needs the
+// whole state, i.e. ZeRO 0). Returns its path.
+std::string save_checkpoint(const Trainer& t, const std::string& run_dir, int64_t keep, bool solo = false);
 
 // Newest checkpoint whose state.json parses and whose checksums match; each skipped (corrupt)
 // newer one is reported through warn(). nullopt if there is none.
@@ -25,8 +35,8 @@ std::optional<std::string> find_latest_checkpoint(const std::string& run_dir,
 // on the CPU, with the configuration it was trained with. For export, eval and generate.
 model::GPT2 load_model(const std::string& ckpt_or_run_dir, Config* cfg_out);
 
-// Restores model, optimizer, step, loader position and RNG into t. UserError if the checkpoint
-// belongs to another model (parameter names/shapes) or another tokenizer.
+// Restores parameters, this rank's optimizer shard, step, loader position and RNG into t.
+// UserError if the checkpoint belongs to another model (parameter names/shapes) or tokenizer.
 void load_checkpoint(Trainer& t, const std::string& ckpt_dir);
 
 }  // namespace slm::train

@@ -60,6 +60,13 @@ std::vector<Field> fields(Config& c) {
       {"checkpoint", "every", &c.checkpoint.every},
       {"checkpoint", "keep", &c.checkpoint.keep},
       {"cost", "price_per_hour", &c.cost.price_per_hour},
+      {"parallel", "dp", &c.parallel.dp},
+      {"parallel", "zero", &c.parallel.zero},
+      {"parallel", "bucket_mb", &c.parallel.bucket_mb},
+      {"dist", "backend", &c.dist.backend},
+      {"dist", "interface", &c.dist.interface},
+      {"dist", "timeout_s", &c.dist.timeout_s},
+      {"dist", "join_timeout_s", &c.dist.join_timeout_s},
   };
 }
 
@@ -168,6 +175,7 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
 
 void validate(const Config& c) {
   model::validate(c.model);
+  parallel::validate(c.parallel);
   auto need = [](bool ok, const std::string& msg) {
     if (!ok) throw UserError(msg);
   };

@@ -8,7 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "dist/world.h"
 #include "model/gpt2.h"
+#include "parallel/config.h"
 
 namespace slm::train {
 
@@ -44,13 +46,13 @@ struct ScheduleConfig {
 struct SystemConfig {
   std::string device = "auto";     // auto | cpu | cuda
   std::string precision = "auto";  // auto | fp32 | bf16 (auto: bf16 where the device has it)
-  int threads = 0;                 // CPU threads for LibTorch; 0 = all cores
+  int threads = 0;                 // CPU threads per rank; 0 = cores / ranks on this machine
   uint64_t seed = 1337;            // model initialisation
   double peak_tflops = 0;          // device peak for MFU; 0 = measure by a GEMM once (cached)
 };
 
 struct CostConfig {
-  double price_per_hour = 0;  // USD per device-hour; 0 = an assumed price (stated in the log)
+  double price_per_hour = 0;  // USD per device-hour (each rank is a device); 0 = an assumed price
 };
 
 struct EvalConfig {
@@ -79,6 +81,8 @@ struct Config {
   LogConfig log;
   CheckpointConfig checkpoint;
   CostConfig cost;
+  parallel::ParallelConfig parallel;
+  dist::DistConfig dist;
 };
 
 // Defaults, then the TOML file (if not empty), then each "section.key=value" override.

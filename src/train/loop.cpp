@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "dist/collectives.h"
 #include "train/checkpoint.h"
 #include "train/hardware.h"
 #include "train/runtime.h"
@@ -41,76 +42,118 @@ struct MetricsLog {
 
 }  // namespace
 
+// The ranks' mean loss, and whether any rank was asked to stop: one small all-reduce per step,
+// so that every rank stops (and saves) after the same step.
+static std::pair<double, bool> agree(const Trainer& t, double loss) {
+  std::vector<double> v = dist::sum({loss, interrupted() ? 1.0 : 0.0}, t.groups.world);
+  return {v[0] / t.groups.world.size, v[1] > 0};
+}
+
+static void print_header(const Trainer& t, const std::string& run, const DeviceInfo& dev) {
+  const Config& cfg = t.cfg;
+  std::fprintf(stderr,
+               "train: %lld parameters (L=%lld C=%lld H=%lld T=%lld V=%lld), %s %s (%s), %d threads, "
+               "batch %lld x %lld tokens (micro %lld), steps %lld..%lld -> %s\n",
+               static_cast<long long>(model::num_parameters(t.model)),
+               static_cast<long long>(cfg.model.n_layer), static_cast<long long>(cfg.model.n_embd),
+               static_cast<long long>(cfg.model.n_head), static_cast<long long>(t.seq_len),
+               static_cast<long long>(cfg.model.vocab_size), t.device.c_str(), t.precision.c_str(),
+               t.precision_reason.c_str(), cpu_threads(), static_cast<long long>(cfg.batch.batch_size),
+               static_cast<long long>(t.seq_len), static_cast<long long>(cfg.batch.micro_batch),
+               static_cast<long long>(t.step), static_cast<long long>(cfg.schedule.max_steps), run.c_str());
+  const double mb = 1024.0 * 1024.0;
+  std::fprintf(stderr,
+               "parallel: %d ranks (%s, %s), data parallel x%d, ZeRO %lld, buckets %.0f MiB; per rank: "
+               "parameters %.1f MiB, gradients %.1f MiB, optimizer %.1f MiB\n",
+               t.groups.world.size, t.world.env.source.c_str(), t.world.backend.c_str(), t.groups.dp.size,
+               static_cast<long long>(parallel::zero_stage(*t.dp)), cfg.parallel.bucket_mb,
+               parallel::param_bytes(*t.dp) / mb, parallel::grad_bytes(*t.dp) / mb,
+               (t.adam.exp_avg.numel() * 2 + t.adam.scratch.numel()) * 4 / mb);
+  std::fprintf(stderr, "device: %s, peak %.3f TFLOP/s %s (%s), $%.3f/hour (%s)\n", dev.name.c_str(),
+               dev.peak_flops / 1e12, t.precision.c_str(), dev.peak_source.c_str(), dev.price_per_hour,
+               dev.price_source.c_str());
+}
+
 int run_training(const Config& cfg_in, bool resume, int64_t stop_at) {
   const std::string run = cfg_in.run.dir;
   std::unique_ptr<Trainer> t = make_trainer(cfg_in);
   const Config& cfg = t->cfg;
-  configure_cpu_threads(cfg.system.threads);
+  const bool main_rank = t->groups.world.rank == 0;
+  const int devices = t->groups.world.size;
+  configure_cpu_threads(cfg.system.threads, t->world.env.local_world);
+  dist::require_same(fmt::format("resume={} stop_at={}", resume, stop_at), t->groups.world, "--resume/--stop-at");
   fs::create_directories(run);
-  std::optional<std::string> ckpt = find_latest_checkpoint(
-      run, [](const std::string& w) { std::fprintf(stderr, "warning: %s\n", w.c_str()); });
+  std::optional<std::string> ckpt = find_latest_checkpoint(run, [&](const std::string& w) {
+    if (main_rank) std::fprintf(stderr, "warning: %s\n", w.c_str());
+  });
   if (ckpt && !resume)
     throw UserError(fmt::format("{}: has checkpoints; pass --resume to continue it, or choose "
                                 "another run.dir",
                                 run));
   if (ckpt) {
     load_checkpoint(*t, *ckpt);
-    std::fprintf(stderr, "resumed from %s at step %lld\n", ckpt->c_str(), static_cast<long long>(t->step));
-  } else if (resume) {
+    if (main_rank) std::fprintf(stderr, "resumed from %s at step %lld\n", ckpt->c_str(), static_cast<long long>(t->step));
+  } else if (resume && main_rank) {
     std::fprintf(stderr, "no checkpoint in %s: starting from step 0\n", run.c_str());
   }
-  write_file_atomic(run + "/config.toml", to_toml(cfg));
-  MetricsLog metrics(run + "/metrics.jsonl");
-  const double flops = step_flops(cfg.model, cfg.batch.batch_size, t->seq_len);
-  std::fprintf(stderr,
-               "train: %lld parameters (L=%lld C=%lld H=%lld T=%lld V=%lld), %s %s (%s), %d threads, "
-               "batch %lld x %lld tokens (micro %lld), steps %lld..%lld -> %s\n",
-               static_cast<long long>(model::num_parameters(t->model)),
-               static_cast<long long>(cfg.model.n_layer), static_cast<long long>(cfg.model.n_embd),
-               static_cast<long long>(cfg.model.n_head), static_cast<long long>(t->seq_len),
-               static_cast<long long>(cfg.model.vocab_size), t->device.c_str(), t->precision.c_str(),
-               t->precision_reason.c_str(),
-               cpu_threads(), static_cast<long long>(cfg.batch.batch_size),
-               static_cast<long long>(t->seq_len), static_cast<long long>(cfg.batch.micro_batch),
-               static_cast<long long>(t->step), static_cast<long long>(cfg.schedule.max_steps),
-               run.c_str());
-
+  std::unique_ptr<MetricsLog> metrics;
+  if (main_rank) {
+    write_file_atomic(run + "/config.toml", to_toml(cfg));
+    metrics = std::make_unique<MetricsLog>(run + "/metrics.jsonl");
+  }
+  auto log = [&](const nlohmann::json& j) {
+    if (metrics) metrics->write(j);
+  };
+  // Per device: the global step's FLOPs are shared by the data-parallel ranks.
+  const double flops = step_flops(cfg.model, cfg.batch.batch_size, t->seq_len) / devices;
   const DeviceInfo dev = describe_device(t->device, t->precision, cpu_threads(), cfg.system.peak_tflops,
                                          cfg.cost.price_per_hour);
-  std::fprintf(stderr, "device: %s, peak %.3f TFLOP/s %s (%s), $%.3f/hour (%s)\n", dev.name.c_str(),
-               dev.peak_flops / 1e12, t->precision.c_str(), dev.peak_source.c_str(), dev.price_per_hour,
-               dev.price_source.c_str());
-  const bool tty = ::isatty(STDERR_FILENO) == 1;
+  if (main_rank) print_header(*t, run, dev);
+  const bool tty = main_rank && ::isatty(STDERR_FILENO) == 1;
   double spent_usd = 0, first_loss = -1;
   const int64_t first = t->step;
   auto started = std::chrono::steady_clock::now();
-  auto save = [&] {
-    std::string p = save_checkpoint(*t, run, cfg.checkpoint.keep);
+  auto say = [&](const std::string& line) {
+    if (!main_rank) return;
     if (tty) std::fprintf(stderr, "\n");
-    std::fprintf(stderr, "checkpoint %s\n", p.c_str());
+    std::fprintf(stderr, "%s\n", line.c_str());
   };
+  auto save = [&] { say("checkpoint " + save_checkpoint(*t, run, cfg.checkpoint.keep)); };
   auto eval = [&] {
     double v = evaluate(*t);
-    metrics.write({{"step", t->step}, {"val_loss", v}, {"val_ppl", std::exp(v)}});
-    if (tty) std::fprintf(stderr, "\n");
-    std::fprintf(stderr, "step %lld: val loss %.4f, perplexity %.2f\n", static_cast<long long>(t->step), v,
-                 std::exp(v));
+    log({{"step", t->step}, {"val_loss", v}, {"val_ppl", std::exp(v)}});
+    say(fmt::format("step {}: val loss {:.4f}, perplexity {:.2f}", t->step, v, std::exp(v)));
   };
   const int64_t end = stop_at > 0 ? std::min(stop_at, cfg.schedule.max_steps) : cfg.schedule.max_steps;
   while (t->step < end) {
-    StepStats s = train_step(*t);
-    double step_s = s.data_s + s.forward_s + s.backward_s + s.optim_s;
+    StepStats s;
+    bool stop = false;
+    const data::LoaderState before = t->train_loader->state();
+    const int64_t step_before = t->step;
+    try {
+      s = train_step(*t);
+      std::tie(s.loss, stop) = agree(*t, s.loss);
+    } catch (const dist::PeerLost& e) {
+      // Without ZeRO every rank holds the whole state: rank 0 keeps the last finished step.
+      if (main_rank && parallel::zero_stage(*t->dp) == 0) {
+        if (t->step == step_before) t->train_loader->restore(before);
+        std::fprintf(stderr, "%s\ncheckpoint %s (saved by rank 0 alone after losing a peer)\n", e.what(),
+                     save_checkpoint(*t, run, cfg.checkpoint.keep, /*solo=*/true).c_str());
+      }
+      throw;
+    }
+    double step_s = s.data_s + s.forward_s + s.backward_s + s.optim_s + s.comm_s;
     double tflops = flops / step_s / 1e12;
-    spent_usd += step_s / 3600.0 * dev.price_per_hour;  // this session's steps (one device)
+    spent_usd += step_s / 3600.0 * dev.price_per_hour * devices;  // this session's steps
     if (first_loss < 0) first_loss = s.loss;
-    metrics.write({{"step", t->step}, {"loss", s.loss}, {"lr", s.lr}, {"grad_norm", s.grad_norm},
-                   {"tokens", s.tokens}, {"tokens_per_s", s.tokens / step_s}, {"step_s", step_s},
-                   {"data_s", s.data_s}, {"forward_s", s.forward_s}, {"backward_s", s.backward_s},
-                   {"optim_s", s.optim_s}, {"tflops_per_device", tflops},
-                   {"mfu", flops / step_s / dev.peak_flops}, {"peak_mem_bytes", peak_memory_bytes()},
-                   {"cost_usd", spent_usd},
-                   {"tokens_per_usd", s.tokens / (step_s / 3600.0 * dev.price_per_hour)},
-                   {"loss_drop_per_usd", (first_loss - s.loss) / spent_usd}});
+    log({{"step", t->step}, {"loss", s.loss}, {"lr", s.lr}, {"grad_norm", s.grad_norm},
+         {"tokens", s.tokens}, {"tokens_per_s", s.tokens / step_s}, {"step_s", step_s},
+         {"data_s", s.data_s}, {"forward_s", s.forward_s}, {"backward_s", s.backward_s},
+         {"optim_s", s.optim_s}, {"comm_s", s.comm_s}, {"tflops_per_device", tflops},
+         {"mfu", flops / step_s / dev.peak_flops}, {"peak_mem_bytes", peak_memory_bytes()},
+         {"cost_usd", spent_usd},
+         {"tokens_per_usd", s.tokens / (step_s / 3600.0 * dev.price_per_hour * devices)},
+         {"loss_drop_per_usd", (first_loss - s.loss) / spent_usd}});
     double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     double eta = elapsed / static_cast<double>(t->step - first) * static_cast<double>(cfg.schedule.max_steps - t->step);
     std::string line = fmt::format("step {}/{} | loss {:.4f} | lr {:.2e} | {:.0f} tok/s | {:.3f} TFLOP/s "
@@ -118,13 +161,12 @@ int run_training(const Config& cfg_in, bool resume, int64_t stop_at) {
                                    t->step, cfg.schedule.max_steps, s.loss, s.lr, s.tokens / step_s,
                                    tflops, 100 * flops / step_s / dev.peak_flops, spent_usd, format_duration(eta));
     if (tty) std::fprintf(stderr, "\r%s\033[K", line.c_str());
-    else if (t->step % cfg.log.every == 0 || t->step == first + 1) std::fprintf(stderr, "%s\n", line.c_str());
+    else if (main_rank && (t->step % cfg.log.every == 0 || t->step == first + 1)) std::fprintf(stderr, "%s\n", line.c_str());
     const bool last = t->step == cfg.schedule.max_steps;
     if (cfg.eval.every > 0 && (t->step % cfg.eval.every == 0 || last)) eval();
-    if ((cfg.checkpoint.every > 0 && t->step % cfg.checkpoint.every == 0) || t->step == end) save();
-    else if (interrupted()) save();
-    if (interrupted() && !last) {
-      std::fprintf(stderr, "stopped by signal at step %lld; resume with --resume\n", static_cast<long long>(t->step));
+    if ((cfg.checkpoint.every > 0 && t->step % cfg.checkpoint.every == 0) || t->step == end || stop) save();
+    if (stop && !last) {
+      say(fmt::format("stopped by signal at step {}; resume with --resume", t->step));
       return interrupt_signal() == SIGINT ? 130 : 143;
     }
   }

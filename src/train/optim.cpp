@@ -7,19 +7,30 @@
 
 namespace slm::train {
 
-std::unique_ptr<torch::optim::Optimizer> make_adamw(
-    const std::vector<std::pair<std::string, at::Tensor>>& named_params, const OptimConfig& o) {
-  std::vector<at::Tensor> decay, no_decay;
-  for (const auto& [name, p] : named_params)
-    (p.dim() >= 2 && name != "wpe.weight" ? decay : no_decay).push_back(p);
-  auto opts = [&](double wd) {
-    return std::make_unique<torch::optim::AdamWOptions>(
-        torch::optim::AdamWOptions(o.lr).betas({o.beta1, o.beta2}).eps(o.eps).weight_decay(wd));
-  };
-  std::vector<torch::optim::OptimizerParamGroup> groups;
-  groups.emplace_back(decay, opts(o.weight_decay));
-  groups.emplace_back(no_decay, opts(0.0));
-  return std::make_unique<torch::optim::AdamW>(groups, torch::optim::AdamWOptions(o.lr));
+AdamW make_adamw(const parallel::FlatLayout& l, parallel::ShardInfo s, const at::TensorOptions& opts) {
+  AdamW a;
+  a.exp_avg = at::zeros({s.size}, opts);
+  a.exp_avg_sq = at::zeros({s.size}, opts);
+  a.scratch = at::empty({s.size}, opts);
+  for (size_t i = 0; i < l.names.size(); ++i) {
+    if (l.shapes[i].size() < 2 || l.names[i] == "wpe.weight") continue;
+    int64_t lo = std::max(l.offsets[i], s.offset), hi = std::min(l.offsets[i] + l.numels[i], s.offset + s.size);
+    if (lo < hi) a.decay.push_back({lo - s.offset, hi - s.offset});
+  }
+  return a;
+}
+
+void adamw_step(AdamW& a, at::Tensor param, const at::Tensor& grad, const OptimConfig& o, double lr) {
+  torch::NoGradGuard no_grad;
+  a.step += 1;
+  if (o.weight_decay != 0)
+    for (auto [lo, hi] : a.decay) param.narrow(0, lo, hi - lo).mul_(1 - lr * o.weight_decay);
+  a.exp_avg.mul_(o.beta1).add_(grad, 1 - o.beta1);
+  a.exp_avg_sq.mul_(o.beta2).addcmul_(grad, grad, 1 - o.beta2);
+  const double bc1 = 1 - std::pow(o.beta1, static_cast<double>(a.step));
+  const double bc2 = 1 - std::pow(o.beta2, static_cast<double>(a.step));
+  at::sqrt_out(a.scratch, a.exp_avg_sq).div_(std::sqrt(bc2)).add_(o.eps);
+  param.addcdiv_(a.exp_avg, a.scratch, -lr / bc1);
 }
 
 double lr_at(const ScheduleConfig& s, double peak, int64_t step) {
@@ -30,25 +41,6 @@ double lr_at(const ScheduleConfig& s, double peak, int64_t step) {
   const double t = std::min(1.0, static_cast<double>(step - s.warmup_steps) / span);
   const double shape = s.decay == "cosine" ? 0.5 * (1.0 + std::cos(M_PI * t)) : 1.0 - t;
   return floor + (peak - floor) * shape;
-}
-
-void set_lr(torch::optim::Optimizer& opt, double lr) {
-  for (auto& g : opt.param_groups()) static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr);
-}
-
-double clip_grad_norm(const std::vector<at::Tensor>& params, double max_norm) {
-  std::vector<at::Tensor> norms;
-  for (const auto& p : params)
-    if (p.grad().defined()) norms.push_back(p.grad().detach().to(at::kFloat).norm(2));
-  if (norms.empty()) return 0.0;
-  double total = at::stack(norms).norm(2).item<double>();
-  if (max_norm > 0 && total > max_norm) {
-    double scale = max_norm / (total + 1e-6);
-    torch::NoGradGuard g;
-    for (const auto& p : params)
-      if (p.grad().defined()) p.grad().mul_(scale);
-  }
-  return total;
 }
 
 }  // namespace slm::train

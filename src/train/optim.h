@@ -1,29 +1,32 @@
 // train/optim.h: the optimizer and the learning-rate schedule.
-// Owns: make_adamw (AdamW with two parameter groups: decay for matrices except the position
-// embedding, none for biases, LayerNorm and wpe, as in GPT-2 practice), lr_at (warmup then
-// cosine/linear/constant decay to a floor), set_lr, clip_grad_norm.
+// Owns: AdamW (moments for one flat range of the parameters: everything, or this rank's ZeRO
+// shard), make_adamw, adamw_step (the same arithmetic as torch.optim.AdamW, as one fused pass over
+// the flat range), lr_at (warmup then cosine/linear/constant decay to a floor).
+// Weight decay applies to matrices except the position embedding (not to biases, LayerNorm or
+// wpe), as in GPT-2 practice; those ranges are listed once in AdamW::decay.
 #pragma once
 #include <ATen/core/Tensor.h>
 
-#include <memory>
-#include <string>
+#include <cstdint>
 #include <utility>
 #include <vector>
 
+#include "parallel/flat.h"
 #include "train/config.h"
-
-namespace torch::optim {
-class Optimizer;
-}
 
 namespace slm::train {
 
-std::unique_ptr<torch::optim::Optimizer> make_adamw(
-    const std::vector<std::pair<std::string, at::Tensor>>& named_params, const OptimConfig& o);
+struct AdamW {
+  at::Tensor exp_avg, exp_avg_sq;  // (shard.size) first and second moments
+  at::Tensor scratch;              // (shard.size) denominator, allocated once
+  std::vector<std::pair<int64_t, int64_t>> decay;  // [begin, end) within the shard: decayed
+  int64_t step = 0;                // updates done
+};
+
+AdamW make_adamw(const parallel::FlatLayout& l, parallel::ShardInfo s, const at::TensorOptions& opts);
+// One update of param (shard.size) with grad (shard.size) at learning rate lr.
+void adamw_step(AdamW& a, at::Tensor param, const at::Tensor& grad, const OptimConfig& o, double lr);
 // Learning rate for optimizer step `step` (0-based).
 double lr_at(const ScheduleConfig& s, double peak_lr, int64_t step);
-void set_lr(torch::optim::Optimizer& opt, double lr);
-// Clips the global L2 norm of all gradients to max_norm (no-op when 0); returns the norm before.
-double clip_grad_norm(const std::vector<at::Tensor>& params, double max_norm);
 
 }  // namespace slm::train

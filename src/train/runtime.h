@@ -16,7 +16,7 @@ namespace slm::train {
 // are already set or SLM_NO_REEXEC is set.
 void reexec_with_blas_env(int argc, char** argv);
 void configure_process();
-void configure_cpu_threads(int threads);  // 0 = all cores
+void configure_cpu_threads(int threads, int local_ranks);  // 0 = cores / ranks on this machine
 int cpu_threads();
 
 }  // namespace slm::train

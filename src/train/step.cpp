@@ -1,11 +1,13 @@
 // train/step.cpp: one optimizer step and one evaluation: the hot path, read top to bottom.
-// Owns: make_trainer, train_step, evaluate, step_flops. No logging or file I/O.
+// Owns: make_trainer, train_step, evaluate, step_flops. No logging or file I/O. train_step is the
+// same for one process and for data parallelism / ZeRO: parallel/data_parallel.h hides the difference.
 #include <torch/torch.h>
 
 #include <chrono>
 #include <fmt/format.h>
 
 #include "data/batch_tensor.h"
+#include "dist/collectives.h"
 #include "train/optim.h"
 #include "train/precision.h"
 #include "train/trainer.h"
@@ -34,6 +36,17 @@ std::unique_ptr<Trainer> make_trainer(const Config& cfg_in) {
     throw UserError(fmt::format("model: vocab_size {} differs from the dataset's tokenizer ({}, {})",
                                 cfg.model.vocab_size, V, cfg.data.dir));
   validate(cfg);
+  t->device = resolve_device(cfg.system.device);
+  t->world = dist::init_world(cfg.dist, t->device);
+  const int world = t->world.world.size;
+  if (cfg.parallel.dp != -1 && cfg.parallel.dp != world)
+    throw UserError(fmt::format("parallel: dp({}) != world size {} (data parallelism is the only "
+                                "layout so far; use dp = -1)", cfg.parallel.dp, world));
+  if (cfg.batch.batch_size % (cfg.batch.micro_batch * world) != 0)
+    throw UserError(fmt::format("batch: batch_size {} must be a multiple of micro_batch {} x {} "
+                                "data-parallel ranks", cfg.batch.batch_size, cfg.batch.micro_batch, world));
+  dist::require_same(to_toml(cfg), t->world.world, "configuration");
+  t->groups = dist::make_process_groups(t->world, {{"dp"}, {world}});
   t->seq_len = cfg.batch.seq_len > 0 ? cfg.batch.seq_len : cfg.model.block_size;
   t->train_loader = std::make_unique<data::Loader>(t->data.train,
                                                    data::LoaderOptions{t->seq_len, cfg.data.seed, true});
@@ -49,24 +62,30 @@ std::unique_ptr<Trainer> make_trainer(const Config& cfg_in) {
                                   cfg.data.dir, e.what()));
     }
   }
-  t->device = resolve_device(cfg.system.device);
   t->precision = resolve_precision(cfg.system.precision, t->device, &t->precision_reason);
   t->model = model::init_gpt2(cfg.model, cfg.system.seed);
-  for (auto& [name, p] : model::named_parameters(t->model)) {
-    if (t->device != "cpu") p.set_data(p.data().to(t->device));
-    t->params.push_back(p);
+  auto named = model::named_parameters(t->model);
+  if (t->device != "cpu")
+    for (auto& [name, p] : named) p.set_data(p.data().to(t->device));
+  t->dp = parallel::apply_data_parallel(named, cfg.parallel, t->groups.dp);
+  {
+    torch::NoGradGuard no_grad;  // every rank starts from rank 0's parameters
+    at::Tensor flat = parallel::param_shard(*t->dp);
+    if (parallel::zero_stage(*t->dp) == 0) dist::broadcast(flat, 0, t->groups.dp);
   }
-  t->optim = make_adamw(model::named_parameters(t->model), cfg.optim);
+  t->adam = make_adamw(parallel::layout(*t->dp), parallel::shard(*t->dp),
+                       parallel::param_shard(*t->dp).options());
   return t;
 }
 
 StepStats train_step(Trainer& t) {
   StepStats s;
   auto clock = Clock::now();
-  const int64_t micro = t.cfg.batch.micro_batch, n_micro = t.cfg.batch.batch_size / micro;
-  t.optim->zero_grad();
+  const dist::Group& dp = t.groups.dp;
+  const int64_t micro = t.cfg.batch.micro_batch, n_micro = t.cfg.batch.batch_size / (micro * dp.size);
+  parallel::zero_grads(*t.dp);
   for (int64_t m = 0; m < n_micro; ++m) {
-    data::Batch b = t.train_loader->next(micro);
+    data::Batch b = t.train_loader->next(micro, dp.rank, dp.size);
     auto [x, y] = data::batch_tensors(b);
     x = x.to(t.device), y = y.to(t.device);
     s.data_s += seconds_since(clock);
@@ -76,15 +95,22 @@ StepStats train_step(Trainer& t) {
       loss = model::forward_loss(t.model, x, y, /*train=*/true) / static_cast<double>(n_micro);
     }
     s.forward_s += seconds_since(clock);
+    parallel::begin_backward(*t.dp, /*last=*/m == n_micro - 1);
     loss.backward();
     s.loss += loss.item<double>();
     s.backward_s += seconds_since(clock);
   }
-  s.grad_norm = clip_grad_norm(t.params, t.cfg.optim.grad_clip);
+  parallel::finish_grads(*t.dp);
+  s.grad_norm = std::sqrt(parallel::grad_norm_sq(*t.dp));
+  s.comm_s += seconds_since(clock);
+  at::Tensor grad = parallel::grad_shard(*t.dp);
+  const double clip = t.cfg.optim.grad_clip;
+  if (clip > 0 && s.grad_norm > clip) grad.mul_(clip / (s.grad_norm + 1e-6));
   s.lr = lr_at(t.cfg.schedule, t.cfg.optim.lr, t.step);
-  set_lr(*t.optim, s.lr);
-  t.optim->step();
+  adamw_step(t.adam, parallel::param_shard(*t.dp), grad, t.cfg.optim, s.lr);
   s.optim_s = seconds_since(clock);
+  parallel::gather_params(*t.dp);
+  s.comm_s += seconds_since(clock);
   s.tokens = t.cfg.batch.batch_size * t.seq_len;
   t.step += 1;
   return s;

@@ -1,6 +1,7 @@
 // train/trainer.h: everything one training run holds, built once by make_trainer.
-// Owns: Trainer (config, dataset, loaders, model, optimizer, device, precision, step counter),
-// make_trainer, and the per-step and evaluation verbs (step.cpp). No I/O besides opening data.
+// Owns: Trainer (config, process groups, dataset, loaders, model, data-parallel state, optimizer,
+// device, precision, step counter), make_trainer, and the per-step and evaluation verbs
+// (step.cpp). No I/O besides opening data and joining the job.
 #pragma once
 #include <ATen/core/Tensor.h>
 
@@ -10,22 +11,24 @@
 
 #include "data/loader.h"
 #include "data/manifest.h"
+#include "dist/mesh.h"
+#include "dist/world.h"
 #include "model/gpt2.h"
+#include "parallel/data_parallel.h"
 #include "train/config.h"
-
-namespace torch::optim {
-class Optimizer;
-}
+#include "train/optim.h"
 
 namespace slm::train {
 
 struct Trainer {
   Config cfg;                   // effective configuration (model.vocab_size filled in)
+  dist::World world;            // this process in the job (world size 1 without a launcher)
+  dist::ProcessGroups groups;   // mesh: dp only so far
   data::Dataset data;           // memory-mapped shards
   std::unique_ptr<data::Loader> train_loader;
-  model::GPT2 model;
-  std::vector<at::Tensor> params;  // in named_parameters order
-  std::unique_ptr<torch::optim::Optimizer> optim;
+  model::GPT2 model;            // parameters are views of dp's flat buffer
+  std::shared_ptr<parallel::DataParallel> dp;  // gradient reduction, ZeRO shard
+  AdamW adam;                   // moments for dp's shard
   std::string device;     // "cpu" | "cuda"
   std::string precision;  // "fp32" | "bf16"
   std::string precision_reason;  // why, for the log
@@ -34,17 +37,20 @@ struct Trainer {
   ~Trainer();
 };
 
-// Opens the dataset (checking the tokenizer and model vocabulary), resolves device, precision and
-// seq_len, initialises the model and optimizer. UserError on inconsistent settings.
+// Joins the job (rendezvous when launched with several ranks), opens the dataset (checking the
+// tokenizer and model vocabulary), resolves device, precision and seq_len, initialises the model
+// (identical on every rank), data parallelism and the optimizer. UserError on bad settings.
 std::unique_ptr<Trainer> make_trainer(const Config& cfg);
 
 struct StepStats {
-  double loss = 0, grad_norm = 0, lr = 0;
-  int64_t tokens = 0;
+  double loss = 0;  // this rank's mean micro-batch loss (the loop averages over ranks)
+  double grad_norm = 0, lr = 0;
+  int64_t tokens = 0;  // global batch
   double data_s = 0, forward_s = 0, backward_s = 0, optim_s = 0;
+  double comm_s = 0;   // waiting for gradient reduction and parameter gathering (not hidden)
 };
 
-// One optimizer step over batch_size / micro_batch micro-batches (step.cpp).
+// One optimizer step: this rank's batch_size / (micro_batch * dp) micro-batches (step.cpp).
 StepStats train_step(Trainer& t);
 // Mean validation loss over eval.batches micro-batches from the start of the validation split.
 double evaluate(Trainer& t);

@@ -61,7 +61,7 @@ echo "ok: steps 7-12 bit-identical after resume: $a"
 # 3. Corrupt newest checkpoint: warning, previous one used, same losses.
 "$SLM" train -c /dev/null "${COMMON[@]}" --set schedule.max_steps=12 --set checkpoint.every=2 \
   --set run.dir=corrupt --stop-at 6 2>/dev/null
-printf 'garbage' | dd of=corrupt/checkpoints/step_00000006/model.pt bs=1 seek=100 conv=notrunc status=none
+printf 'garbage' | dd of=corrupt/checkpoints/step_00000006/shard_00000.pt bs=1 seek=100 conv=notrunc status=none
 "$SLM" train -c /dev/null "${COMMON[@]}" --set schedule.max_steps=12 --set checkpoint.every=2 \
   --set run.dir=corrupt --resume 2> corrupt.log
 grep -q "warning: checkpoint corrupt/checkpoints/step_00000006 is corrupt (.*checksum mismatch)" corrupt.log \

@@ -1,0 +1,20 @@
+// dist/backend.h: what a Group's opaque handle holds (private to dist/): the c10d backend object
+// (Gloo or NCCL), its kind, and the job's health monitor used to name a lost rank when a
+// collective fails.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "dist/compat.h"
+
+namespace slm::dist {
+
+struct Health;  // dist/health.h
+
+struct Backend {
+  c10::intrusive_ptr<compat::BackendBase> pg;
+  std::string kind;  // "gloo" | "nccl"
+  std::shared_ptr<Health> health;
+};
+
+}  // namespace slm::dist

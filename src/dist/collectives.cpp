@@ -1,0 +1,215 @@
+// dist/collectives.cpp: see collectives.h.
+#include "dist/collectives.h"
+
+#include <torch/torch.h>
+
+#include <fmt/format.h>
+
+#include "dist/backend.h"
+#include "dist/health.h"
+#include "util/hash.h"
+
+namespace slm::dist {
+
+struct Pending::State {
+  c10::intrusive_ptr<c10d::Work> work;
+  std::function<void()> done;  // completion step (copy back, keep own part), after the wait
+  Group group;
+  const char* op = "";
+  bool waited = false;
+  ~State() {
+    if (!waited && work) try {
+        work->wait();
+      } catch (...) {
+      }
+  }
+};
+
+namespace {
+
+[[noreturn]] void fail(const Group& g, const char* op, const std::exception& e) {
+  std::string what = e.what();
+  what = what.substr(0, what.find('\n'));
+  std::string who = g.backend && g.backend->health ? g.backend->health->lost_ranks(g.ranks) : "a peer";
+  throw PeerLost(fmt::format("{} in group {} ({} ranks) failed; lost {}: {}", op, g.name, g.size, who, what));
+}
+
+// Gloo has no bf16/fp16: such tensors travel as fp32 copies, written back on completion.
+bool needs_wire_copy(const at::Tensor& t, const Group& g) {
+  return g.backend->kind == "gloo" && (t.scalar_type() == at::kBFloat16 || t.scalar_type() == at::kHalf);
+}
+
+Pending start(const Group& g, const char* op, c10::intrusive_ptr<c10d::Work> w, std::function<void()> done) {
+  Pending p;
+  p.state = std::make_shared<Pending::State>();
+  p.state->work = std::move(w);
+  p.state->done = std::move(done);
+  p.state->group = g;
+  p.state->op = op;
+  return p;
+}
+
+Pending completed(std::function<void()> done = nullptr) {
+  if (done) done();
+  return Pending{};
+}
+
+// Where small tensors for a group must live: NCCL only moves CUDA tensors.
+at::Device scalar_device(const Group& g) { return g.backend->kind == "nccl" ? at::kCUDA : at::kCPU; }
+
+}  // namespace
+
+void Pending::wait() {
+  if (!state || state->waited) return;
+  state->waited = true;
+  try {
+    state->work->wait();
+  } catch (const std::exception& e) {
+    fail(state->group, state->op, e);
+  }
+  if (state->done) state->done();
+}
+
+Pending then(Pending p, std::function<void()> f) {
+  if (!p.state || p.state->waited) {
+    f();
+    return p;
+  }
+  auto inner = std::move(p.state->done);
+  p.state->done = [inner, f] {
+    if (inner) inner();
+    f();
+  };
+  return p;
+}
+
+Pending all_reduce_sum_async(const at::Tensor& t, const Group& g) {
+  if (g.size == 1) return completed();
+  at::Tensor wire = needs_wire_copy(t, g) ? t.to(at::kFloat) : t;
+  std::vector<at::Tensor> ts{wire};
+  try {
+    auto w = g.backend->pg->allreduce(ts, c10d::AllreduceOptions{});
+    std::function<void()> done;
+    if (!wire.is_same(t)) done = [t, wire]() mutable { t.copy_(wire); };
+    return start(g, "all-reduce", w, done);
+  } catch (const std::exception& e) {
+    fail(g, "all-reduce", e);
+  }
+}
+
+void all_reduce_sum(at::Tensor& t, const Group& g) { all_reduce_sum_async(t, g).wait(); }
+
+Pending reduce_scatter_sum_async(const at::Tensor& shard_out, const at::Tensor& flat, const Group& g) {
+  const int64_t n = shard_out.numel();
+  TORCH_CHECK(flat.numel() == n * g.size, "reduce_scatter_sum: flat has ", flat.numel(),
+              " elements, want ", n, " x ", g.size);
+  auto keep_own = [shard_out, flat, n, r = g.rank]() mutable {
+    shard_out.copy_(flat.reshape({-1}).narrow(0, r * n, n));
+  };
+  if (g.size == 1) return completed(keep_own);
+  // Built from all-reduce on every LibTorch version: Gloo 1.x has no reduce_scatter, and an
+  // all-reduce keeps one code path whose cost we measured (2x the bytes of a ring reduce-scatter).
+  return then(all_reduce_sum_async(flat, g), keep_own);
+}
+
+void reduce_scatter_sum(at::Tensor& shard_out, at::Tensor& flat, const Group& g) {
+  reduce_scatter_sum_async(shard_out, flat, g).wait();
+}
+
+Pending all_gather_into_async(const at::Tensor& flat_out, const at::Tensor& shard, const Group& g) {
+  const int64_t n = shard.numel();
+  TORCH_CHECK(flat_out.numel() == n * g.size, "all_gather_into: flat_out has ", flat_out.numel(),
+              " elements, want ", n, " x ", g.size);
+  if (g.size == 1) return completed([flat_out, shard]() mutable { flat_out.view(shard.sizes()).copy_(shard); });
+  const bool wire_copy = needs_wire_copy(shard, g);
+  at::Tensor in = (wire_copy ? shard.to(at::kFloat) : shard.clone()).reshape({-1});
+  at::Tensor out = wire_copy ? at::empty({n * g.size}, in.options()) : flat_out.reshape({-1});
+  std::vector<std::vector<at::Tensor>> outs(1);
+  for (int r = 0; r < g.size; ++r) outs[0].push_back(out.narrow(0, r * n, n));
+  std::vector<at::Tensor> ins{in};
+  try {
+    auto w = g.backend->pg->allgather(outs, ins, c10d::AllgatherOptions{});
+    std::function<void()> done = [in] {};  // keeps the input alive until the wait
+    if (wire_copy) done = [flat_out, out, in]() mutable { flat_out.reshape({-1}).copy_(out); };
+    return start(g, "all-gather", w, done);
+  } catch (const std::exception& e) {
+    fail(g, "all-gather", e);
+  }
+}
+
+void all_gather_into(at::Tensor& flat_out, const at::Tensor& shard, const Group& g) {
+  all_gather_into_async(flat_out, shard, g).wait();
+}
+
+void broadcast(at::Tensor& t, int root, const Group& g) {
+  if (g.size == 1) return;
+  at::Tensor wire = needs_wire_copy(t, g) ? t.to(at::kFloat) : t;
+  std::vector<at::Tensor> ts{wire};
+  c10d::BroadcastOptions o;
+  o.rootRank = root;
+  Pending p;
+  try {
+    p = start(g, "broadcast", g.backend->pg->broadcast(ts, o), nullptr);
+  } catch (const std::exception& e) {
+    fail(g, "broadcast", e);
+  }
+  p.wait();
+  if (!wire.is_same(t)) t.copy_(wire);
+}
+
+void barrier(const Group& g) {
+  if (g.size == 1) return;
+  // An all-reduce of one number: Gloo's barrier does not honour the timeout on every version.
+  at::Tensor one = at::ones({1}, at::TensorOptions().device(scalar_device(g)));
+  all_reduce_sum(one, g);
+}
+
+std::vector<double> sum(std::vector<double> v, const Group& g) {
+  if (g.size == 1 || v.empty()) return v;
+  at::Tensor t = at::tensor(v, at::kDouble).to(scalar_device(g));
+  all_reduce_sum(t, g);
+  t = t.cpu();
+  return std::vector<double>(t.data_ptr<double>(), t.data_ptr<double>() + t.numel());
+}
+
+double sum(double v, const Group& g) { return sum(std::vector<double>{v}, g)[0]; }
+
+double max(double v, const Group& g) {
+  if (g.size == 1) return v;
+  at::Tensor t = at::tensor({v}, at::kDouble).to(scalar_device(g));
+  std::vector<at::Tensor> ts{t};
+  c10d::AllreduceOptions o;
+  o.reduceOp = c10d::ReduceOp::MAX;
+  Pending p;
+  try {
+    p = start(g, "all-reduce(max)", g.backend->pg->allreduce(ts, o), nullptr);
+  } catch (const std::exception& e) {
+    fail(g, "all-reduce(max)", e);
+  }
+  p.wait();
+  return t.item<double>();
+}
+
+}  // namespace slm::dist
+
+namespace slm::dist {
+
+void require_same(const std::string& text, const Group& g, const std::string& what) {
+  if (g.size == 1) return;
+  const std::string h = hash_hex(text);
+  at::Tensor mine = at::tensor({static_cast<int64_t>(std::stoull(h.substr(0, 15), nullptr, 16)),
+                                static_cast<int64_t>(std::stoull(h.substr(15, 15), nullptr, 16))},
+                               at::kLong)
+                        .to(scalar_device(g));
+  at::Tensor all = at::empty({2 * g.size}, mine.options());
+  all_gather_into(all, mine, g);
+  all = all.cpu();
+  std::vector<int> differ;
+  for (int r = 1; r < g.size; ++r)
+    if (!all.narrow(0, 2 * r, 2).equal(all.narrow(0, 0, 2))) differ.push_back(g.ranks[static_cast<size_t>(r)]);
+  if (!differ.empty())
+    throw UserError(fmt::format("{} {}'s {} differs from rank {}'s; every rank must run the same command",
+                                differ.size() == 1 ? "rank" : "ranks", fmt::join(differ, ", "), what, g.ranks[0]));
+}
+
+}  // namespace slm::dist

@@ -1,0 +1,58 @@
+// dist/collectives.h: the collective verbs used by parallel/ and train/, on any Group.
+// Every verb is a no-op (or the identity) on a group of size 1. A failed or timed-out collective
+// throws PeerLost naming the lost rank(s) (dist/health.h). Gloo has no bf16 and (in LibTorch 1.x)
+// no reduce_scatter: bf16 travels as fp32, and reduce_scatter is an all-reduce of which each rank
+// keeps its part (twice the bytes of a real reduce-scatter; see docs/benchmarks.md).
+#pragma once
+#include <ATen/core/Tensor.h>
+
+#include <functional>
+#include <string>
+#include <memory>
+#include <vector>
+
+#include "dist/group.h"
+#include "util/error.h"
+
+namespace slm::dist {
+
+// A peer died, hung past the timeout, or the store vanished. One line, names the rank(s).
+struct PeerLost : UserError {
+  using UserError::UserError;
+};
+
+// An operation in flight. wait() blocks, then runs the completion step (if any). Waiting twice
+// is a no-op; destroying an unwaited Pending waits (errors are then swallowed).
+struct Pending {
+  struct State;
+  std::shared_ptr<State> state;
+  void wait();
+};
+
+// p, followed on completion by f (run at once if p is already complete or trivial).
+Pending then(Pending p, std::function<void()> f);
+
+// In place: t = sum over the group of t.
+void all_reduce_sum(at::Tensor& t, const Group& g);
+Pending all_reduce_sum_async(const at::Tensor& t, const Group& g);
+// shard_out (n) = this rank's n-element part of the sum over the group of flat (size * n).
+// `flat` is used as scratch and is clobbered. Async: `flat` and `shard_out` must stay alive.
+void reduce_scatter_sum(at::Tensor& shard_out, at::Tensor& flat, const Group& g);
+Pending reduce_scatter_sum_async(const at::Tensor& shard_out, const at::Tensor& flat, const Group& g);
+// flat_out (size * n) = every rank's shard (n), in rank order.
+void all_gather_into(at::Tensor& flat_out, const at::Tensor& shard, const Group& g);
+Pending all_gather_into_async(const at::Tensor& flat_out, const at::Tensor& shard, const Group& g);
+void broadcast(at::Tensor& t, int root, const Group& g);
+void barrier(const Group& g);
+
+// UserError on every rank unless `text` is identical on all ranks of g (compares a hash), naming
+// the ranks that differ from rank 0, e.g. "rank 1's configuration differs from rank 0's". Call it
+// before collectives whose sizes depend on `text`: mismatched collectives crash Gloo.
+void require_same(const std::string& text, const Group& g, const std::string& what);
+
+// Scalars, for metrics and decisions every rank must agree on.
+std::vector<double> sum(std::vector<double> v, const Group& g);
+double sum(double v, const Group& g);
+double max(double v, const Group& g);
+
+}  // namespace slm::dist

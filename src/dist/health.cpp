@@ -1,0 +1,66 @@
+// dist/health.cpp: see health.h.
+#include "dist/health.h"
+
+#include <chrono>
+#include <fmt/format.h>
+#include <map>
+
+#include "dist/compat.h"
+
+namespace slm::dist {
+namespace {
+constexpr auto kBeat = std::chrono::milliseconds(1000);
+
+std::shared_ptr<c10d::Store> connect(const std::string& host, int port) {
+  c10d::TCPStoreOptions o;
+  o.port = static_cast<uint16_t>(port);
+  o.isServer = false;
+  o.waitWorkers = false;
+  o.timeout = std::chrono::seconds(10);
+  auto s = c10::make_intrusive<c10d::TCPStore>(host, o);
+  // shared_ptr holding a reference: the store lives as long as either owner.
+  return std::shared_ptr<c10d::Store>(s.get(), [keep = s](c10d::Store*) mutable { keep.reset(); });
+}
+}  // namespace
+
+Health::Health(const std::string& host, int port, int rank_, int world) : rank(rank_) {
+  store = connect(host, port);
+  store->add(fmt::format("hb/{}", rank), 1);
+  thread = std::thread([this] {
+    std::unique_lock<std::mutex> lock(mu);
+    while (!cv.wait_for(lock, kBeat, [this] { return stop; })) {
+      try {
+        store->add(fmt::format("hb/{}", rank), 1);
+      } catch (...) {
+        return;  // the store is gone; lost_ranks() reports it
+      }
+    }
+  });
+  (void)world;
+}
+
+Health::~Health() {
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    stop = true;
+  }
+  cv.notify_all();
+  if (thread.joinable()) thread.join();
+}
+
+std::string Health::lost_ranks(const std::vector<int>& ranks) {
+  std::map<int, int64_t> before;
+  try {
+    for (int r : ranks) before[r] = store->add(fmt::format("hb/{}", r), 0);
+    std::this_thread::sleep_for(kBeat * 3);
+    std::vector<int> lost;
+    for (int r : ranks)
+      if (r != rank && store->add(fmt::format("hb/{}", r), 0) == before[r]) lost.push_back(r);
+    if (lost.empty()) return "no rank (all heartbeats continue)";
+    return fmt::format("{} {}", lost.size() == 1 ? "rank" : "ranks", fmt::join(lost, ", "));
+  } catch (const std::exception&) {
+    return "rank 0 (host of the rendezvous store)";
+  }
+}
+
+}  // namespace slm::dist

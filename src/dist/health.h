@@ -1,0 +1,36 @@
+// dist/health.h: liveness of the ranks, so that a failed collective can say *which* rank is gone.
+// Owns: Health. Each rank bumps a counter "hb/<rank>" in the rendezvous store once a second from
+// a background thread (its own store connection). When a collective fails or times out,
+// lost_ranks() watches the counters for a few seconds and names the ranks that stopped; if the
+// store itself is unreachable, rank 0 (which hosts it) is the one that is gone.
+#pragma once
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace c10d {
+class Store;
+}
+
+namespace slm::dist {
+
+struct Health {
+  Health(const std::string& host, int port, int rank, int world);
+  ~Health();
+  // A phrase naming the lost ranks among `ranks`, e.g. "rank 3" or "ranks 1, 2", or
+  // "rank 0 (host of the rendezvous store)"; "no rank (all are alive)" if none stopped.
+  std::string lost_ranks(const std::vector<int>& ranks);
+
+  std::shared_ptr<c10d::Store> store;  // this thread's own client connection
+  int rank;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool stop = false;
+  std::thread thread;
+};
+
+}  // namespace slm::dist

@@ -1,0 +1,190 @@
+// dist/launch.cpp: see launch.h.
+#include "dist/launch.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fmt/format.h>
+
+#include "util/error.h"
+
+namespace slm::dist {
+namespace {
+
+volatile sig_atomic_t g_signal = 0;
+void on_signal(int sig) { g_signal = sig; }
+
+int free_local_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0)
+    throw UserError("launch: cannot find a free local port; pass --master HOST:PORT");
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+struct Child {
+  int rank = 0;
+  pid_t pid = -1;
+  int out[2] = {-1, -1};     // read ends of the stdout / stderr pipes (-1 once closed)
+  std::string pending[2];  // partial lines
+  bool running = true;
+  int code = 0;            // exit code, or 128 + signal
+};
+
+pid_t spawn(Child& c, const LaunchOptions& o, const std::string& addr, const std::string& port) {
+  int pipes[2][2];
+  if (::pipe(pipes[0]) != 0 || ::pipe(pipes[1]) != 0) throw UserError("launch: cannot create pipes");
+  const pid_t launcher = ::getpid();
+  pid_t pid = ::fork();
+  if (pid < 0) throw UserError("launch: fork failed");
+  if (pid == 0) {
+    ::setpgid(0, 0);  // the terminal's Ctrl-C reaches the launcher only; it forwards once
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != launcher) ::_exit(1);  // the launcher died before prctl
+    ::dup2(pipes[0][1], STDOUT_FILENO);
+    ::dup2(pipes[1][1], STDERR_FILENO);
+    for (auto& p : pipes) ::close(p[0]), ::close(p[1]);
+    const int world = o.nproc * o.nnodes;
+    ::setenv("RANK", std::to_string(c.rank).c_str(), 1);
+    ::setenv("WORLD_SIZE", std::to_string(world).c_str(), 1);
+    ::setenv("LOCAL_RANK", std::to_string(c.rank - o.node_rank * o.nproc).c_str(), 1);
+    ::setenv("LOCAL_WORLD_SIZE", std::to_string(o.nproc).c_str(), 1);
+    ::setenv("MASTER_ADDR", addr.c_str(), 1);
+    ::setenv("MASTER_PORT", port.c_str(), 1);
+    std::vector<char*> argv;
+    for (const auto& a : o.command) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::execvp(argv[0], argv.data());
+    std::fprintf(stderr, "slm launch: cannot run %s: %s\n", argv[0], std::strerror(errno));
+    ::_exit(127);
+  }
+  for (int i = 0; i < 2; ++i) {
+    ::close(pipes[i][1]);
+    c.out[i] = pipes[i][0];
+  }
+  return pid;
+}
+
+// Copies complete lines from the child's pipe i to our stdout/stderr with the rank prefix.
+void drain(Child& c, int i) {
+  char buf[65536];
+  ssize_t n = ::read(c.out[i], buf, sizeof buf);
+  FILE* to = i == 0 ? stdout : stderr;
+  if (n <= 0) {  // closed: flush a last unterminated line
+    if (!c.pending[i].empty()) std::fprintf(to, "[%d] %s\n", c.rank, c.pending[i].c_str());
+    c.pending[i].clear();
+    ::close(c.out[i]);
+    c.out[i] = -1;
+    return;
+  }
+  c.pending[i].append(buf, static_cast<size_t>(n));
+  size_t start = 0, nl;
+  while ((nl = c.pending[i].find_first_of("\n\r", start)) != std::string::npos) {
+    if (nl > start) std::fprintf(to, "[%d] %.*s\n", c.rank, static_cast<int>(nl - start), c.pending[i].data() + start);
+    start = nl + 1;
+  }
+  c.pending[i].erase(0, start);
+  std::fflush(to);
+}
+
+void signal_all(std::vector<Child>& cs, int sig) {
+  for (auto& c : cs)
+    if (c.running) ::kill(-c.pid, sig);
+}
+
+}  // namespace
+
+int launch(const LaunchOptions& o) {
+  if (o.nproc < 1) throw UserError("launch: -n must be at least 1");
+  if (o.nnodes < 1 || o.node_rank < 0 || o.node_rank >= o.nnodes)
+    throw UserError(fmt::format("launch: --node-rank {} must be in [0, --nnodes {})", o.node_rank, o.nnodes));
+  if (o.command.empty()) throw UserError("launch: no command; usage: slm launch -n N -- slm train ...");
+  std::string addr = "127.0.0.1", port;
+  if (o.master.empty()) {
+    if (o.nnodes > 1) throw UserError("launch: --nnodes > 1 needs --master HOST:PORT (rank 0's machine)");
+    port = std::to_string(free_local_port());
+  } else {
+    size_t colon = o.master.rfind(':');
+    if (colon == std::string::npos || colon == 0 || colon + 1 == o.master.size())
+      throw UserError(fmt::format("launch: --master {} is not HOST:PORT", o.master));
+    addr = o.master.substr(0, colon);
+    port = o.master.substr(colon + 1);
+  }
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
+  std::vector<Child> cs(static_cast<size_t>(o.nproc));
+  for (int i = 0; i < o.nproc; ++i) {
+    cs[i].rank = o.node_rank * o.nproc + i;
+    cs[i].pid = spawn(cs[i], o, addr, port);
+  }
+  using Clock = std::chrono::steady_clock;
+  int failed_rank = -1, result = 0, forwarded = 0;
+  Clock::time_point kill_at = Clock::time_point::max();
+  for (;;) {
+    std::vector<pollfd> fds;
+    std::vector<std::pair<size_t, int>> who;
+    for (size_t k = 0; k < cs.size(); ++k)
+      for (int i = 0; i < 2; ++i)
+        if (cs[k].out[i] >= 0) fds.push_back({cs[k].out[i], POLLIN, 0}), who.push_back({k, i});
+    if (!fds.empty() && ::poll(fds.data(), fds.size(), 200) > 0)
+      for (size_t f = 0; f < fds.size(); ++f)
+        if (fds[f].revents) drain(cs[who[f].first], who[f].second);
+    if (fds.empty()) ::usleep(50000);
+    if (g_signal && forwarded != g_signal) {  // a signal to the launcher goes to every rank
+      forwarded = g_signal;
+      signal_all(cs, g_signal);
+      kill_at = std::min(kill_at, Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                                     std::chrono::duration<double>(o.grace_s)));
+    }
+    bool any_running = false;
+    for (auto& c : cs) {
+      int status = 0;
+      if (c.running && ::waitpid(c.pid, &status, WNOHANG) == c.pid) {
+        c.running = false;
+        c.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        if (c.code != 0 && failed_rank < 0 && !forwarded) {
+          failed_rank = c.rank;
+          result = c.code;
+          std::fprintf(stderr, "slm launch: rank %d %s; stopping the other ranks\n", c.rank,
+                       WIFEXITED(status) ? fmt::format("exited with code {}", c.code).c_str()
+                                         : fmt::format("was killed by signal {}", WTERMSIG(status)).c_str());
+          signal_all(cs, SIGTERM);
+          kill_at = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                       std::chrono::duration<double>(o.grace_s));
+        }
+      }
+      any_running = any_running || c.running;
+    }
+    if (any_running && Clock::now() >= kill_at) {
+      std::fprintf(stderr, "slm launch: ranks still running %.0f s after SIGTERM; killing them\n", o.grace_s);
+      signal_all(cs, SIGKILL);
+      kill_at = Clock::time_point::max();
+    }
+    bool open = false;
+    for (auto& c : cs) open = open || c.out[0] >= 0 || c.out[1] >= 0;
+    if (!any_running && !open) break;
+  }
+  if (failed_rank < 0)
+    for (auto& c : cs)
+      if (c.code != 0 && result == 0) result = c.code;
+  return result;
+}
+
+}  // namespace slm::dist

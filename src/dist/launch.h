@@ -1,0 +1,27 @@
+// dist/launch.h: `slm launch`, a torchrun-style launcher for the ranks of one machine.
+// Owns: LaunchOptions and launch(). Starts nproc children with RANK, WORLD_SIZE, LOCAL_RANK,
+// LOCAL_WORLD_SIZE, MASTER_ADDR and MASTER_PORT set, prefixes every line they print with "[rank] ",
+// forwards SIGINT/SIGTERM to them, and when one rank fails (non-zero exit or killed) stops the
+// others: SIGTERM first, SIGKILL after a grace period. Children die with the launcher
+// (PR_SET_PDEATHSIG), so no orphans are left behind. Multi-machine jobs run one launcher per
+// machine with --nnodes/--node-rank/--master. No torch here.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace slm::dist {
+
+struct LaunchOptions {
+  int nproc = 1;             // ranks on this machine
+  int nnodes = 1;            // machines in the job
+  int node_rank = 0;         // this machine's index; its ranks are node_rank*nproc + [0, nproc)
+  std::string master;        // HOST:PORT of rank 0's rendezvous store; "" = 127.0.0.1, a free port
+  double grace_s = 30;       // after a failure, seconds between SIGTERM and SIGKILL for the rest
+  std::vector<std::string> command;  // program and arguments, run once per rank
+};
+
+// Runs the job; returns the exit code for the launcher: 0 if every rank succeeded, else the
+// first failing rank's code (128 + signal if it was killed). UserError on bad options.
+int launch(const LaunchOptions& o);
+
+}  // namespace slm::dist

@@ -1,0 +1,130 @@
+// dist/world.cpp: see world.h.
+#include "dist/world.h"
+
+#include <arpa/inet.h>
+
+#include <cstdlib>
+#include <fmt/format.h>
+
+#include "dist/backend.h"
+#include "dist/health.h"
+#include "util/error.h"
+
+namespace slm::dist {
+namespace {
+
+std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+c10::intrusive_ptr<c10d::Store>& store_of(World& w) {
+  return *static_cast<c10::intrusive_ptr<c10d::Store>*>(w.store.get());
+}
+
+std::string resolve_interface(const DistConfig& cfg, const std::string& backend) {
+  if (!cfg.interface.empty()) return cfg.interface;
+  const char* v = std::getenv(backend == "nccl" ? "NCCL_SOCKET_IFNAME" : "GLOO_SOCKET_IFNAME");
+  return v ? v : "";
+}
+
+std::shared_ptr<Backend> make_backend(World& w, const std::string& prefix, int rank, int size,
+                                      const DistConfig& cfg) {
+  auto store = c10::make_intrusive<c10d::PrefixStore>(prefix, store_of(w));
+  auto timeout = std::chrono::milliseconds(static_cast<int64_t>(cfg.timeout_s * 1000));
+  auto b = std::make_shared<Backend>();
+  b->kind = w.backend;
+  if (w.backend == "nccl") {
+#ifdef USE_C10D_NCCL
+    std::string iface = resolve_interface(cfg, "nccl");
+    if (!iface.empty()) ::setenv("NCCL_SOCKET_IFNAME", iface.c_str(), 1);
+    auto opts = c10d::ProcessGroupNCCL::Options::create();
+    opts->timeout = timeout;
+    b->pg = c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rank, size, opts);
+#else
+    throw UserError("dist: backend nccl: this LibTorch was built without NCCL");
+#endif
+    return b;
+  }
+  auto opts = c10d::ProcessGroupGloo::Options::create(timeout);
+  std::string iface = resolve_interface(cfg, "gloo");
+  in_addr a{};
+  bool loopback = w.env.master_addr == "localhost" ||
+                  (::inet_pton(AF_INET, w.env.master_addr.c_str(), &a) == 1 && (ntohl(a.s_addr) >> 24) == 127);
+  try {
+    if (!iface.empty()) opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(iface));
+    else if (loopback) opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+    else opts->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+  } catch (const std::exception& e) {
+    throw UserError(fmt::format("dist: cannot use network interface '{}': {}", iface, first_line(e.what())));
+  }
+  opts->threads = 2;
+  try {
+    b->pg = c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, size, opts);
+  } catch (const std::exception& e) {
+    throw UserError(fmt::format("dist: connecting the {} ranks of group {} failed: {}", size, prefix,
+                                first_line(e.what())));
+  }
+  return b;
+}
+
+}  // namespace
+
+World init_world(const DistConfig& cfg, const std::string& device) {
+  if (cfg.backend != "auto" && cfg.backend != "gloo" && cfg.backend != "nccl")
+    throw UserError(fmt::format("dist: backend '{}' is not auto, gloo or nccl", cfg.backend));
+  if (cfg.timeout_s <= 0 || cfg.join_timeout_s <= 0)
+    throw UserError("dist: timeout_s and join_timeout_s must be positive");
+  World w;
+  w.env = read_launch_env();
+  w.cfg = cfg;
+  w.backend = cfg.backend == "auto" ? (device == "cuda" ? "nccl" : "gloo") : cfg.backend;
+  if (w.backend == "nccl" && device != "cuda")
+    throw UserError("dist: backend nccl needs system.device = cuda");
+  w.world.rank = w.env.rank;
+  w.world.size = w.env.world;
+  w.world.ranks.clear();
+  for (int r = 0; r < w.env.world; ++r) w.world.ranks.push_back(r);
+  if (w.env.world == 1) return w;
+
+  c10d::TCPStoreOptions o;
+  o.port = static_cast<uint16_t>(w.env.master_port);
+  o.isServer = w.env.rank == 0;
+  o.numWorkers = static_cast<size_t>(w.env.world);
+  o.waitWorkers = true;
+  o.timeout = std::chrono::milliseconds(static_cast<int64_t>(cfg.join_timeout_s * 1000));
+  c10::intrusive_ptr<c10d::Store> store;
+  try {
+    store = c10::make_intrusive<c10d::TCPStore>(w.env.master_addr, o);
+  } catch (const std::exception& e) {
+    throw UserError(fmt::format(
+        "rendezvous at {}:{} failed after up to {:.0f} s ({} of {} ranks, from {}): {}",
+        w.env.master_addr, w.env.master_port, cfg.join_timeout_s,
+        w.env.rank == 0 ? "waiting as rank 0 for the other" : "rank " + std::to_string(w.env.rank) + " of",
+        w.env.world, w.env.source, first_line(e.what())));
+  }
+  store->setTimeout(std::chrono::milliseconds(static_cast<int64_t>(cfg.join_timeout_s * 1000)));
+  w.store = std::make_shared<c10::intrusive_ptr<c10d::Store>>(store);
+  auto health = std::make_shared<Health>(w.env.master_addr, w.env.master_port, w.env.rank, w.env.world);
+  w.world.backend = make_backend(w, "world/", w.env.rank, w.env.world, cfg);
+  w.world.backend->health = health;
+  return w;
+}
+
+Group new_group(World& w, const std::string& name, const std::vector<int>& ranks) {
+  Group g;
+  g.name = name;
+  g.ranks = ranks;
+  g.size = static_cast<int>(ranks.size());
+  g.rank = -1;
+  for (int i = 0; i < g.size; ++i)
+    if (ranks[static_cast<size_t>(i)] == w.env.rank) g.rank = i;
+  if (g.rank < 0) throw std::logic_error("new_group: this rank is not a member of group " + name);
+  if (g.size == 1) return g;
+  if (g.size == w.world.size) {  // the world under another name: share its connections
+    g.backend = w.world.backend;
+    return g;
+  }
+  g.backend = make_backend(w, fmt::format("{}/{}/", name, fmt::join(ranks, ",")), g.rank, g.size, w.cfg);
+  g.backend->health = w.world.backend->health;
+  return g;
+}
+
+}  // namespace slm::dist

@@ -1,0 +1,42 @@
+// dist/world.h: joining the job: rendezvous through a c10d TCPStore hosted by rank 0, the world
+// process group (Gloo on CPU, NCCL on GPU), and new subgroups.
+// Owns: DistConfig (the [dist] config section), World, init_world, new_group.
+// Worked example, 4 ranks on one machine started by `slm launch -n 4` (MASTER_ADDR=127.0.0.1):
+// rank 0 listens on MASTER_PORT and waits up to join_timeout_s for ranks 1..3; each builds the
+// world Gloo group (keys under "world/"); a subgroup {0,2} is built by ranks 0 and 2 only, under
+// its own key prefix.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dist/env.h"
+#include "dist/group.h"
+
+namespace slm::dist {
+
+struct DistConfig {
+  std::string backend = "auto";  // auto (nccl on cuda, gloo on cpu) | gloo | nccl
+  std::string interface;         // network interface for Gloo/NCCL traffic, e.g. "eth0"; "" = the
+                                 // GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME variables, else the
+                                 // address MASTER_ADDR is reached by
+  double timeout_s = 60;         // a collective that waits longer than this fails (a dead peer)
+  double join_timeout_s = 120;   // rendezvous: how long to wait for every rank to arrive
+};
+
+struct World {
+  LaunchEnv env;
+  std::string backend;  // resolved: "gloo" | "nccl"
+  Group world;
+  std::shared_ptr<void> store;  // the rendezvous store (c10d::Store), for new_group
+  DistConfig cfg;
+};
+
+// Validates cfg, reads the launch environment, and (world > 1) performs the rendezvous. UserError
+// with one line when a peer never arrives, the store is unreachable, or a value is wrong.
+World init_world(const DistConfig& cfg, const std::string& device);
+// A process group of the given global ranks (ascending). Collective over those members only;
+// others must not call it. `name` is used in messages ("dp", "tp", ...).
+Group new_group(World& w, const std::string& name, const std::vector<int>& ranks);
+
+}  // namespace slm::dist

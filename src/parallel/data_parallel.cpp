@@ -1,0 +1,190 @@
+// parallel/data_parallel.cpp: see data_parallel.h.
+#include "parallel/data_parallel.h"
+
+#include <torch/torch.h>
+
+#include <deque>
+#include <fmt/format.h>
+
+#include "dist/collectives.h"
+#include "util/error.h"
+
+namespace slm::parallel {
+
+struct Bucket {
+  int64_t begin = 0, end = 0;   // flat range of its parameters
+  std::vector<size_t> params;   // indices into the layout
+  size_t ready = 0;             // gradients accumulated in this backward
+  bool launched = false;
+};
+
+struct DataParallel {
+  ParallelConfig cfg;
+  dist::Group dp;
+  FlatLayout layout;
+  ShardInfo shard;                  // what this rank updates
+  std::vector<at::Tensor> params;   // views of param_flat
+  at::Tensor param_flat;            // (padded)
+  at::Tensor grad_flat;             // (padded) zero 0/1: .grad of every parameter is a view of it
+  at::Tensor grad_own;              // (shard.size) zero 2: this rank's accumulated gradient
+  std::vector<Bucket> buckets;      // in backward order (last parameters first)
+  std::vector<size_t> bucket_of;    // parameter index -> bucket
+  std::deque<dist::Pending> inflight;
+  std::vector<at::Tensor> staging;  // zero 2: two bucket-sized buffers, used in turn
+  size_t next_staging = 0;
+  bool last = true;                 // reducing in this backward
+  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators;  // keep hooks alive
+};
+
+namespace {
+
+struct ReadyHook : torch::autograd::FunctionPostHook {
+  DataParallel* d;
+  size_t index;
+  ReadyHook(DataParallel* d_, size_t i) : d(d_), index(i) {}
+  torch::autograd::variable_list operator()(const torch::autograd::variable_list& outputs,
+                                            const torch::autograd::variable_list&) override;
+};
+
+std::vector<Bucket> make_buckets(const FlatLayout& l, double bucket_mb) {
+  const int64_t cap = std::max<int64_t>(1, static_cast<int64_t>(bucket_mb * 1024 * 1024 / 4));
+  std::vector<Bucket> out;
+  for (size_t k = l.names.size(); k-- > 0;) {
+    if (out.empty() || out.back().end - out.back().begin >= cap) out.push_back({l.offsets[k], l.offsets[k], {}, 0, false});
+    Bucket& b = out.back();
+    b.params.push_back(k);
+    b.begin = l.offsets[k];
+    if (b.end == b.begin) b.end = l.offsets[k] + l.numels[k];
+  }
+  for (Bucket& b : out) b.end = l.offsets[b.params.front()] + l.numels[b.params.front()];
+  return out;
+}
+
+// Zero 2: move a finished bucket's gradients into a staging buffer, free them, and start its
+// reduction; on completion, add this rank's part to grad_own.
+void launch_sharded(DataParallel& d, Bucket& b) {
+  const int64_t n = b.end - b.begin;
+  if (d.inflight.size() >= d.staging.size()) {
+    d.inflight.front().wait();
+    d.inflight.pop_front();
+  }
+  at::Tensor stage = d.staging[d.next_staging++ % d.staging.size()].narrow(0, 0, n);
+  for (size_t i : b.params) {
+    at::Tensor& g = d.params[i].mutable_grad();
+    stage.narrow(0, d.layout.offsets[i] - b.begin, d.layout.numels[i]).copy_(g.reshape({-1}));
+    g = at::Tensor();
+  }
+  const int64_t lo = std::max(b.begin, d.shard.offset), hi = std::min(b.end, d.shard.offset + d.shard.size);
+  dist::Pending p = dist::all_reduce_sum_async(stage, d.dp);
+  if (lo < hi) {
+    at::Tensor own = d.grad_own.narrow(0, lo - d.shard.offset, hi - lo);
+    at::Tensor part = stage.narrow(0, lo - b.begin, hi - lo);
+    p = dist::then(std::move(p), [own, part]() mutable { own.add_(part); });
+  }
+  d.inflight.push_back(p);
+}
+
+void launch(DataParallel& d, Bucket& b) {
+  b.launched = true;
+  if (d.cfg.zero >= 2) return launch_sharded(d, b);
+  if (!d.last) return;
+  d.inflight.push_back(dist::all_reduce_sum_async(d.grad_flat.narrow(0, b.begin, b.end - b.begin), d.dp));
+}
+
+torch::autograd::variable_list ReadyHook::operator()(const torch::autograd::variable_list& outputs,
+                                                     const torch::autograd::variable_list&) {
+  Bucket& b = d->buckets[d->bucket_of[index]];
+  if (++b.ready == b.params.size()) launch(*d, b);
+  return outputs;
+}
+
+}  // namespace
+
+void validate(const ParallelConfig& c) {
+  if (c.zero < 0 || c.zero > 2)
+    throw UserError(fmt::format("parallel: zero {} is not 0, 1 or 2 (stage 3 is not implemented yet)", c.zero));
+  if (c.bucket_mb <= 0) throw UserError(fmt::format("parallel: bucket_mb {} must be positive", c.bucket_mb));
+  if (c.dp == 0 || c.dp < -1) throw UserError(fmt::format("parallel: dp {} must be -1 or positive", c.dp));
+}
+
+std::shared_ptr<DataParallel> apply_data_parallel(const std::vector<std::pair<std::string, at::Tensor>>& named,
+                                                  const ParallelConfig& cfg, const dist::Group& dp) {
+  auto d = std::make_shared<DataParallel>();
+  d->cfg = cfg;
+  d->dp = dp;
+  d->layout = make_layout(named, dp.size);
+  for (const auto& np : named) d->params.push_back(np.second);
+  d->param_flat = flatten_parameters(d->params, d->layout);
+  d->shard = cfg.zero == 0 ? ShardInfo{0, d->layout.padded} : shard_of(d->layout, dp.rank, dp.size);
+  d->buckets = make_buckets(d->layout, cfg.bucket_mb);
+  d->bucket_of.resize(d->params.size());
+  int64_t biggest = 0;
+  for (size_t k = 0; k < d->buckets.size(); ++k) {
+    for (size_t i : d->buckets[k].params) d->bucket_of[i] = k;
+    biggest = std::max(biggest, d->buckets[k].end - d->buckets[k].begin);
+  }
+  if (cfg.zero >= 2) {
+    d->grad_own = at::zeros({d->shard.size}, d->param_flat.options());
+    for (int i = 0; i < 2; ++i) d->staging.push_back(at::empty({biggest}, d->param_flat.options()));
+  } else {
+    d->grad_flat = at::zeros({d->layout.padded}, d->param_flat.options());
+    std::vector<at::Tensor> gv = views_of(d->grad_flat, d->layout);
+    for (size_t i = 0; i < d->params.size(); ++i) d->params[i].mutable_grad() = gv[i];
+  }
+  for (size_t i = 0; i < d->params.size(); ++i) {
+    auto acc = torch::autograd::impl::grad_accumulator(d->params[i]);
+    acc->add_post_hook(std::make_unique<ReadyHook>(d.get(), i));
+    d->accumulators.push_back(acc);
+  }
+  return d;
+}
+
+void zero_grads(DataParallel& d) {
+  if (d.grad_flat.defined()) d.grad_flat.zero_();
+  if (d.grad_own.defined()) d.grad_own.zero_();
+}
+
+void begin_backward(DataParallel& d, bool last) {
+  d.last = last;
+  for (Bucket& b : d.buckets) b.ready = 0, b.launched = false;
+}
+
+void finish_grads(DataParallel& d) {
+  if (d.last || d.cfg.zero >= 2)
+    for (Bucket& b : d.buckets)  // buckets with a parameter that got no gradient
+      if (!b.launched) launch(d, b);
+  while (!d.inflight.empty()) {
+    d.inflight.front().wait();
+    d.inflight.pop_front();
+  }
+  if (d.dp.size > 1) grad_shard(d).div_(static_cast<double>(d.dp.size));
+}
+
+double grad_norm_sq(DataParallel& d) {
+  double local = grad_shard(d).pow(2).sum().item<double>();
+  return d.cfg.zero == 0 ? local : dist::sum(local, d.dp);
+}
+
+at::Tensor param_shard(DataParallel& d) { return d.param_flat.narrow(0, d.shard.offset, d.shard.size); }
+at::Tensor grad_shard(DataParallel& d) {
+  return d.cfg.zero >= 2 ? d.grad_own : d.grad_flat.narrow(0, d.shard.offset, d.shard.size);
+}
+
+void gather_params(DataParallel& d) {
+  if (d.cfg.zero == 0 || d.dp.size == 1) return;
+  torch::NoGradGuard no_grad;
+  dist::all_gather_into(d.param_flat, param_shard(d), d.dp);
+}
+
+const FlatLayout& layout(const DataParallel& d) { return d.layout; }
+ShardInfo shard(const DataParallel& d) { return d.shard; }
+int64_t zero_stage(const DataParallel& d) { return d.cfg.zero; }
+const dist::Group& dp_group(const DataParallel& d) { return d.dp; }
+int64_t param_bytes(const DataParallel& d) { return d.param_flat.numel() * 4; }
+int64_t grad_bytes(const DataParallel& d) {
+  int64_t staging = 0;
+  for (const auto& s : d.staging) staging += s.numel() * 4;
+  return (d.grad_flat.defined() ? d.grad_flat.numel() : d.grad_own.numel()) * 4 + staging;
+}
+
+}  // namespace slm::parallel

@@ -1,0 +1,57 @@
+// parallel/data_parallel.h: data parallelism and ZeRO stages 1-2 over a dp group, as verbs that
+// train_step calls in order: zero_grads, begin_backward (per micro-batch), finish_grads,
+// grad_norm_sq, the optimizer on param_shard/grad_shard (train/adamw), gather_params.
+// Owns: DataParallel and its verbs (also for world = 1). Configured by parallel/config.h.
+//  zero 0 (DDP): gradients are views of one flat buffer; autograd post-accumulate hooks launch an
+//     async all-reduce per bucket (~bucket_mb, in backward order) as soon as its last gradient
+//     is accumulated, on the last micro-batch only; every rank updates every parameter.
+//  zero 1: same reduction; each rank updates only its shard (optimizer state 1/N), then the
+//     parameters are all-gathered.
+//  zero 2: every micro-batch, each completed bucket is copied to a staging buffer (two in
+//     flight), its autograd gradients are freed, and it is reduced; each rank adds its part to
+//     a shard-sized gradient buffer. Gradient memory: shard + two buckets instead of everything.
+// Gloo has no reduce-scatter in LibTorch 1.x: ZeRO-2 reduces a bucket with an all-reduce and keeps
+// its own part (same bytes as DDP; the memory saving is what stage 2 buys).
+#pragma once
+#include <ATen/core/Tensor.h>
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "dist/group.h"
+#include "parallel/config.h"
+#include "parallel/flat.h"
+
+namespace slm::parallel {
+
+struct DataParallel;  // data_parallel.cpp
+
+// Flattens the model's parameters (they become views of one buffer), makes the buckets and
+// registers the gradient hooks. `named` in named_parameters order; all on one device.
+std::shared_ptr<DataParallel> apply_data_parallel(const std::vector<std::pair<std::string, at::Tensor>>& named,
+                                                  const ParallelConfig& cfg, const dist::Group& dp);
+
+void zero_grads(DataParallel& d);
+// Before each micro-batch's backward; `last` = the optimizer step follows (DDP reduces then).
+void begin_backward(DataParallel& d, bool last);
+// Waits for every reduction and averages: afterwards grad_shard() holds the mean gradient.
+void finish_grads(DataParallel& d);
+// Squared L2 norm of the whole mean gradient (summed over the dp shards when sharded).
+double grad_norm_sq(DataParallel& d);
+// What this rank's optimizer updates, in place (padded flat ranges; padding stays zero).
+at::Tensor param_shard(DataParallel& d);
+at::Tensor grad_shard(DataParallel& d);
+// ZeRO 1/2: all-gather the updated shards into every rank's full parameters. No-op for DDP.
+void gather_params(DataParallel& d);
+
+const FlatLayout& layout(const DataParallel& d);
+ShardInfo shard(const DataParallel& d);  // the flat range param_shard covers
+int64_t zero_stage(const DataParallel& d);
+const dist::Group& dp_group(const DataParallel& d);
+// Bytes this rank holds for parameters and gradients (for the memory report).
+int64_t param_bytes(const DataParallel& d);
+int64_t grad_bytes(const DataParallel& d);
+
+}  // namespace slm::parallel
