@@ -20,7 +20,7 @@ void add_launch_command(CLI::App& app) {
                   "required with --nnodes > 1)");
   cmd->add_option("--grace", o->grace_s, "seconds between SIGTERM and SIGKILL when stopping ranks")
       ->capture_default_str();
-  cmd->add_option("command", o->command, "the program to run, after --")->required();
+  cmd->add_option("command", o->command, "the program to run, after --");
   cmd->callback([o] {
     int rc = dist::launch(*o);
     if (rc != 0) throw CLI::RuntimeError(rc);

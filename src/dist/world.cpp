@@ -59,8 +59,10 @@ std::shared_ptr<Backend> make_backend(World& w, const std::string& prefix, int r
   try {
     b->pg = c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, size, opts);
   } catch (const std::exception& e) {
-    throw UserError(fmt::format("dist: connecting the {} ranks of group {} failed: {}", size, prefix,
-                                first_line(e.what())));
+    throw UserError(fmt::format("rendezvous at {}:{}: the {} ranks of group {} did not all connect "
+                                "within {:.0f} s ({})",
+                                w.env.master_addr, w.env.master_port, size, prefix.substr(0, prefix.size() - 1),
+                                cfg.join_timeout_s, first_line(e.what())));
   }
   return b;
 }
@@ -94,11 +96,11 @@ World init_world(const DistConfig& cfg, const std::string& device) {
   try {
     store = c10::make_intrusive<c10d::TCPStore>(w.env.master_addr, o);
   } catch (const std::exception& e) {
-    throw UserError(fmt::format(
-        "rendezvous at {}:{} failed after up to {:.0f} s ({} of {} ranks, from {}): {}",
-        w.env.master_addr, w.env.master_port, cfg.join_timeout_s,
-        w.env.rank == 0 ? "waiting as rank 0 for the other" : "rank " + std::to_string(w.env.rank) + " of",
-        w.env.world, w.env.source, first_line(e.what())));
+    const std::string who = w.env.rank == 0
+                                ? fmt::format("rank 0 waited for {} other ranks", w.env.world - 1)
+                                : fmt::format("rank {} of {} could not reach rank 0's store", w.env.rank, w.env.world);
+    throw UserError(fmt::format("rendezvous at {}:{} failed after {:.0f} s: {} ({}, from {})", w.env.master_addr,
+                                w.env.master_port, cfg.join_timeout_s, who, first_line(e.what()), w.env.source));
   }
   store->setTimeout(std::chrono::milliseconds(static_cast<int64_t>(cfg.join_timeout_s * 1000)));
   w.store = std::make_shared<c10::intrusive_ptr<c10d::Store>>(store);

@@ -137,7 +137,7 @@ int run_training(const Config& cfg_in, bool resume, int64_t stop_at) {
       // Without ZeRO every rank holds the whole state: rank 0 keeps the last finished step.
       if (main_rank && parallel::zero_stage(*t->dp) == 0) {
         if (t->step == step_before) t->train_loader->restore(before);
-        std::fprintf(stderr, "%s\ncheckpoint %s (saved by rank 0 alone after losing a peer)\n", e.what(),
+        std::fprintf(stderr, "checkpoint %s (saved by rank 0 alone after losing a peer)\n",
                      save_checkpoint(*t, run, cfg.checkpoint.keep, /*solo=*/true).c_str());
       }
       throw;

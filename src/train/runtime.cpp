@@ -20,6 +20,9 @@ void reexec_with_blas_env(int argc, char** argv) {
   };
   if (__builtin_cpu_supports("avx512f")) set_default("OPENBLAS_CORETYPE", "SkylakeX");
   set_default("OMP_WAIT_POLICY", "PASSIVE");
+  // c10d/Gloo log their own copy of errors we report in one line (glog in 1.x, c10 in 2.x).
+  set_default("GLOG_minloglevel", "3");
+  set_default("TORCH_CPP_LOG_LEVEL", "FATAL");
   if (changed) ::execv("/proc/self/exe", argv);  // on failure carry on with the defaults
   (void)argc;
 }

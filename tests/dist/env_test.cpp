@@ -1,0 +1,77 @@
+// tests/dist/env_test.cpp: read_launch_env understands torchrun, Slurm and mpirun variables.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "dist/env.h"
+#include "util/error.h"
+
+namespace {
+
+const char* kVars[] = {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
+                       "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE",
+                       "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
+                       "OMPI_COMM_WORLD_LOCAL_SIZE"};
+
+struct Env : ::testing::Test {
+  void SetUp() override {
+    for (const char* v : kVars) ::unsetenv(v);
+  }
+  void TearDown() override { SetUp(); }
+  void set(const char* k, const char* v) { ::setenv(k, v, 1); }
+};
+
+TEST_F(Env, NothingSetIsOneProcess) {
+  slm::dist::LaunchEnv e = slm::dist::read_launch_env();
+  EXPECT_EQ(e.world, 1);
+  EXPECT_EQ(e.rank, 0);
+  EXPECT_EQ(e.source, "none");
+}
+
+TEST_F(Env, Torchrun) {
+  set("RANK", "3"), set("WORLD_SIZE", "8"), set("LOCAL_RANK", "1"), set("LOCAL_WORLD_SIZE", "2");
+  set("MASTER_ADDR", "node0"), set("MASTER_PORT", "29400");
+  slm::dist::LaunchEnv e = slm::dist::read_launch_env();
+  EXPECT_EQ(e.source, "torchrun");
+  EXPECT_EQ(e.rank, 3);
+  EXPECT_EQ(e.world, 8);
+  EXPECT_EQ(e.local_rank, 1);
+  EXPECT_EQ(e.local_world, 2);
+  EXPECT_EQ(e.master_addr, "node0");
+  EXPECT_EQ(e.master_port, 29400);
+}
+
+TEST_F(Env, Slurm) {
+  set("SLURM_PROCID", "5"), set("SLURM_NTASKS", "6"), set("SLURM_LOCALID", "2"),
+      set("SLURM_NTASKS_PER_NODE", "3(x2)");
+  set("MASTER_ADDR", "n1"), set("MASTER_PORT", "1234");
+  slm::dist::LaunchEnv e = slm::dist::read_launch_env();
+  EXPECT_EQ(e.source, "slurm");
+  EXPECT_EQ(e.rank, 5);
+  EXPECT_EQ(e.world, 6);
+  EXPECT_EQ(e.local_rank, 2);
+  EXPECT_EQ(e.local_world, 3);
+}
+
+TEST_F(Env, Mpirun) {
+  set("OMPI_COMM_WORLD_RANK", "1"), set("OMPI_COMM_WORLD_SIZE", "2"), set("OMPI_COMM_WORLD_LOCAL_RANK", "1"),
+      set("OMPI_COMM_WORLD_LOCAL_SIZE", "2");
+  set("MASTER_ADDR", "127.0.0.1"), set("MASTER_PORT", "29500");
+  slm::dist::LaunchEnv e = slm::dist::read_launch_env();
+  EXPECT_EQ(e.source, "mpirun");
+  EXPECT_EQ(e.rank, 1);
+  EXPECT_EQ(e.world, 2);
+}
+
+TEST_F(Env, BadValuesAreOneLineErrors) {
+  set("RANK", "2"), set("WORLD_SIZE", "2");
+  EXPECT_THROW(slm::dist::read_launch_env(), slm::UserError);
+  set("RANK", "x");
+  EXPECT_THROW(slm::dist::read_launch_env(), slm::UserError);
+  set("RANK", "0");
+  EXPECT_THROW(slm::dist::read_launch_env(), slm::UserError);  // no MASTER_ADDR
+  set("MASTER_ADDR", "h"), set("MASTER_PORT", "70000");
+  EXPECT_THROW(slm::dist::read_launch_env(), slm::UserError);
+}
+
+}  // namespace
