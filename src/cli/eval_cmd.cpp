@@ -22,6 +22,10 @@
 namespace slm::cli {
 namespace {
 
+train::LossFn loss_of(const model::GPT2& m) {
+  return [&m](const at::Tensor& x, const at::Tensor& y) { return model::forward_loss(m, x, y, false); };
+}
+
 struct EvalArgs {
   std::string source, data, split = "val", text, tokenizer;
   int64_t batches = 50, micro = 8;
@@ -57,13 +61,13 @@ void run_eval(const EvalArgs& a) {
     std::vector<data::Shard> shards;
     shards.emplace_back(tmp.dir() + "/text.bin");
     data::Loader loader(shards, {T, 0, false});
-    loss = train::mean_loss(m, loader, a.micro, a.batches, "fp32", "cpu");
+    loss = train::mean_loss(loss_of(m), loader, a.micro, a.batches, "fp32", "cpu");
     what = fmt::format("{} ({} tokens)", a.text, ids.size());
   } else {
     data::Dataset d = data::open_dataset(a.data.empty() ? cfg.data.dir : a.data,
                                          data::read_manifest(cfg.data.dir).tokenizer_identity);
     data::Loader loader(a.split == "train" ? d.train : d.val, {T, 0, false});
-    loss = train::mean_loss(m, loader, a.micro, a.batches, "fp32", "cpu");
+    loss = train::mean_loss(loss_of(m), loader, a.micro, a.batches, "fp32", "cpu");
     what = fmt::format("{} split of {}", a.split, d.dir);
   }
   std::printf("eval %s: loss %.4f, perplexity %.2f\n", what.c_str(), loss, std::exp(loss));

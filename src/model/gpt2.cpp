@@ -125,9 +125,10 @@ at::Tensor block_forward(const Block& b, const at::Tensor& x, const GPT2Config& 
 
 at::Tensor forward_logits(const GPT2& m, const at::Tensor& idx, bool train) {
   at::Tensor x = embed(m, idx, train);
-  for (const Block& b : m.h)
-    x = m.cfg.recompute && train && x.requires_grad() ? block_forward_recompute(b, x, m.cfg, train)
-                                                     : block_forward(b, x, m.cfg, train);
+  for (size_t i = 0; i < m.h.size(); ++i)
+    x = m.run_block                                   ? m.run_block(i, x, train)
+        : m.cfg.recompute && train && x.requires_grad() ? block_forward_recompute(m.h[i], x, m.cfg, train)
+                                                        : block_forward(m.h[i], x, m.cfg, train);
   x = at::layer_norm(x, {m.cfg.n_embd}, m.ln_f_w, m.ln_f_b, 1e-5);
   at::Tensor logits = at::linear(x, m.wte);  // (B, T, Vp), weight tied to wte
   return logits.narrow(-1, 0, m.cfg.vocab_size);

@@ -10,6 +10,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -44,8 +45,14 @@ struct Block {
   at::Tensor mlp_proj_b;        // (C)
 };
 
+// How the forward pass runs block i (0-based within h) on x (B, T, C). Empty = block_forward (or
+// its recomputing variant) on h[i]. ZeRO-3 (parallel/zero3.cpp) sets it to gather the block's
+// sharded parameters around the call; h then holds undefined tensors.
+using BlockRunner = std::function<at::Tensor(size_t i, const at::Tensor& x, bool train)>;
+
 struct GPT2 {
   GPT2Config cfg;
+  BlockRunner run_block;      // see above
   at::Tensor wte;             // (Vp, C) token embedding, tied to the LM head
   at::Tensor wpe;             // (block_size, C) learned positions
   std::vector<Block> h;       // layers first_layer .. first_layer + h.size() - 1

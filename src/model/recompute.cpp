@@ -23,15 +23,6 @@ bool gpu_autocast() { return at::autocast::is_enabled(); }
 void set_gpu_autocast(bool on) { at::autocast::set_enabled(on); }
 #endif
 
-Block block_of(at::TensorList p) {  // the order of Block's members
-  return {p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8], p[9], p[10], p[11]};
-}
-
-std::vector<at::Tensor> params_of(const Block& b) {
-  return {b.ln_1_w, b.ln_1_b, b.c_attn_w, b.c_attn_b, b.attn_proj_w, b.attn_proj_b,
-          b.ln_2_w, b.ln_2_b, b.c_fc_w,   b.c_fc_b,   b.mlp_proj_w,  b.mlp_proj_b};
-}
-
 struct RecomputeBlock : torch::autograd::Function<RecomputeBlock> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, at::TensorList params,
                             int64_t n_head, bool train) {
@@ -73,6 +64,21 @@ struct RecomputeBlock : torch::autograd::Function<RecomputeBlock> {
 };
 
 }  // namespace
+
+Block block_of(at::TensorList p) {  // the order of Block's members
+  return {p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8], p[9], p[10], p[11]};
+}
+
+std::vector<at::Tensor> params_of(const Block& b) {
+  return {b.ln_1_w, b.ln_1_b, b.c_attn_w, b.c_attn_b, b.attn_proj_w, b.attn_proj_b,
+          b.ln_2_w, b.ln_2_b, b.c_fc_w,   b.c_fc_b,   b.mlp_proj_w,  b.mlp_proj_b};
+}
+
+AutocastState autocast_state() { return {cpu_autocast(), gpu_autocast()}; }
+void set_autocast_state(AutocastState s) {
+  set_cpu_autocast(s.cpu);
+  set_gpu_autocast(s.gpu);
+}
 
 at::Tensor block_forward_recompute(const Block& b, const at::Tensor& x, const GPT2Config& c, bool train) {
   std::vector<at::Tensor> p = params_of(b);

@@ -13,4 +13,14 @@ namespace slm::model {
 
 at::Tensor block_forward_recompute(const Block& b, const at::Tensor& x, const GPT2Config& c, bool train);
 
+// Autocast on/off for CPU and GPU, to re-enter a forward pass's precision in backward.
+struct AutocastState {
+  bool cpu = false, gpu = false;
+};
+AutocastState autocast_state();
+void set_autocast_state(AutocastState s);
+// The order of Block's twelve tensors, as a list and back (for autograd Functions).
+std::vector<at::Tensor> params_of(const Block& b);
+Block block_of(at::TensorList p);
+
 }  // namespace slm::model

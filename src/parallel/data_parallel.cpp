@@ -1,40 +1,12 @@
 // parallel/data_parallel.cpp: see data_parallel.h.
-#include "parallel/data_parallel.h"
-
 #include <torch/torch.h>
 
-#include <deque>
 #include <fmt/format.h>
 
-#include "dist/collectives.h"
+#include "parallel/data_parallel_impl.h"
 #include "util/error.h"
 
 namespace slm::parallel {
-
-struct Bucket {
-  int64_t begin = 0, end = 0;   // flat range of its parameters
-  std::vector<size_t> params;   // indices into the layout
-  size_t ready = 0;             // gradients accumulated in this backward
-  bool launched = false;
-};
-
-struct DataParallel {
-  ParallelConfig cfg;
-  dist::Group dp;
-  FlatLayout layout;
-  ShardInfo shard;                  // what this rank updates
-  std::vector<at::Tensor> params;   // views of param_flat
-  at::Tensor param_flat;            // (padded)
-  at::Tensor grad_flat;             // (padded) zero 0/1: .grad of every parameter is a view of it
-  at::Tensor grad_own;              // (shard.size) zero 2: this rank's accumulated gradient
-  std::vector<Bucket> buckets;      // in backward order (last parameters first)
-  std::vector<size_t> bucket_of;    // parameter index -> bucket
-  std::deque<dist::Pending> inflight;
-  std::vector<at::Tensor> staging;  // zero 2: two bucket-sized buffers, used in turn
-  size_t next_staging = 0;
-  bool last = true;                 // reducing in this backward
-  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators;  // keep hooks alive
-};
 
 namespace {
 
@@ -101,18 +73,23 @@ torch::autograd::variable_list ReadyHook::operator()(const torch::autograd::vari
 }  // namespace
 
 void validate(const ParallelConfig& c) {
-  if (c.zero < 0 || c.zero > 2)
-    throw UserError(fmt::format("parallel: zero {} is not 0, 1 or 2 (stage 3 is not implemented yet)", c.zero));
+  if (c.zero < 0 || c.zero > 3)
+    throw UserError(fmt::format("parallel: zero {} is not 0, 1, 2 or 3", c.zero));
   if (c.bucket_mb <= 0) throw UserError(fmt::format("parallel: bucket_mb {} must be positive", c.bucket_mb));
   if (c.dp == 0 || c.dp < -1) throw UserError(fmt::format("parallel: dp {} must be -1 or positive", c.dp));
 }
 
-std::shared_ptr<DataParallel> apply_data_parallel(const std::vector<std::pair<std::string, at::Tensor>>& named,
-                                                  const ParallelConfig& cfg, const dist::Group& dp) {
+std::shared_ptr<DataParallel> apply_data_parallel(model::GPT2& m, const ParallelConfig& cfg, const dist::Group& dp) {
   auto d = std::make_shared<DataParallel>();
   d->cfg = cfg;
   d->dp = dp;
+  d->model = &m;
+  const auto named = model::named_parameters(m);
   d->layout = make_layout(named, dp.size);
+  if (cfg.zero == 3) {
+    setup_zero3(*d, m);
+    return d;
+  }
   for (const auto& np : named) d->params.push_back(np.second);
   d->param_flat = flatten_parameters(d->params, d->layout);
   d->shard = cfg.zero == 0 ? ShardInfo{0, d->layout.padded} : shard_of(d->layout, dp.rank, dp.size);
@@ -139,18 +116,25 @@ std::shared_ptr<DataParallel> apply_data_parallel(const std::vector<std::pair<st
   return d;
 }
 
+at::Tensor forward_loss(DataParallel& d, const at::Tensor& idx, const at::Tensor& targets, bool train) {
+  if (d.cfg.zero == 3) return zero3_forward_loss(d, idx, targets, train);
+  return model::forward_loss(*d.model, idx, targets, train);
+}
+
 void zero_grads(DataParallel& d) {
   if (d.grad_flat.defined()) d.grad_flat.zero_();
   if (d.grad_own.defined()) d.grad_own.zero_();
+  if (d.own.defined() && d.own.grad().defined()) d.own.mutable_grad().zero_();
 }
 
 void begin_backward(DataParallel& d, bool last) {
   d.last = last;
+  d.prefetched.clear();  // ZeRO 3: gathers started by forward are not the ones backward needs
   for (Bucket& b : d.buckets) b.ready = 0, b.launched = false;
 }
 
 void finish_grads(DataParallel& d) {
-  if (d.last || d.cfg.zero >= 2)
+  if (d.last || d.cfg.zero == 2)
     for (Bucket& b : d.buckets)  // buckets with a parameter that got no gradient
       if (!b.launched) launch(d, b);
   while (!d.inflight.empty()) {
@@ -165,26 +149,38 @@ double grad_norm_sq(DataParallel& d) {
   return d.cfg.zero == 0 ? local : dist::sum(local, d.dp);
 }
 
-at::Tensor param_shard(DataParallel& d) { return d.param_flat.narrow(0, d.shard.offset, d.shard.size); }
+at::Tensor param_shard(DataParallel& d) {
+  return d.cfg.zero == 3 ? d.own.detach() : d.param_flat.narrow(0, d.shard.offset, d.shard.size);
+}
 at::Tensor grad_shard(DataParallel& d) {
-  return d.cfg.zero >= 2 ? d.grad_own : d.grad_flat.narrow(0, d.shard.offset, d.shard.size);
+  if (d.cfg.zero == 3) {
+    if (!d.own.grad().defined()) d.own.mutable_grad() = at::zeros_like(d.own);
+    return d.own.grad();
+  }
+  return d.cfg.zero == 2 ? d.grad_own : d.grad_flat.narrow(0, d.shard.offset, d.shard.size);
 }
 
 void gather_params(DataParallel& d) {
-  if (d.cfg.zero == 0 || d.dp.size == 1) return;
+  if (d.cfg.zero == 0 || d.cfg.zero == 3 || d.dp.size == 1) return;
   torch::NoGradGuard no_grad;
   dist::all_gather_into(d.param_flat, param_shard(d), d.dp);
 }
 
 const FlatLayout& layout(const DataParallel& d) { return d.layout; }
-ShardInfo shard(const DataParallel& d) { return d.shard; }
+std::vector<Segment> segments(const DataParallel& d) {
+  if (d.cfg.zero == 3) return zero3_segments(d);
+  const int64_t size = std::min(d.shard.offset + d.shard.size, d.layout.numel) - d.shard.offset;
+  if (size <= 0) return {};
+  return {Segment{0, d.shard.offset, size}};
+}
 int64_t zero_stage(const DataParallel& d) { return d.cfg.zero; }
 const dist::Group& dp_group(const DataParallel& d) { return d.dp; }
-int64_t param_bytes(const DataParallel& d) { return d.param_flat.numel() * 4; }
+int64_t param_bytes(const DataParallel& d) { return (d.cfg.zero == 3 ? d.own : d.param_flat).numel() * 4; }
 int64_t grad_bytes(const DataParallel& d) {
   int64_t staging = 0;
   for (const auto& s : d.staging) staging += s.numel() * 4;
-  return (d.grad_flat.defined() ? d.grad_flat.numel() : d.grad_own.numel()) * 4 + staging;
+  const at::Tensor& g = d.cfg.zero == 3 ? d.own : d.grad_flat.defined() ? d.grad_flat : d.grad_own;
+  return g.numel() * 4 + staging;
 }
 
 }  // namespace slm::parallel

@@ -1,6 +1,6 @@
-// parallel/data_parallel.h: data parallelism and ZeRO stages 1-2 over a dp group, as verbs that
-// train_step calls in order: zero_grads, begin_backward (per micro-batch), finish_grads,
-// grad_norm_sq, the optimizer on param_shard/grad_shard (train/adamw), gather_params.
+// parallel/data_parallel.h: data parallelism and ZeRO stages 1-3 over a dp group, as verbs that
+// train_step calls in order: zero_grads, forward_loss and begin_backward (per micro-batch),
+// finish_grads, grad_norm_sq, the optimizer on param_shard/grad_shard (train/optim), gather_params.
 // Owns: DataParallel and its verbs (also for world = 1). Configured by parallel/config.h.
 //  zero 0 (DDP): gradients are views of one flat buffer; autograd post-accumulate hooks launch an
 //     async all-reduce per bucket (~bucket_mb, in backward order) as soon as its last gradient
@@ -10,6 +10,12 @@
 //  zero 2: every micro-batch, each completed bucket is copied to a staging buffer (two in
 //     flight), its autograd gradients are freed, and it is reduced; each rank adds its part to
 //     a shard-sized gradient buffer. Gradient memory: shard + two buckets instead of everything.
+//  zero 3 (parallel/zero3.cpp): parameters sharded too. Units (embeddings, each block, final
+//     LayerNorm) are split evenly across ranks; a block's parameters are all-gathered just before
+//     its forward (the next block's gather is prefetched) and freed after it, gathered again in
+//     backward (prefetching the previous block) where the block is recomputed, and its gradient
+//     is reduce-scattered straight to the owners. Embeddings and final LayerNorm stay gathered
+//     from forward to backward (they are used at both ends: tied LM head).
 // Gloo has no reduce-scatter in LibTorch 1.x: ZeRO-2 reduces a bucket with an all-reduce and keeps
 // its own part (same bytes as DDP; the memory saving is what stage 2 buys).
 #pragma once
@@ -21,6 +27,7 @@
 #include <vector>
 
 #include "dist/group.h"
+#include "model/gpt2.h"
 #include "parallel/config.h"
 #include "parallel/flat.h"
 
@@ -28,10 +35,13 @@ namespace slm::parallel {
 
 struct DataParallel;  // data_parallel.cpp
 
-// Flattens the model's parameters (they become views of one buffer), makes the buckets and
-// registers the gradient hooks. `named` in named_parameters order; all on one device.
-std::shared_ptr<DataParallel> apply_data_parallel(const std::vector<std::pair<std::string, at::Tensor>>& named,
-                                                  const ParallelConfig& cfg, const dist::Group& dp);
+// Flattens the model's parameters (they become views of one buffer; ZeRO 3: this rank keeps only
+// its pieces and m's tensors are released), makes the buckets and registers the gradient hooks.
+// m must outlive the result; all parameters on one device.
+std::shared_ptr<DataParallel> apply_data_parallel(model::GPT2& m, const ParallelConfig& cfg, const dist::Group& dp);
+
+// Mean next-token loss of the model on idx/targets (B, T), whatever the stage.
+at::Tensor forward_loss(DataParallel& d, const at::Tensor& idx, const at::Tensor& targets, bool train);
 
 void zero_grads(DataParallel& d);
 // Before each micro-batch's backward; `last` = the optimizer step follows (DDP reduces then).
@@ -47,7 +57,8 @@ at::Tensor grad_shard(DataParallel& d);
 void gather_params(DataParallel& d);
 
 const FlatLayout& layout(const DataParallel& d);
-ShardInfo shard(const DataParallel& d);  // the flat range param_shard covers
+// Where the pieces of param_shard/grad_shard (and the optimizer's moments) sit in the flat vector.
+std::vector<Segment> segments(const DataParallel& d);
 int64_t zero_stage(const DataParallel& d);
 const dist::Group& dp_group(const DataParallel& d);
 // Bytes this rank holds for parameters and gradients (for the memory report).

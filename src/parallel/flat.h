@@ -25,6 +25,13 @@ struct ShardInfo {
   int64_t offset = 0, size = 0;  // a range of the padded flat vector
 };
 
+// A piece of a rank's own buffer (optimizer range) and where it sits in the flat vector.
+struct Segment {
+  int64_t local = 0;   // offset in the rank's buffer
+  int64_t global = 0;  // offset in the (unpadded) flat vector
+  int64_t size = 0;
+};
+
 FlatLayout make_layout(const std::vector<std::pair<std::string, at::Tensor>>& named, int shards);
 // Rank r's range of `shards` equal ranges of the padded vector.
 ShardInfo shard_of(const FlatLayout& l, int rank, int shards);

@@ -49,16 +49,16 @@ std::string save_checkpoint(const Trainer& t, const std::string& run_dir, int64_
   }
   sync();
   const int n_shards = sharded ? t.groups.dp.size : 1;
-  if (sharded || leader) {  // this rank's range of the unpadded flat vector
-    parallel::ShardInfo s = sharded ? parallel::shard(*t.dp) : parallel::ShardInfo{0, l.padded};
-    const int64_t lo = std::min(s.offset, l.numel), hi = std::min(s.offset + s.size, l.numel);
-    auto part = [&](const at::Tensor& x, int64_t base) { return x.narrow(0, lo - base, hi - lo).cpu().clone(); };
-    at::Tensor params = parallel::param_shard(*t.dp);  // covers shard(); for ZeRO 0 everything
+  if (sharded || leader) {  // this rank's buffer and where its pieces sit in the flat vector
+    auto cpu = [](const at::Tensor& x) { return x.detach().cpu().clone(); };
+    at::Tensor segs = at::zeros({0, 3}, at::kLong);
+    for (const parallel::Segment& g : parallel::segments(*t.dp))
+      segs = at::cat({segs, at::tensor({g.local, g.global, g.size}, at::kLong).view({1, 3})});
     torch::serialize::OutputArchive a;
-    a.write("param", part(params, parallel::shard(*t.dp).offset));
-    a.write("exp_avg", part(t.adam.exp_avg, parallel::shard(*t.dp).offset));
-    a.write("exp_avg_sq", part(t.adam.exp_avg_sq, parallel::shard(*t.dp).offset));
-    a.write("offset", at::tensor({lo}, at::kLong));
+    a.write("param", cpu(parallel::param_shard(*t.dp)));
+    a.write("exp_avg", cpu(t.adam.exp_avg));
+    a.write("exp_avg_sq", cpu(t.adam.exp_avg_sq));
+    a.write("segments", segs);
     a.write("rng.cpu", at::detail::getDefaultCPUGenerator().get_state());
     a.save_to(partial + "/" + shard_file(sharded ? t.groups.dp.rank : 0));
   }
@@ -123,13 +123,16 @@ static at::Tensor assemble(const std::string& dir, const json& state, const char
   for (const json& s : state.at("shards")) {
     torch::serialize::InputArchive a;
     a.load_from(dir + "/" + s.at("file").get<std::string>());
-    at::Tensor part, off;
+    at::Tensor part, segs;
     a.read(what, part);
-    a.read("offset", off);
-    const int64_t o = off.item<int64_t>();
-    if (o < 0 || o + part.numel() > numel) throw UserError(fmt::format("{}: shard ranges do not fit the model", dir));
-    full.narrow(0, o, part.numel()).copy_(part);
-    covered += part.numel();
+    a.read("segments", segs);
+    for (int64_t k = 0; k < segs.size(0); ++k) {
+      const int64_t local = segs[k][0].item<int64_t>(), global = segs[k][1].item<int64_t>(), size = segs[k][2].item<int64_t>();
+      if (local < 0 || size < 0 || local + size > part.numel() || global < 0 || global + size > numel)
+        throw UserError(fmt::format("{}: shard ranges do not fit the model", dir));
+      full.narrow(0, global, size).copy_(part.narrow(0, local, size));
+      covered += size;
+    }
   }
   if (covered != numel) throw UserError(fmt::format("{}: shards cover {} of {} values", dir, covered, numel));
   return full;
@@ -182,21 +185,16 @@ void load_checkpoint(Trainer& t, const std::string& dir) {
     throw UserError(fmt::format("{}: saved for data of another tokenizer than {}", dir, t.cfg.data.dir));
   const parallel::FlatLayout& l = parallel::layout(*t.dp);
   check_layout(dir, state, l);
-  const parallel::ShardInfo s = parallel::shard(*t.dp);
-  const int64_t n = std::max<int64_t>(0, std::min(s.offset + s.size, l.numel) - s.offset);
   torch::NoGradGuard no_grad;
-  // Every layout so far keeps all parameters on every rank (ZeRO 0-2).
-  at::Tensor full = assemble(dir, state, "param", l.numel);
-  std::vector<at::Tensor> views = parallel::views_of(full, l);
-  auto named = model::named_parameters(t.model);
-  for (size_t i = 0; i < named.size(); ++i) named[i].second.copy_(views[i]);
-  at::Tensor m = assemble(dir, state, "exp_avg", l.numel), v = assemble(dir, state, "exp_avg_sq", l.numel);
-  t.adam.exp_avg.zero_();
-  t.adam.exp_avg_sq.zero_();
-  if (n > 0) {
-    t.adam.exp_avg.narrow(0, 0, n).copy_(m.narrow(0, s.offset, n));
-    t.adam.exp_avg_sq.narrow(0, 0, n).copy_(v.narrow(0, s.offset, n));
+  at::Tensor param = parallel::param_shard(*t.dp);
+  const std::vector<parallel::Segment> segs = parallel::segments(*t.dp);
+  for (auto [what, dst] : {std::pair<const char*, at::Tensor>{"param", param}, {"exp_avg", t.adam.exp_avg},
+                           {"exp_avg_sq", t.adam.exp_avg_sq}}) {
+    at::Tensor full = assemble(dir, state, what, l.numel);
+    dst.zero_();
+    for (const parallel::Segment& g : segs) dst.narrow(0, g.local, g.size).copy_(full.narrow(0, g.global, g.size));
   }
+  parallel::gather_params(*t.dp);  // ZeRO 1-2: every rank's parameters from the owners' shards
   t.adam.step = state.at("adam_step").get<int64_t>();
   // RNG: this rank's own stream if it saved one, else the first shard's.
   const auto& shards = state.at("shards");

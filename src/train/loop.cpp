@@ -54,7 +54,7 @@ static void print_header(const Trainer& t, const std::string& run, const DeviceI
   std::fprintf(stderr,
                "train: %lld parameters (L=%lld C=%lld H=%lld T=%lld V=%lld), %s %s (%s), %d threads, "
                "batch %lld x %lld tokens (micro %lld), steps %lld..%lld -> %s\n",
-               static_cast<long long>(model::num_parameters(t.model)),
+               static_cast<long long>(parallel::layout(*t.dp).numel),
                static_cast<long long>(cfg.model.n_layer), static_cast<long long>(cfg.model.n_embd),
                static_cast<long long>(cfg.model.n_head), static_cast<long long>(t.seq_len),
                static_cast<long long>(cfg.model.vocab_size), t.device.c_str(), t.precision.c_str(),

@@ -7,16 +7,17 @@
 
 namespace slm::train {
 
-AdamW make_adamw(const parallel::FlatLayout& l, parallel::ShardInfo s, const at::TensorOptions& opts) {
+AdamW make_adamw(const parallel::FlatLayout& l, const std::vector<parallel::Segment>& segs, const at::Tensor& param) {
   AdamW a;
-  a.exp_avg = at::zeros({s.size}, opts);
-  a.exp_avg_sq = at::zeros({s.size}, opts);
-  a.scratch = at::empty({s.size}, opts);
-  for (size_t i = 0; i < l.names.size(); ++i) {
-    if (l.shapes[i].size() < 2 || l.names[i] == "wpe.weight") continue;
-    int64_t lo = std::max(l.offsets[i], s.offset), hi = std::min(l.offsets[i] + l.numels[i], s.offset + s.size);
-    if (lo < hi) a.decay.push_back({lo - s.offset, hi - s.offset});
-  }
+  a.exp_avg = at::zeros_like(param);
+  a.exp_avg_sq = at::zeros_like(param);
+  a.scratch = at::empty_like(param);
+  for (const parallel::Segment& s : segs)
+    for (size_t i = 0; i < l.names.size(); ++i) {
+      if (l.shapes[i].size() < 2 || l.names[i] == "wpe.weight") continue;
+      int64_t lo = std::max(l.offsets[i], s.global), hi = std::min(l.offsets[i] + l.numels[i], s.global + s.size);
+      if (lo < hi) a.decay.push_back({lo - s.global + s.local, hi - s.global + s.local});
+    }
   return a;
 }
 

@@ -19,11 +19,12 @@ namespace slm::train {
 struct AdamW {
   at::Tensor exp_avg, exp_avg_sq;  // (shard.size) first and second moments
   at::Tensor scratch;              // (shard.size) denominator, allocated once
-  std::vector<std::pair<int64_t, int64_t>> decay;  // [begin, end) within the shard: decayed
+  std::vector<std::pair<int64_t, int64_t>> decay;  // [begin, end) within the buffer: decayed
   int64_t step = 0;                // updates done
 };
 
-AdamW make_adamw(const parallel::FlatLayout& l, parallel::ShardInfo s, const at::TensorOptions& opts);
+// Moments shaped like `param` (this rank's buffer); `segs` place it in the flat vector.
+AdamW make_adamw(const parallel::FlatLayout& l, const std::vector<parallel::Segment>& segs, const at::Tensor& param);
 // One update of param (shard.size) with grad (shard.size) at learning rate lr.
 void adamw_step(AdamW& a, at::Tensor param, const at::Tensor& grad, const OptimConfig& o, double lr);
 // Learning rate for optimizer step `step` (0-based).

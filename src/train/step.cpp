@@ -64,17 +64,15 @@ std::unique_ptr<Trainer> make_trainer(const Config& cfg_in) {
   }
   t->precision = resolve_precision(cfg.system.precision, t->device, &t->precision_reason);
   t->model = model::init_gpt2(cfg.model, cfg.system.seed);
-  auto named = model::named_parameters(t->model);
   if (t->device != "cpu")
-    for (auto& [name, p] : named) p.set_data(p.data().to(t->device));
-  t->dp = parallel::apply_data_parallel(named, cfg.parallel, t->groups.dp);
+    for (auto& [name, p] : model::named_parameters(t->model)) p.set_data(p.data().to(t->device));
+  t->dp = parallel::apply_data_parallel(t->model, cfg.parallel, t->groups.dp);
   {
     torch::NoGradGuard no_grad;  // every rank starts from rank 0's parameters
     at::Tensor flat = parallel::param_shard(*t->dp);
     if (parallel::zero_stage(*t->dp) == 0) dist::broadcast(flat, 0, t->groups.dp);
   }
-  t->adam = make_adamw(parallel::layout(*t->dp), parallel::shard(*t->dp),
-                       parallel::param_shard(*t->dp).options());
+  t->adam = make_adamw(parallel::layout(*t->dp), parallel::segments(*t->dp), parallel::param_shard(*t->dp));
   return t;
 }
 
@@ -92,7 +90,7 @@ StepStats train_step(Trainer& t) {
     at::Tensor loss;
     {
       AutocastGuard autocast(t.precision, t.device);
-      loss = model::forward_loss(t.model, x, y, /*train=*/true) / static_cast<double>(n_micro);
+      loss = parallel::forward_loss(*t.dp, x, y, /*train=*/true) / static_cast<double>(n_micro);
     }
     s.forward_s += seconds_since(clock);
     parallel::begin_backward(*t.dp, /*last=*/m == n_micro - 1);
@@ -116,7 +114,7 @@ StepStats train_step(Trainer& t) {
   return s;
 }
 
-double mean_loss(const model::GPT2& m, data::Loader& loader, int64_t micro, int64_t batches,
+double mean_loss(const LossFn& loss, data::Loader& loader, int64_t micro, int64_t batches,
                  const std::string& precision, const std::string& device) {
   torch::NoGradGuard no_grad;
   micro = std::min(micro, loader.num_samples());
@@ -126,14 +124,15 @@ double mean_loss(const model::GPT2& m, data::Loader& loader, int64_t micro, int6
     data::Batch b = loader.next(micro);
     auto [x, y] = data::batch_tensors(b);
     AutocastGuard autocast(precision, device);
-    total += model::forward_loss(m, x.to(device), y.to(device), false).item<double>();
+    total += loss(x.to(device), y.to(device)).item<double>();
   }
   return total / static_cast<double>(n);
 }
 
 double evaluate(Trainer& t) {
   data::Loader val(t.data.val, {t.seq_len, 0, /*shuffle=*/false});
-  return mean_loss(t.model, val, t.cfg.batch.micro_batch, t.cfg.eval.batches, t.precision, t.device);
+  auto loss = [&t](const at::Tensor& x, const at::Tensor& y) { return parallel::forward_loss(*t.dp, x, y, false); };
+  return mean_loss(loss, val, t.cfg.batch.micro_batch, t.cfg.eval.batches, t.precision, t.device);
 }
 
 double step_flops(const model::GPT2Config& m, int64_t batch, int64_t s) {

@@ -5,6 +5,7 @@
 #pragma once
 #include <ATen/core/Tensor.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -55,7 +56,9 @@ StepStats train_step(Trainer& t);
 // Mean validation loss over eval.batches micro-batches from the start of the validation split.
 double evaluate(Trainer& t);
 // Mean loss of m over `batches` batches of `micro` sequences from `loader` (fewer if it runs out).
-double mean_loss(const model::GPT2& m, data::Loader& loader, int64_t micro, int64_t batches,
+// `loss` maps (idx, targets) (B, T) to the mean loss (no gradients are taken).
+using LossFn = std::function<at::Tensor(const at::Tensor& idx, const at::Tensor& targets)>;
+double mean_loss(const LossFn& loss, data::Loader& loader, int64_t micro, int64_t batches,
                  const std::string& precision, const std::string& device);
 
 // FLOPs of one optimizer step by the GPT-2 scaling studies' formula (Narayanan et al.):

@@ -1,9 +1,10 @@
 # tests/e2e/data_parallel.sh: every data-parallel layout trains the same model as one process.
 # On CPU with Gloo over loopback, fp32, same global batch (16) and seed, 20 steps:
-#  - DDP (ZeRO 0), ZeRO 1 and ZeRO 2 on 2 and 4 ranks (`slm launch`): every step's loss within
+#  - DDP (ZeRO 0) and ZeRO 1, 2, 3 on 2 and 4 ranks (`slm launch`): every step's loss within
 #    TOL of the single-process run, and the final models' logits within TOL_LOGITS;
-#  - resharded resume: 2 ranks with ZeRO 2 stop at step 10; 4 ranks with ZeRO 1, and 1 process,
-#    continue from that checkpoint and reproduce the single-process trajectory.
+#  - resharded resume: 2 ranks with ZeRO 3 stop at step 10; 4 ranks with ZeRO 1, and 1 process,
+#    continue from that checkpoint; 2 ranks with ZeRO 2 -> 4 ranks with ZeRO 3: all reproduce the
+#    single-process trajectory.
 # Tolerances: the only difference is the order of floating-point sums in the all-reduce
 # (measured: 4e-7 on the loss).
 source "$(dirname "$0")/lib.sh"
@@ -42,7 +43,7 @@ assert len(a) == len(b) == 5 and d < float(sys.argv[3])
 PY
 }
 for n in 2 4; do
-  for z in 0 1 2; do
+  for z in 0 1 2 3; do
     "$SLM" launch -n $n -- "$SLM" train "${COMMON[@]}" --set parallel.zero=$z --set run.dir=n${n}z$z \
       > n${n}z$z.log 2>&1 || { cat n${n}z$z.log; fail "$n ranks, ZeRO $z"; }
     grep -q "data parallel x$n, ZeRO $z" n${n}z$z.log || fail "layout line"
@@ -52,10 +53,17 @@ done
 [ "$(ls n4z2/checkpoints/step_00000020 | grep -c shard_)" -eq 4 ] || fail "ZeRO 2 on 4 ranks: 4 shards expected"
 [ "$(ls n4z0/checkpoints/step_00000020 | grep -c shard_)" -eq 1 ] || fail "DDP: one shard expected"
 
-# Resharded resume: 2 ranks, ZeRO 2 -> 4 ranks, ZeRO 1 and -> 1 process.
-"$SLM" launch -n 2 -- "$SLM" train "${COMMON[@]}" --set parallel.zero=2 --set run.dir=rs --stop-at 10 \
+[ "$(ls n4z3/checkpoints/step_00000020 | grep -c shard_)" -eq 4 ] || fail "ZeRO 3 on 4 ranks: 4 shards expected"
+
+# Resharded resume: 2 ranks, ZeRO 3 -> 4 ranks, ZeRO 1 and -> 1 process; ZeRO 2 -> ZeRO 3.
+"$SLM" launch -n 2 -- "$SLM" train "${COMMON[@]}" --set parallel.zero=3 --set run.dir=rs --stop-at 10 \
   > rs.log 2>&1 || { cat rs.log; fail "stop at 10"; }
 cp -r rs rs1
+"$SLM" launch -n 2 -- "$SLM" train "${COMMON[@]}" --set parallel.zero=2 --set run.dir=rs3 --stop-at 10 \
+  > rs3.log 2>&1 || { cat rs3.log; fail "stop at 10 (ZeRO 2)"; }
+"$SLM" launch -n 4 -- "$SLM" train "${COMMON[@]}" --set parallel.zero=3 --set run.dir=rs3 --resume \
+  > rs3b.log 2>&1 || { cat rs3b.log; fail "resume on 4 ranks with ZeRO 3"; }
+compare rs3
 "$SLM" launch -n 4 -- "$SLM" train "${COMMON[@]}" --set parallel.zero=1 --set run.dir=rs --resume \
   > rs4.log 2>&1 || { cat rs4.log; fail "resume on 4 ranks"; }
 grep -q "resumed from rs/checkpoints/step_00000010 at step 10" rs4.log || fail "did not resume"

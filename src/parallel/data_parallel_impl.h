@@ -1,0 +1,62 @@
+// parallel/data_parallel_impl.h: the state behind DataParallel, shared by data_parallel.cpp
+// (DDP, ZeRO 1-2) and zero3.cpp (ZeRO 3). Private to parallel/.
+#pragma once
+#include <ATen/core/Tensor.h>
+
+#include <deque>
+#include <map>
+#include <memory>
+
+#include "dist/collectives.h"
+#include "parallel/data_parallel.h"
+
+namespace torch::autograd {
+struct Node;
+}
+
+namespace slm::parallel {
+
+struct Bucket {
+  int64_t begin = 0, end = 0;   // flat range of its parameters
+  std::vector<size_t> params;   // indices into the layout
+  size_t ready = 0;             // gradients accumulated in this backward
+  bool launched = false;
+};
+
+// ZeRO 3: a group of parameters gathered together (contiguous in the flat vector).
+struct Unit {
+  int64_t begin = 0, numel = 0;  // flat range
+  int64_t piece = 0;             // elements each rank owns (numel / ranks, rounded up)
+  int64_t local = 0;             // offset of this rank's piece in `own`
+  int block = -1;                // block index, or -1 for embeddings / final LayerNorm
+};
+
+struct DataParallel {
+  ParallelConfig cfg;
+  dist::Group dp;
+  FlatLayout layout;
+  model::GPT2* model = nullptr;
+  ShardInfo shard;                  // ZeRO 0-2: the flat range this rank updates
+  std::vector<at::Tensor> params;   // ZeRO 0-2: views of param_flat
+  at::Tensor param_flat;            // (padded) ZeRO 0-2
+  at::Tensor grad_flat;             // (padded) ZeRO 0-1: .grad of every parameter is a view of it
+  at::Tensor grad_own;              // (shard.size) ZeRO 2: this rank's accumulated gradient
+  std::vector<Bucket> buckets;      // in backward order (last parameters first)
+  std::vector<size_t> bucket_of;    // parameter index -> bucket
+  std::deque<dist::Pending> inflight;
+  std::vector<at::Tensor> staging;  // ZeRO 2: two bucket-sized buffers, used in turn
+  size_t next_staging = 0;
+  bool last = true;                 // reducing in this backward
+  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators;  // keep hooks alive
+  // ZeRO 3
+  std::vector<Unit> units;          // embeddings, blocks 0..L-1, final LayerNorm
+  at::Tensor own;                   // (sum of pieces) leaf with requires_grad: this rank's pieces
+  std::map<size_t, std::pair<at::Tensor, dist::Pending>> prefetched;  // unit -> gathered buffer
+};
+
+// zero3.cpp
+void setup_zero3(DataParallel& d, model::GPT2& m);
+at::Tensor zero3_forward_loss(DataParallel& d, const at::Tensor& idx, const at::Tensor& targets, bool train);
+std::vector<Segment> zero3_segments(const DataParallel& d);
+
+}  // namespace slm::parallel
