@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench/dist_bench.sh: data parallelism and ZeRO on CPU ranks of this machine (Gloo, loopback).
-# For 1, 2 and 4 ranks and ZeRO 0/1/2: median step time, exposed communication per step (waiting
+# For 1, 2 and 4 ranks and ZeRO 0/1/2/3 (ZeRO 2 also with 4 MiB buckets): median step time, exposed communication per step (waiting
 # for reductions and the parameter all-gather after backward), tokens/s, per-rank memory of
 # parameters / gradients / optimizer state (from the run's header) and peak RSS of rank 0.
 # Overlap: the same run with one bucket for all gradients (the all-reduce starts after backward
@@ -31,7 +31,7 @@ PY
 echo "| ranks | ZeRO | bucket MiB | step ms | exposed comm ms | tokens/s | MiB per rank: params / grads / optimizer | peak RSS MiB (rank 0) |"
 echo "|---|---|---|---|---|---|---|---|"
 run r1 1 0 25
-for n in 2 4; do for z in 0 1 2; do run r${n}z$z $n $z 25; done; done
+for n in 2 4; do for z in 0 1 2 3; do run r${n}z$z $n $z 25; done; run r${n}z2b $n 2 4; done
 echo
 echo "Overlap and bucket sweep (2 ranks, ZeRO 0):"
 echo

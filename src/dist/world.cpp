@@ -88,7 +88,10 @@ World init_world(const DistConfig& cfg, const std::string& device) {
 
   c10d::TCPStoreOptions o;
   o.port = static_cast<uint16_t>(w.env.master_port);
-  o.isServer = w.env.rank == 0;
+  // torchrun's agent may host the store itself (TORCHELASTIC_USE_AGENT_STORE): then every rank,
+  // rank 0 included, is a client of it.
+  const char* agent_store = std::getenv("TORCHELASTIC_USE_AGENT_STORE");
+  o.isServer = w.env.rank == 0 && !(agent_store && std::string(agent_store) == "True");
   o.numWorkers = static_cast<size_t>(w.env.world);
   o.waitWorkers = true;
   o.timeout = std::chrono::milliseconds(static_cast<int64_t>(cfg.join_timeout_s * 1000));

@@ -137,15 +137,19 @@ void setup_zero3(DataParallel& d, model::GPT2& m) {
     u.local = local;
     local += u.piece;
   }
-  // This rank's pieces of the initial parameters; the model keeps none.
-  at::Tensor full = at::zeros({l.numel}, m.wte.options().requires_grad(false));
+  // This rank's pieces of the initial parameters (copied straight from the model's tensors, no
+  // full flat copy); the model then keeps none.
+  d.own = at::zeros({local}, m.wte.options().requires_grad(false));
   {
     torch::NoGradGuard no_grad;
     const auto named = model::named_parameters(m);
-    for (size_t i = 0; i < named.size(); ++i) full.narrow(0, l.offsets[i], l.numels[i]).copy_(named[i].second.reshape({-1}));
+    for (const Segment& s : zero3_segments(d))
+      for (size_t i = 0; i < named.size(); ++i) {
+        const int64_t lo = std::max(s.global, l.offsets[i]), hi = std::min(s.global + s.size, l.offsets[i] + l.numels[i]);
+        if (lo < hi)
+          d.own.narrow(0, s.local + lo - s.global, hi - lo).copy_(named[i].second.reshape({-1}).narrow(0, lo - l.offsets[i], hi - lo));
+      }
   }
-  d.own = at::zeros({local}, full.options());
-  for (const Segment& s : zero3_segments(d)) d.own.narrow(0, s.local, s.size).copy_(full.narrow(0, s.global, s.size));
   d.own.requires_grad_(true);
   const int64_t layers = static_cast<int64_t>(m.h.size());
   model::GPT2Config cfg = m.cfg;

@@ -7,11 +7,13 @@
 
 namespace slm::train {
 
+static constexpr int64_t kChunk = 1 << 16;  // elements per chunk: 4 tensors x 256 KiB stay in L2
+
 AdamW make_adamw(const parallel::FlatLayout& l, const std::vector<parallel::Segment>& segs, const at::Tensor& param) {
   AdamW a;
   a.exp_avg = at::zeros_like(param);
   a.exp_avg_sq = at::zeros_like(param);
-  a.scratch = at::empty_like(param);
+  a.scratch = at::empty({std::min<int64_t>(param.numel(), kChunk)}, param.options());
   for (const parallel::Segment& s : segs)
     for (size_t i = 0; i < l.names.size(); ++i) {
       if (l.shapes[i].size() < 2 || l.names[i] == "wpe.weight") continue;
@@ -26,12 +28,19 @@ void adamw_step(AdamW& a, at::Tensor param, const at::Tensor& grad, const OptimC
   a.step += 1;
   if (o.weight_decay != 0)
     for (auto [lo, hi] : a.decay) param.narrow(0, lo, hi - lo).mul_(1 - lr * o.weight_decay);
-  a.exp_avg.mul_(o.beta1).add_(grad, 1 - o.beta1);
-  a.exp_avg_sq.mul_(o.beta2).addcmul_(grad, grad, 1 - o.beta2);
   const double bc1 = 1 - std::pow(o.beta1, static_cast<double>(a.step));
   const double bc2 = 1 - std::pow(o.beta2, static_cast<double>(a.step));
-  at::sqrt_out(a.scratch, a.exp_avg_sq).div_(std::sqrt(bc2)).add_(o.eps);
-  param.addcdiv_(a.exp_avg, a.scratch, -lr / bc1);
+  const int64_t n = param.numel();
+  for (int64_t off = 0; off < n; off += kChunk) {
+    const int64_t len = std::min(kChunk, n - off);
+    at::Tensor p = param.narrow(0, off, len), g = grad.narrow(0, off, len);
+    at::Tensor m = a.exp_avg.narrow(0, off, len), v = a.exp_avg_sq.narrow(0, off, len);
+    at::Tensor denom = a.scratch.narrow(0, 0, len);
+    m.mul_(o.beta1).add_(g, 1 - o.beta1);
+    v.mul_(o.beta2).addcmul_(g, g, 1 - o.beta2);
+    at::sqrt_out(denom, v).div_(std::sqrt(bc2)).add_(o.eps);
+    p.addcdiv_(m, denom, -lr / bc1);
+  }
 }
 
 double lr_at(const ScheduleConfig& s, double peak, int64_t step) {

@@ -1,7 +1,7 @@
 // train/optim.h: the optimizer and the learning-rate schedule.
 // Owns: AdamW (moments for one flat range of the parameters: everything, or this rank's ZeRO
-// shard), make_adamw, adamw_step (the same arithmetic as torch.optim.AdamW, as one fused pass over
-// the flat range), lr_at (warmup then cosine/linear/constant decay to a floor).
+// shard), make_adamw, adamw_step (the same arithmetic as torch.optim.AdamW, in cache-sized chunks
+// of the flat range: one pass over memory, no buffer as large as the parameters), lr_at (warmup then cosine/linear/constant decay to a floor).
 // Weight decay applies to matrices except the position embedding (not to biases, LayerNorm or
 // wpe), as in GPT-2 practice; those ranges are listed once in AdamW::decay.
 #pragma once
@@ -18,7 +18,7 @@ namespace slm::train {
 
 struct AdamW {
   at::Tensor exp_avg, exp_avg_sq;  // (shard.size) first and second moments
-  at::Tensor scratch;              // (shard.size) denominator, allocated once
+  at::Tensor scratch;              // (<= kChunk) denominator of one chunk, allocated once
   std::vector<std::pair<int64_t, int64_t>> decay;  // [begin, end) within the buffer: decayed
   int64_t step = 0;                // updates done
 };
