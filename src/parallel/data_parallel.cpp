@@ -21,14 +21,12 @@ struct ReadyHook : torch::autograd::FunctionPostHook {
 std::vector<Bucket> make_buckets(const FlatLayout& l, double bucket_mb) {
   const int64_t cap = std::max<int64_t>(1, static_cast<int64_t>(bucket_mb * 1024 * 1024 / 4));
   std::vector<Bucket> out;
-  for (size_t k = l.names.size(); k-- > 0;) {
-    if (out.empty() || out.back().end - out.back().begin >= cap) out.push_back({l.offsets[k], l.offsets[k], {}, 0, false});
-    Bucket& b = out.back();
-    b.params.push_back(k);
-    b.begin = l.offsets[k];
-    if (b.end == b.begin) b.end = l.offsets[k] + l.numels[k];
+  for (size_t k = l.names.size(); k-- > 0;) {  // backward order: last parameters first
+    if (out.empty() || out.back().end - out.back().begin >= cap)
+      out.push_back({l.offsets[k], l.offsets[k] + l.numels[k], {}, 0, false});
+    out.back().params.push_back(k);
+    out.back().begin = l.offsets[k];
   }
-  for (Bucket& b : out) b.end = l.offsets[b.params.front()] + l.numels[b.params.front()];
   return out;
 }
 
@@ -43,7 +41,8 @@ void launch_sharded(DataParallel& d, Bucket& b) {
   at::Tensor stage = d.staging[d.next_staging++ % d.staging.size()].narrow(0, 0, n);
   for (size_t i : b.params) {
     at::Tensor& g = d.params[i].mutable_grad();
-    stage.narrow(0, d.layout.offsets[i] - b.begin, d.layout.numels[i]).copy_(g.reshape({-1}));
+    at::Tensor slot = stage.narrow(0, d.layout.offsets[i] - b.begin, d.layout.numels[i]);
+    g.defined() ? slot.copy_(g.reshape({-1})) : slot.zero_();  // a parameter without gradient
     g = at::Tensor();
   }
   const int64_t lo = std::max(b.begin, d.shard.offset), hi = std::min(b.end, d.shard.offset + d.shard.size);

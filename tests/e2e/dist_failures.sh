@@ -6,7 +6,8 @@
 #     as rank 0 (waiting for workers) and as rank 1 (no store to reach).
 #  3. Ranks started with different settings: one-line error naming the rank, before training.
 #  4. SIGTERM to the launcher: every rank stops after the same step, saves, exits 143; --resume.
-#  5. Bad launch options and environment: one-line errors.
+#  5. dist.interface: "lo" works, an unknown interface is a one-line error.
+#  6. Bad launch options and environment: one-line errors.
 source "$(dirname "$0")/lib.sh"
 cd "$WORK"
 for i in $(seq 2000); do echo "Line $i: the fox $((i % 7)) jumps over the dog."; echo; done > gen.txt
@@ -88,7 +89,15 @@ grep -q "\[0\] stopped by signal at step" term.log || fail "rank 0 did not stop 
 [ "$(ls term/checkpoints/*/ | grep -c shard_)" -eq 2 ] || fail "ZeRO 1 checkpoint should have 2 shards"
 no_leftovers term
 
-# 5. Bad options and environment.
+# 5. Network interface: loopback by name works; an unknown one is a one-line error on every rank.
+"$SLM" launch -n 2 -- "$SLM" train "${COMMON[@]}" --set schedule.max_steps=2 --set dist.interface=lo \
+  --set run.dir=iface > iface.log 2>&1 || { cat iface.log; fail "dist.interface=lo"; }
+rc=0; "$SLM" launch -n 2 -- "$SLM" train "${COMMON[@]}" --set dist.interface=nosuch0 --set run.dir=iface2 \
+  > iface2.log 2>&1 || rc=$?
+[ "$rc" -eq 1 ] && [ "$(grep -c "slm: error: dist: cannot use network interface 'nosuch0'" iface2.log)" -eq 2 ] \
+  || { cat iface2.log; fail "unknown interface: exit $rc"; }
+
+# 6. Bad options and environment.
 expect_error "launch: no command" "$SLM" launch -n 2
 expect_error "launch: --nnodes > 1 needs --master" "$SLM" launch -n 1 --nnodes 2 -- true
 expect_error "RANK=2 is not below WORLD_SIZE=2" env RANK=2 WORLD_SIZE=2 "$SLM" train "${COMMON[@]}"
