@@ -71,6 +71,7 @@ std::string save_checkpoint(const Trainer& t, const std::string& run_dir, int64_
     json state = {{"format", 2},
                   {"step", t.step},
                   {"adam_step", t.adam.step},
+                  {"loss_scale", {{"scale", t.scaler.scale}, {"good_steps", t.scaler.good_steps}}},
                   {"loader", {{"epoch", ls.epoch}, {"cursor", ls.cursor}}},
                   {"layout", {{"names", l.names}, {"shapes", l.shapes}}},
                   {"shards", shards},
@@ -196,6 +197,10 @@ void load_checkpoint(Trainer& t, const std::string& dir) {
   }
   parallel::gather_params(*t.dp);  // ZeRO 1-2: every rank's parameters from the owners' shards
   t.adam.step = state.at("adam_step").get<int64_t>();
+  if (t.scaler.enabled && state.contains("loss_scale")) {
+    t.scaler.scale = state.at("loss_scale").at("scale").get<double>();
+    t.scaler.good_steps = state.at("loss_scale").at("good_steps").get<int64_t>();
+  }
   // RNG: this rank's own stream if it saved one, else the first shard's.
   const auto& shards = state.at("shards");
   const int mine = t.groups.dp.rank < static_cast<int>(shards.size()) ? t.groups.dp.rank : 0;

@@ -54,6 +54,9 @@ std::vector<Field> fields(Config& c) {
       {"system", "threads", &c.system.threads},
       {"system", "seed", &c.system.seed},
       {"system", "peak_tflops", &c.system.peak_tflops},
+      {"system", "loss_scaling", &c.system.loss_scaling},
+      {"system", "loss_scale_init", &c.system.loss_scale_init},
+      {"system", "loss_scale_growth_interval", &c.system.loss_scale_growth_interval},
       {"eval", "every", &c.eval.every},
       {"eval", "batches", &c.eval.batches},
       {"log", "every", &c.log.every},
@@ -196,8 +199,13 @@ void validate(const Config& c) {
   need(s.min_lr_ratio >= 0 && s.min_lr_ratio <= 1, "schedule: min_lr_ratio must be in [0, 1]");
   need(c.system.device == "auto" || c.system.device == "cpu" || c.system.device == "cuda",
        fmt::format("system: device \"{}\" is not one of auto, cpu, cuda", c.system.device));
-  need(c.system.precision == "auto" || c.system.precision == "fp32" || c.system.precision == "bf16",
-       fmt::format("system: precision \"{}\" is not one of auto, fp32, bf16", c.system.precision));
+  need(c.system.precision == "auto" || c.system.precision == "fp32" || c.system.precision == "bf16" ||
+           c.system.precision == "fp16",
+       fmt::format("system: precision \"{}\" is not one of auto, fp32, bf16, fp16", c.system.precision));
+  need(c.system.loss_scaling == "auto" || c.system.loss_scaling == "on" || c.system.loss_scaling == "off",
+       fmt::format("system: loss_scaling \"{}\" is not one of auto, on, off", c.system.loss_scaling));
+  need(c.system.loss_scale_init >= 1 && c.system.loss_scale_growth_interval >= 1,
+       "system: loss_scale_init must be >= 1 and loss_scale_growth_interval >= 1");
   need(c.system.threads >= 0, "system: threads must be >= 0");
   need(c.eval.every >= 0 && c.eval.batches >= 1, "eval: every must be >= 0 and batches >= 1");
   need(c.log.every >= 1, "log: every must be >= 1");

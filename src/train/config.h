@@ -45,7 +45,11 @@ struct ScheduleConfig {
 
 struct SystemConfig {
   std::string device = "auto";     // auto | cpu | cuda
-  std::string precision = "auto";  // auto | fp32 | bf16 (auto: bf16 where the device has it)
+  std::string precision = "auto";  // auto | fp32 | bf16 | fp16 (auto: bf16 where the device has
+                                   // it, fp16 on CUDA devices without bf16, else fp32)
+  std::string loss_scaling = "auto";  // auto (on for fp16) | on | off: dynamic loss scaling
+  double loss_scale_init = 65536;     // first loss scale
+  int64_t loss_scale_growth_interval = 2000;  // finite steps before the scale doubles
   int threads = 0;                 // CPU threads per rank; 0 = cores / ranks on this machine
   uint64_t seed = 1337;            // model initialisation
   double peak_tflops = 0;          // device peak for MFU; 0 = measure by a GEMM once (cached)

@@ -12,6 +12,8 @@
 #include <torch/cuda.h>
 #include <torch/torch.h>
 
+#include "train/cuda_info.h"
+
 #include "util/files.h"
 
 namespace slm::train {
@@ -55,7 +57,8 @@ static double assumed_price(const std::string& device, int threads, std::string*
 DeviceInfo describe_device(const std::string& device, const std::string& precision, int threads,
                            double peak_tflops, double price_per_hour) {
   DeviceInfo d;
-  d.name = device == "cpu" ? fmt::format("{} x{} threads", cpu_model(), threads) : "cuda:0";
+  const CudaInfo gpu = device == "cpu" ? CudaInfo{} : cuda_info();
+  d.name = device == "cpu" ? fmt::format("{} x{} threads", cpu_model(), threads) : gpu.ok ? gpu.name : "cuda:0";
   if (price_per_hour > 0) {
     d.price_per_hour = price_per_hour;
     d.price_source = "configured";

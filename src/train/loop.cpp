@@ -154,6 +154,9 @@ int run_training(const Config& cfg_in, bool resume, int64_t stop_at) {
          {"cost_usd", spent_usd},
          {"tokens_per_usd", s.tokens / (step_s / 3600.0 * dev.price_per_hour * devices)},
          {"loss_drop_per_usd", (first_loss - s.loss) / spent_usd}});
+    if (s.loss_scale > 0) log({{"step", t->step}, {"loss_scale", s.loss_scale}, {"skipped", s.skipped}});
+    if (s.skipped) say(fmt::format("step {}: gradients not finite, update skipped{}", t->step,
+                                   s.loss_scale > 0 ? fmt::format(" (loss scale {} -> {})", s.loss_scale, t->scaler.scale) : ""));
     double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     double eta = elapsed / static_cast<double>(t->step - first) * static_cast<double>(cfg.schedule.max_steps - t->step);
     std::string line = fmt::format("step {}/{} | loss {:.4f} | lr {:.2e} | {:.0f} tok/s | {:.3f} TFLOP/s "

@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include <chrono>
+#include <cmath>
 #include <fmt/format.h>
 
 #include "data/batch_tensor.h"
@@ -63,6 +64,9 @@ std::unique_ptr<Trainer> make_trainer(const Config& cfg_in) {
     }
   }
   t->precision = resolve_precision(cfg.system.precision, t->device, &t->precision_reason);
+  t->scaler.enabled = cfg.system.loss_scaling == "on" || (cfg.system.loss_scaling == "auto" && t->precision == "fp16");
+  t->scaler.scale = cfg.system.loss_scale_init;
+  t->scaler.growth_interval = cfg.system.loss_scale_growth_interval;
   t->model = model::init_gpt2(cfg.model, cfg.system.seed);
   if (t->device != "cpu")
     for (auto& [name, p] : model::named_parameters(t->model)) p.set_data(p.data().to(t->device));
@@ -94,21 +98,26 @@ StepStats train_step(Trainer& t) {
     }
     s.forward_s += seconds_since(clock);
     parallel::begin_backward(*t.dp, /*last=*/m == n_micro - 1);
-    loss.backward();
+    (t.scaler.enabled ? loss * t.scaler.scale : loss).backward();
     s.loss += loss.item<double>();
     s.backward_s += seconds_since(clock);
   }
   parallel::finish_grads(*t.dp);
-  s.grad_norm = std::sqrt(parallel::grad_norm_sq(*t.dp));
-  s.comm_s += seconds_since(clock);
   at::Tensor grad = parallel::grad_shard(*t.dp);
-  const double clip = t.cfg.optim.grad_clip;
-  if (clip > 0 && s.grad_norm > clip) grad.mul_(clip / (s.grad_norm + 1e-6));
-  s.lr = lr_at(t.cfg.schedule, t.cfg.optim.lr, t.step);
-  adamw_step(t.adam, parallel::param_shard(*t.dp), grad, t.cfg.optim, s.lr);
-  s.optim_s = seconds_since(clock);
-  parallel::gather_params(*t.dp);
+  s.loss_scale = t.scaler.enabled ? t.scaler.scale : 0.0;
+  if (t.scaler.enabled) grad.mul_(1.0 / t.scaler.scale);  // unscale before any norm (no overflow)
+  s.grad_norm = std::sqrt(parallel::grad_norm_sq(*t.dp));  // every rank sees the same
   s.comm_s += seconds_since(clock);
+  s.lr = lr_at(t.cfg.schedule, t.cfg.optim.lr, t.step);
+  s.skipped = !update_loss_scale(t.scaler, std::isfinite(s.grad_norm));
+  if (!s.skipped) {
+    const double clip = t.cfg.optim.grad_clip;
+    if (clip > 0 && s.grad_norm > clip) grad.mul_(clip / (s.grad_norm + 1e-6));
+    adamw_step(t.adam, parallel::param_shard(*t.dp), grad, t.cfg.optim, s.lr);
+    s.optim_s = seconds_since(clock);
+    parallel::gather_params(*t.dp);
+    s.comm_s += seconds_since(clock);
+  }
   s.tokens = t.cfg.batch.batch_size * t.seq_len;
   t.step += 1;
   return s;

@@ -18,6 +18,7 @@
 #include "parallel/data_parallel.h"
 #include "train/config.h"
 #include "train/optim.h"
+#include "train/precision.h"
 
 namespace slm::train {
 
@@ -30,6 +31,7 @@ struct Trainer {
   model::GPT2 model;            // parameters are views of dp's flat buffer
   std::shared_ptr<parallel::DataParallel> dp;  // gradient reduction, ZeRO shard
   AdamW adam;                   // moments for dp's shard
+  LossScaler scaler;            // dynamic loss scaling (fp16), off otherwise
   std::string device;     // "cpu" | "cuda"
   std::string precision;  // "fp32" | "bf16"
   std::string precision_reason;  // why, for the log
@@ -49,6 +51,8 @@ struct StepStats {
   int64_t tokens = 0;  // global batch
   double data_s = 0, forward_s = 0, backward_s = 0, optim_s = 0;
   double comm_s = 0;   // waiting for gradient reduction and parameter gathering (not hidden)
+  bool skipped = false;   // gradients were not finite: no update (loss scale lowered)
+  double loss_scale = 0;  // the scale this step used (0 = no loss scaling)
 };
 
 // One optimizer step: this rank's batch_size / (micro_batch * dp) micro-batches (step.cpp).
