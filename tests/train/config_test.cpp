@@ -48,8 +48,9 @@ TEST(Config, ErrorsNameTheKey) {
   validate(c);
   c.batch.micro_batch = 5;
   EXPECT_EQ(error_of([&] { validate(c); }), "batch: micro_batch 5 must divide batch_size 32");
-  c = load_config("", {"data.dir=x", "model.vocab_size=100", "system.precision=fp16"});
-  EXPECT_NE(error_of([&] { validate(c); }).find("precision \"fp16\""), std::string::npos);
+  c = load_config("", {"data.dir=x", "model.vocab_size=100", "system.precision=fp8"});
+  EXPECT_NE(error_of([&] { validate(c); }).find("precision \"fp8\" is not one of auto, fp32, bf16, fp16"),
+            std::string::npos);
 }
 
 TEST(Schedule, WarmupThenCosineOrLinearToFloor) {
