@@ -174,10 +174,10 @@ std::vector<double> sum(std::vector<double> v, const Group& g) {
 
 double sum(double v, const Group& g) { return sum(std::vector<double>{v}, g)[0]; }
 
-double max(double v, const Group& g) {
-  if (g.size == 1) return v;
-  at::Tensor t = at::tensor({v}, at::kDouble).to(scalar_device(g));
-  std::vector<at::Tensor> ts{t};
+void all_reduce_max(at::Tensor& t, const Group& g) {
+  if (g.size == 1) return;
+  at::Tensor wire = needs_wire_copy(t, g) ? t.to(at::kFloat) : t;
+  std::vector<at::Tensor> ts{wire};
   c10d::AllreduceOptions o;
   o.reduceOp = c10d::ReduceOp::MAX;
   Pending p;
@@ -187,7 +187,14 @@ double max(double v, const Group& g) {
     fail(g, "all-reduce(max)", e);
   }
   p.wait();
-  return t.item<double>();
+  if (!wire.is_same(t)) t.copy_(wire);
+}
+
+double max(double v, const Group& g) {
+  if (g.size == 1) return v;
+  at::Tensor t = at::tensor({v}, at::kDouble).to(scalar_device(g));
+  all_reduce_max(t, g);
+  return t.cpu().item<double>();
 }
 
 }  // namespace slm::dist

@@ -35,6 +35,8 @@ Pending then(Pending p, std::function<void()> f);
 // In place: t = sum over the group of t.
 void all_reduce_sum(at::Tensor& t, const Group& g);
 Pending all_reduce_sum_async(const at::Tensor& t, const Group& g);
+// In place: t = elementwise max over the group of t.
+void all_reduce_max(at::Tensor& t, const Group& g);
 // shard_out (n) = this rank's n-element part of the sum over the group of flat (size * n).
 // `flat` is used as scratch and is clobbered. Async: `flat` and `shard_out` must stay alive.
 void reduce_scatter_sum(at::Tensor& shard_out, at::Tensor& flat, const Group& g);

@@ -92,9 +92,8 @@ at::Tensor embed(const GPT2& m, const at::Tensor& idx, bool train) {
   return at::dropout(x, m.cfg.dropout, train);
 }
 
-// Causal self-attention on q, k, v (B, H, T, hd) -> (B, H, T, hd).
-static at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                            double dropout, bool train) {
+at::Tensor causal_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, double dropout,
+                            bool train) {
 #if TORCH_VERSION_MAJOR >= 2
   return at::scaled_dot_product_attention(q, k, v, {}, train ? dropout : 0.0, /*is_causal=*/true);
 #else
@@ -114,7 +113,7 @@ at::Tensor block_forward(const Block& b, const at::Tensor& x, const GPT2Config& 
   at::Tensor qkv = at::linear(h, b.c_attn_w, b.c_attn_b);  // (B, T, 3C)
   auto parts = qkv.split(C, -1);
   auto heads = [&](const at::Tensor& t) { return t.view({B, T, H, C / H}).transpose(1, 2); };
-  at::Tensor y = attention(heads(parts[0]), heads(parts[1]), heads(parts[2]), c.dropout, train);
+  at::Tensor y = causal_attention(heads(parts[0]), heads(parts[1]), heads(parts[2]), c.dropout, train);
   y = y.transpose(1, 2).reshape({B, T, C});
   at::Tensor out = x + at::dropout(at::linear(y, b.attn_proj_w, b.attn_proj_b), c.dropout, train);
   // MLP: out + proj(gelu_tanh(fc(ln_2(out))))

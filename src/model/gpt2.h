@@ -78,5 +78,8 @@ at::Tensor forward_loss(const GPT2& m, const at::Tensor& idx, const at::Tensor& 
 // Pieces, for stages and tests: embeddings (B, T) -> (B, T, C); one block (B, T, C) -> (B, T, C).
 at::Tensor embed(const GPT2& m, const at::Tensor& idx, bool train);
 at::Tensor block_forward(const Block& b, const at::Tensor& x, const GPT2Config& c, bool train);
+// Causal self-attention of q, k, v (B, H, T, hd) -> (B, H, T, hd): SDPA where LibTorch has it.
+at::Tensor causal_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, double dropout,
+                            bool train);
 
 }  // namespace slm::model

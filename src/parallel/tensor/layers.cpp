@@ -1,0 +1,43 @@
+// parallel/tensor/layers.cpp: see layers.h.
+#include "parallel/tensor/layers.h"
+
+#include <torch/torch.h>
+
+#include "parallel/tensor/mappings.h"
+
+namespace slm::parallel::tensor {
+
+model::Block shard_block(const model::Block& f, const model::GPT2Config& c, int rank, int tp) {
+  const int64_t C = c.n_embd, Cl = C / tp, Fl = 4 * C / tp;
+  auto leaf = [](const at::Tensor& t) { return t.detach().clone().contiguous().requires_grad_(true); };
+  auto qkv_rows = [&](const at::Tensor& t) {  // this rank's rows of each of q, k, v
+    return at::cat({t.narrow(0, rank * Cl, Cl), t.narrow(0, C + rank * Cl, Cl), t.narrow(0, 2 * C + rank * Cl, Cl)});
+  };
+  model::Block b;
+  b.ln_1_w = leaf(f.ln_1_w), b.ln_1_b = leaf(f.ln_1_b);
+  b.c_attn_w = leaf(qkv_rows(f.c_attn_w)), b.c_attn_b = leaf(qkv_rows(f.c_attn_b));
+  b.attn_proj_w = leaf(f.attn_proj_w.narrow(1, rank * Cl, Cl)), b.attn_proj_b = leaf(f.attn_proj_b);
+  b.ln_2_w = leaf(f.ln_2_w), b.ln_2_b = leaf(f.ln_2_b);
+  b.c_fc_w = leaf(f.c_fc_w.narrow(0, rank * Fl, Fl)), b.c_fc_b = leaf(f.c_fc_b.narrow(0, rank * Fl, Fl));
+  b.mlp_proj_w = leaf(f.mlp_proj_w.narrow(1, rank * Fl, Fl)), b.mlp_proj_b = leaf(f.mlp_proj_b);
+  return b;
+}
+
+at::Tensor tp_block_forward(const model::Block& b, const at::Tensor& x, const model::GPT2Config& c,
+                            const dist::Group& tp) {
+  TORCH_CHECK(c.dropout == 0.0, "tensor parallelism does not support dropout yet");
+  const int64_t B = x.size(0), T = x.size(1), C = x.size(2), Hl = c.n_head / tp.size, Cl = C / tp.size;
+  // Attention: x + g(proj_local(attn(f(ln_1(x)) @ qkv_local)))
+  at::Tensor h = copy_to_tp(at::layer_norm(x, {C}, b.ln_1_w, b.ln_1_b, 1e-5), tp);
+  auto parts = at::linear(h, b.c_attn_w, b.c_attn_b).split(Cl, -1);  // 3 x (B, T, C/tp)
+  auto heads = [&](const at::Tensor& t) { return t.view({B, T, Hl, Cl / Hl}).transpose(1, 2); };
+  at::Tensor y = model::causal_attention(heads(parts[0]), heads(parts[1]), heads(parts[2]), 0.0, false);
+  y = y.transpose(1, 2).reshape({B, T, Cl});
+  at::Tensor out = x + reduce_from_tp(at::linear(y, b.attn_proj_w), tp) + b.attn_proj_b;
+  // MLP: out + g(proj_local(gelu(f(ln_2(out)) @ fc_local)))
+  h = copy_to_tp(at::layer_norm(out, {C}, b.ln_2_w, b.ln_2_b, 1e-5), tp);
+  h = at::gelu(at::linear(h, b.c_fc_w, b.c_fc_b), "tanh");
+  return out + reduce_from_tp(at::linear(h, b.mlp_proj_w), tp) + b.mlp_proj_b;
+}
+
+}  // namespace slm::parallel::tensor

@@ -1,0 +1,25 @@
+// parallel/tensor/layers.h: a GPT-2 block split across a tensor-parallel group (Megatron style).
+// Owns: shard_block (a rank's slices of a full block) and tp_block_forward.
+// Rank r of tp holds attention heads [r*H/tp, (r+1)*H/tp): the q, k and v rows of c_attn for those
+// heads (column-parallel), the matching input columns of attn.c_proj (row-parallel), rows
+// [r*4C/tp, (r+1)*4C/tp) of mlp.c_fc (column-parallel) and those input columns of mlp.c_proj
+// (row-parallel). LayerNorms and the row-parallel biases are replicated (added once, after the
+// all-reduce). Per block: two all-reduces forward (g), two backward (f).
+// Dropout on replicated activations would need the same RNG stream on every tp rank: not yet
+// (tp_block_forward requires dropout = 0).
+#pragma once
+#include <ATen/core/Tensor.h>
+
+#include "dist/group.h"
+#include "model/gpt2.h"
+
+namespace slm::parallel::tensor {
+
+// Rank `rank`'s slices of `full` for a group of `tp` (new leaf tensors with requires_grad).
+// REQUIRES: tp divides n_head (and so n_embd).
+model::Block shard_block(const model::Block& full, const model::GPT2Config& c, int rank, int tp);
+// x (B, T, C), replicated on the tp group -> (B, T, C), replicated.
+at::Tensor tp_block_forward(const model::Block& local, const at::Tensor& x, const model::GPT2Config& c,
+                            const dist::Group& tp);
+
+}  // namespace slm::parallel::tensor
