@@ -12,11 +12,7 @@ DUMP=$3
 TOL=1e-5
 TOL_LOGITS=1e-4
 cd "$WORK"
-corpus=${SHARED:+$SHARED/tinyshakespeare.txt}
-[ -f "${corpus:-}" ] || corpus=/usr/share/games/fortunes
-[ -e "$corpus" ] || { corpus=$WORK/gen.txt; for i in $(seq 3000); do echo "Line $i: the fox $((i % 7)) jumps over the dog."; echo; done > "$corpus"; }
-"$SLM" tokenizer train "$corpus" --vocab-size 512 --out tok -q >/dev/null
-"$SLM" data prepare "$corpus" -t tok --separator blank --val-fraction 0.02 --out data -q >/dev/null
+make_dataset "$(real_corpus)" 512 0.02
 COMMON=(-c /dev/null --set data.dir=data --set model.n_layer=2 --set model.n_head=2 --set model.n_embd=64
         --set model.block_size=64 --set batch.batch_size=16 --set batch.micro_batch=4
         --set optim.lr=3e-3 --set schedule.warmup_steps=4 --set schedule.max_steps=20

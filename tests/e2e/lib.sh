@@ -27,3 +27,28 @@ expect_error() {
 expect_clean() {
   if ls -a "$1" | grep -q '\.tmp\.\|\.old\.'; then fail "leftover temporary files in $1: $(ls -a "$1")"; fi
 }
+
+# real_corpus: tinyshakespeare when ../shared is there, else the fortunes corpus, else generated
+# text; prints the path.
+real_corpus() {
+  local c=${SHARED:+$SHARED/tinyshakespeare.txt}
+  [ -f "${c:-}" ] || c=/usr/share/games/fortunes
+  [ -e "$c" ] || { c=$WORK/gen.txt; gen_corpus 3000 > "$c"; }
+  echo "$c"
+}
+# gen_corpus N: N small generated documents separated by blank lines.
+gen_corpus() { for i in $(seq "$1"); do echo "Line $i: the fox $((i % 7)) jumps over the dog."; echo; done; }
+# make_dataset CORPUS VOCAB VAL_FRACTION: tokenizer in ./tok, dataset in ./data.
+make_dataset() {
+  "$SLM" tokenizer train "$1" --vocab-size "$2" --out tok -q >/dev/null
+  "$SLM" data prepare "$1" -t tok --separator blank --val-fraction "$3" --out data -q >/dev/null
+}
+# run_on_ranks TOOL N...: runs TOOL under `slm launch -n N` for each N; every rank must print "ok".
+run_on_ranks() {
+  local tool=$1 n out; shift
+  for n in "$@"; do
+    out=$("$SLM" launch -n "$n" -- "$tool" 2>&1) || { echo "$out"; fail "$(basename "$tool") on $n ranks"; }
+    [ "$(echo "$out" | grep -c "rank .* ok")" -eq "$n" ] || { echo "$out"; fail "not every rank reported ok"; }
+    echo "$n ranks ok"
+  done
+}

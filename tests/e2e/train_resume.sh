@@ -5,11 +5,8 @@
 # another model and data of another tokenizer give one-line errors.
 source "$(dirname "$0")/lib.sh"
 cd "$WORK"
-corpus=${SHARED:+$SHARED/tinyshakespeare.txt}
-[ -f "${corpus:-}" ] || corpus=/usr/share/games/fortunes
-[ -e "$corpus" ] || { corpus=$WORK/gen.txt; for i in $(seq 3000); do echo "Line $i: the fox $((i % 7)) jumps over the dog."; echo; done > "$corpus"; }
-"$SLM" tokenizer train "$corpus" --vocab-size 512 --out tok -q >/dev/null
-"$SLM" data prepare "$corpus" -t tok --separator blank --val-fraction 0.02 --out data -q >/dev/null
+corpus=$(real_corpus)
+make_dataset "$corpus" 512 0.02
 COMMON=(--set data.dir=data --set model.n_layer=2 --set model.n_head=2 --set model.n_embd=64
         --set model.block_size=64 --set batch.batch_size=8 --set batch.micro_batch=4
         --set optim.lr=3e-3 --set schedule.warmup_steps=4 --set system.threads=2
