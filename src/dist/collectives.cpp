@@ -57,6 +57,21 @@ Pending completed(std::function<void()> done = nullptr) {
 // Where small tensors for a group must live: NCCL only moves CUDA tensors.
 at::Device scalar_device(const Group& g) { return g.backend->kind == "nccl" ? at::kCUDA : at::kCPU; }
 
+// Starts call(tensors) on t -- as an fp32 copy where Gloo lacks t's dtype, copied back on
+// completion -- turning a failure to start into PeerLost.
+template <typename F>
+Pending launch_on(const Group& g, const char* op, const at::Tensor& t, F call) {
+  at::Tensor wire = needs_wire_copy(t, g) ? t.to(at::kFloat) : t;
+  std::vector<at::Tensor> ts{wire};
+  std::function<void()> done;
+  if (!wire.is_same(t)) done = [t, wire]() mutable { t.copy_(wire); };
+  try {
+    return start(g, op, call(ts), done);
+  } catch (const std::exception& e) {
+    fail(g, op, e);
+  }
+}
+
 }  // namespace
 
 void Pending::wait() {
@@ -85,16 +100,9 @@ Pending then(Pending p, std::function<void()> f) {
 
 Pending all_reduce_sum_async(const at::Tensor& t, const Group& g) {
   if (g.size == 1) return completed();
-  at::Tensor wire = needs_wire_copy(t, g) ? t.to(at::kFloat) : t;
-  std::vector<at::Tensor> ts{wire};
-  try {
-    auto w = g.backend->pg->allreduce(ts, c10d::AllreduceOptions{});
-    std::function<void()> done;
-    if (!wire.is_same(t)) done = [t, wire]() mutable { t.copy_(wire); };
-    return start(g, "all-reduce", w, done);
-  } catch (const std::exception& e) {
-    fail(g, "all-reduce", e);
-  }
+  return launch_on(g, "all-reduce", t, [&](std::vector<at::Tensor>& ts) {
+    return g.backend->pg->allreduce(ts, c10d::AllreduceOptions{});
+  });
 }
 
 void all_reduce_sum(at::Tensor& t, const Group& g) { all_reduce_sum_async(t, g).wait(); }
@@ -143,18 +151,9 @@ void all_gather_into(at::Tensor& flat_out, const at::Tensor& shard, const Group&
 
 void broadcast(at::Tensor& t, int root, const Group& g) {
   if (g.size == 1) return;
-  at::Tensor wire = needs_wire_copy(t, g) ? t.to(at::kFloat) : t;
-  std::vector<at::Tensor> ts{wire};
   c10d::BroadcastOptions o;
   o.rootRank = root;
-  Pending p;
-  try {
-    p = start(g, "broadcast", g.backend->pg->broadcast(ts, o), nullptr);
-  } catch (const std::exception& e) {
-    fail(g, "broadcast", e);
-  }
-  p.wait();
-  if (!wire.is_same(t)) t.copy_(wire);
+  launch_on(g, "broadcast", t, [&](std::vector<at::Tensor>& ts) { return g.backend->pg->broadcast(ts, o); }).wait();
 }
 
 void barrier(const Group& g) {
@@ -176,18 +175,10 @@ double sum(double v, const Group& g) { return sum(std::vector<double>{v}, g)[0];
 
 void all_reduce_max(at::Tensor& t, const Group& g) {
   if (g.size == 1) return;
-  at::Tensor wire = needs_wire_copy(t, g) ? t.to(at::kFloat) : t;
-  std::vector<at::Tensor> ts{wire};
   c10d::AllreduceOptions o;
   o.reduceOp = c10d::ReduceOp::MAX;
-  Pending p;
-  try {
-    p = start(g, "all-reduce(max)", g.backend->pg->allreduce(ts, o), nullptr);
-  } catch (const std::exception& e) {
-    fail(g, "all-reduce(max)", e);
-  }
-  p.wait();
-  if (!wire.is_same(t)) t.copy_(wire);
+  launch_on(g, "all-reduce(max)", t, [&](std::vector<at::Tensor>& ts) { return g.backend->pg->allreduce(ts, o); })
+      .wait();
 }
 
 double max(double v, const Group& g) {

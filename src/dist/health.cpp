@@ -11,19 +11,17 @@ namespace slm::dist {
 namespace {
 constexpr auto kBeat = std::chrono::milliseconds(1000);
 
-std::shared_ptr<c10d::Store> connect(const std::string& host, int port) {
+c10::intrusive_ptr<c10d::Store> connect(const std::string& host, int port) {
   c10d::TCPStoreOptions o;
   o.port = static_cast<uint16_t>(port);
   o.isServer = false;
   o.waitWorkers = false;
   o.timeout = std::chrono::seconds(10);
-  auto s = c10::make_intrusive<c10d::TCPStore>(host, o);
-  // shared_ptr holding a reference: the store lives as long as either owner.
-  return std::shared_ptr<c10d::Store>(s.get(), [keep = s](c10d::Store*) mutable { keep.reset(); });
+  return c10::make_intrusive<c10d::TCPStore>(host, o);
 }
 }  // namespace
 
-Health::Health(const std::string& host, int port, int rank_, int world) : rank(rank_) {
+Health::Health(const std::string& host, int port, int rank_) : rank(rank_) {
   store = connect(host, port);
   store->add(fmt::format("hb/{}", rank), 1);
   thread = std::thread([this] {
@@ -36,7 +34,6 @@ Health::Health(const std::string& host, int port, int rank_, int world) : rank(r
       }
     }
   });
-  (void)world;
 }
 
 Health::~Health() {

@@ -12,20 +12,18 @@
 #include <thread>
 #include <vector>
 
-namespace c10d {
-class Store;
-}
+#include <torch/csrc/distributed/c10d/Store.hpp>
 
 namespace slm::dist {
 
 struct Health {
-  Health(const std::string& host, int port, int rank, int world);
+  Health(const std::string& host, int port, int rank);
   ~Health();
   // A phrase naming the lost ranks among `ranks`, e.g. "rank 3" or "ranks 1, 2", or
   // "rank 0 (host of the rendezvous store)"; "no rank (all are alive)" if none stopped.
   std::string lost_ranks(const std::vector<int>& ranks);
 
-  std::shared_ptr<c10d::Store> store;  // this thread's own client connection
+  c10::intrusive_ptr<c10d::Store> store;  // this thread's own client connection
   int rank;
   std::mutex mu;
   std::condition_variable cv;
