@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "parallel/data_parallel_impl.h"
+#include "parallel/tensor/model.h"
 #include "util/error.h"
 
 namespace slm::parallel {
@@ -76,15 +77,20 @@ void validate(const ParallelConfig& c) {
     throw UserError(fmt::format("parallel: zero {} is not 0, 1, 2 or 3", c.zero));
   if (c.bucket_mb <= 0) throw UserError(fmt::format("parallel: bucket_mb {} must be positive", c.bucket_mb));
   if (c.dp == 0 || c.dp < -1) throw UserError(fmt::format("parallel: dp {} must be -1 or positive", c.dp));
+  if (c.tp < 1) throw UserError(fmt::format("parallel: tp {} must be >= 1", c.tp));
+  if (c.tp > 1 && c.zero == 3) throw UserError("parallel: zero 3 does not combine with tp > 1 yet (use zero <= 2)");
 }
 
-std::shared_ptr<DataParallel> apply_data_parallel(model::GPT2& m, const ParallelConfig& cfg, const dist::Group& dp) {
+std::shared_ptr<DataParallel> apply_data_parallel(model::GPT2& m, const ParallelConfig& cfg, const dist::Group& dp,
+                                                  const dist::Group& tp) {
   auto d = std::make_shared<DataParallel>();
   d->cfg = cfg;
   d->dp = dp;
+  d->tp = tp;
   d->model = &m;
   const auto named = model::named_parameters(m);
   d->layout = make_layout(named, dp.size);
+  for (const auto& np : named) d->replicated.push_back(tp.size == 1 || tensor::replicated_over_tp(np.first));
   if (cfg.zero == 3) {
     setup_zero3(*d, m);
     return d;
@@ -117,6 +123,7 @@ std::shared_ptr<DataParallel> apply_data_parallel(model::GPT2& m, const Parallel
 
 at::Tensor forward_loss(DataParallel& d, const at::Tensor& idx, const at::Tensor& targets, bool train) {
   if (d.cfg.zero == 3) return zero3_forward_loss(d, idx, targets, train);
+  if (d.tp.size > 1) return tensor::forward_loss(*d.model, idx, targets, d.tp);
   return model::forward_loss(*d.model, idx, targets, train);
 }
 
@@ -144,7 +151,23 @@ void finish_grads(DataParallel& d) {
 }
 
 double grad_norm_sq(DataParallel& d) {
-  double local = grad_shard(d).pow(2).sum().item<double>();
+  at::Tensor g = grad_shard(d);
+  double local = 0;
+  if (d.tp.size == 1) {
+    local = g.pow(2).sum().item<double>();
+  } else {  // per parameter: a replicated one counts 1/tp here, so once after the tp sum
+    std::vector<at::Tensor> parts;
+    for (const Segment& s : segments(d))
+      for (size_t i = 0; i < d.layout.names.size(); ++i) {
+        const int64_t lo = std::max(s.global, d.layout.offsets[i]);
+        const int64_t hi = std::min(s.global + s.size, d.layout.offsets[i] + d.layout.numels[i]);
+        if (lo >= hi) continue;
+        at::Tensor sq = g.narrow(0, s.local + lo - s.global, hi - lo).pow(2).sum();
+        parts.push_back(d.replicated[i] ? sq / d.tp.size : sq);
+      }
+    local = parts.empty() ? 0.0 : at::stack(parts).sum().item<double>();
+    local = dist::sum(local, d.tp);
+  }
   return d.cfg.zero == 0 ? local : dist::sum(local, d.dp);
 }
 

@@ -37,8 +37,11 @@ struct DataParallel;  // data_parallel.cpp
 
 // Flattens the model's parameters (they become views of one buffer; ZeRO 3: this rank keeps only
 // its pieces and m's tensors are released), makes the buckets and registers the gradient hooks.
-// m must outlive the result; all parameters on one device.
-std::shared_ptr<DataParallel> apply_data_parallel(model::GPT2& m, const ParallelConfig& cfg, const dist::Group& dp);
+// m must outlive the result; all parameters on one device. With tp.size > 1, m already holds this
+// rank's tensor-parallel slices (parallel/tensor/model.h): the forward pass and the gradient norm
+// take the tp group into account. ZeRO 3 does not combine with tp yet.
+std::shared_ptr<DataParallel> apply_data_parallel(model::GPT2& m, const ParallelConfig& cfg, const dist::Group& dp,
+                                                  const dist::Group& tp);
 
 // Mean next-token loss of the model on idx/targets (B, T), whatever the stage.
 at::Tensor forward_loss(DataParallel& d, const at::Tensor& idx, const at::Tensor& targets, bool train);
@@ -48,7 +51,8 @@ void zero_grads(DataParallel& d);
 void begin_backward(DataParallel& d, bool last);
 // Waits for every reduction and averages: afterwards grad_shard() holds the mean gradient.
 void finish_grads(DataParallel& d);
-// Squared L2 norm of the whole mean gradient (summed over the dp shards when sharded).
+// Squared L2 norm of the whole mean gradient: summed over the dp shards when sharded and over the
+// tp slices, counting parameters that every tp rank holds once. Same value on every rank.
 double grad_norm_sq(DataParallel& d);
 // What this rank's optimizer updates, in place (padded flat ranges; padding stays zero).
 at::Tensor param_shard(DataParallel& d);

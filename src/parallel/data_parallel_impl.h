@@ -34,7 +34,9 @@ struct Unit {
 struct DataParallel {
   ParallelConfig cfg;
   dist::Group dp;
+  dist::Group tp;                   // tensor-parallel group (size 1 without tp)
   FlatLayout layout;
+  std::vector<bool> replicated;     // per parameter: held whole by every tp rank
   model::GPT2* model = nullptr;
   ShardInfo shard;                  // ZeRO 0-2: the flat range this rank updates
   std::vector<at::Tensor> params;   // ZeRO 0-2: views of param_flat

@@ -32,6 +32,12 @@ static std::vector<std::string> checkpoint_dirs(const std::string& run_dir) {  /
 
 static std::string shard_file(int i) { return fmt::format("shard_{:05d}.pt", i); }
 
+// With tensor parallelism each tp rank has its own flat vector (its slices): its files carry a
+// "tp<r>_" prefix and are reassembled separately.
+static std::string tp_prefix(const Trainer& t) {
+  return t.groups.tp.size > 1 ? fmt::format("tp{}_", t.groups.tp.rank) : std::string();
+}
+
 std::string save_checkpoint(const Trainer& t, const std::string& run_dir, int64_t keep, bool solo) {
   const parallel::FlatLayout& l = parallel::layout(*t.dp);
   const bool sharded = parallel::zero_stage(*t.dp) > 0 && !solo;
@@ -48,8 +54,7 @@ std::string save_checkpoint(const Trainer& t, const std::string& run_dir, int64_
     fs::create_directories(partial);
   }
   sync();
-  const int n_shards = sharded ? t.groups.dp.size : 1;
-  if (sharded || leader) {  // this rank's buffer and where its pieces sit in the flat vector
+  if (sharded || solo || t.groups.dp.rank == 0) {  // this rank's buffer and where its pieces sit
     auto cpu = [](const at::Tensor& x) { return x.detach().cpu().clone(); };
     at::Tensor segs = at::zeros({0, 3}, at::kLong);
     for (const parallel::Segment& g : parallel::segments(*t.dp))
@@ -60,14 +65,17 @@ std::string save_checkpoint(const Trainer& t, const std::string& run_dir, int64_
     a.write("exp_avg_sq", cpu(t.adam.exp_avg_sq));
     a.write("segments", segs);
     a.write("rng.cpu", at::detail::getDefaultCPUGenerator().get_state());
-    a.save_to(partial + "/" + shard_file(sharded ? t.groups.dp.rank : 0));
+    a.save_to(partial + "/" + tp_prefix(t) + shard_file(sharded ? t.groups.dp.rank : 0));
   }
   sync();
   if (leader) {
     data::LoaderState ls = t.train_loader->state();
+    std::vector<std::string> files;
+    for (const auto& e : fs::directory_iterator(partial)) files.push_back(e.path().filename().string());
+    std::sort(files.begin(), files.end());
     json shards = json::array();
-    for (int i = 0; i < n_shards; ++i)
-      shards.push_back({{"file", shard_file(i)}, {"checksum", hash_file_hex(partial + "/" + shard_file(i))}});
+    for (const std::string& f : files)
+      shards.push_back({{"file", f}, {"checksum", hash_file_hex(partial + "/" + f)}});
     json state = {{"format", 2},
                   {"step", t.step},
                   {"adam_step", t.adam.step},
@@ -75,7 +83,8 @@ std::string save_checkpoint(const Trainer& t, const std::string& run_dir, int64_
                   {"loader", {{"epoch", ls.epoch}, {"cursor", ls.cursor}}},
                   {"layout", {{"names", l.names}, {"shapes", l.shapes}}},
                   {"shards", shards},
-                  {"saved_by", {{"world", solo ? 1 : world.size}, {"zero", parallel::zero_stage(*t.dp)}}},
+                  {"saved_by",
+                   {{"world", solo ? 1 : world.size}, {"zero", parallel::zero_stage(*t.dp)}, {"tp", t.groups.tp.size}}},
                   {"tokenizer_identity", t.data.manifest.tokenizer_identity},
                   {"config", to_toml(t.cfg)}};
     write_file_atomic(partial + "/state.json", state.dump(1) + "\n");
@@ -118,12 +127,15 @@ std::optional<std::string> find_latest_checkpoint(const std::string& run_dir,
 }
 
 // The whole unpadded flat vector `what` ("param", "exp_avg", "exp_avg_sq"), from every shard.
-static at::Tensor assemble(const std::string& dir, const json& state, const char* what, int64_t numel) {
+static at::Tensor assemble(const std::string& dir, const json& state, const char* what, int64_t numel,
+                           const std::string& prefix = "") {
   at::Tensor full = at::zeros({numel});
   int64_t covered = 0;
   for (const json& s : state.at("shards")) {
+    const std::string file = s.at("file").get<std::string>();
+    if (file.rfind(prefix + "shard_", 0) != 0) continue;  // another tensor-parallel rank's files
     torch::serialize::InputArchive a;
-    a.load_from(dir + "/" + s.at("file").get<std::string>());
+    a.load_from(dir + "/" + file);
     at::Tensor part, segs;
     a.read(what, part);
     a.read("segments", segs);
@@ -167,6 +179,9 @@ model::GPT2 load_model(const std::string& path, Config* cfg_out) {
     dir = *found;
   }
   json state = read_state(dir);
+  if (state.at("saved_by").value("tp", 1) > 1)
+    throw UserError(fmt::format("{}: saved with tensor parallelism (tp = {}); loading it whole is not supported yet",
+                                dir, state.at("saved_by").at("tp").get<int>()));
   Config cfg = parse_config_text(state.at("config").get<std::string>(), dir + "/state.json");
   model::GPT2 m = model::init_gpt2(cfg.model, 0);
   auto named = model::named_parameters(m);
@@ -184,6 +199,11 @@ void load_checkpoint(Trainer& t, const std::string& dir) {
   json state = read_state(dir);
   if (state.at("tokenizer_identity") != t.data.manifest.tokenizer_identity)
     throw UserError(fmt::format("{}: saved for data of another tokenizer than {}", dir, t.cfg.data.dir));
+  const int saved_tp = state.at("saved_by").value("tp", 1);
+  if (saved_tp != t.groups.tp.size)
+    throw UserError(fmt::format("{}: saved with tp = {}, this run has tp = {}; changing the tensor-parallel degree "
+                                "on resume is not supported yet",
+                                dir, saved_tp, t.groups.tp.size));
   const parallel::FlatLayout& l = parallel::layout(*t.dp);
   check_layout(dir, state, l);
   torch::NoGradGuard no_grad;
@@ -191,7 +211,7 @@ void load_checkpoint(Trainer& t, const std::string& dir) {
   const std::vector<parallel::Segment> segs = parallel::segments(*t.dp);
   for (auto [what, dst] : {std::pair<const char*, at::Tensor>{"param", param}, {"exp_avg", t.adam.exp_avg},
                            {"exp_avg_sq", t.adam.exp_avg_sq}}) {
-    at::Tensor full = assemble(dir, state, what, l.numel);
+    at::Tensor full = assemble(dir, state, what, l.numel, tp_prefix(t));
     dst.zero_();
     for (const parallel::Segment& g : segs) dst.narrow(0, g.local, g.size).copy_(full.narrow(0, g.global, g.size));
   }
@@ -201,11 +221,12 @@ void load_checkpoint(Trainer& t, const std::string& dir) {
     t.scaler.scale = state.at("loss_scale").at("scale").get<double>();
     t.scaler.good_steps = state.at("loss_scale").at("good_steps").get<int64_t>();
   }
-  // RNG: this rank's own stream if it saved one, else the first shard's.
-  const auto& shards = state.at("shards");
-  const int mine = t.groups.dp.rank < static_cast<int>(shards.size()) ? t.groups.dp.rank : 0;
+  // RNG: this rank's own stream if it saved one, else its tp rank's first shard's.
+  std::string rng_file = tp_prefix(t) + shard_file(0);
+  for (const json& s : state.at("shards"))
+    if (s.at("file") == tp_prefix(t) + shard_file(t.groups.dp.rank)) rng_file = s.at("file").get<std::string>();
   torch::serialize::InputArchive a;
-  a.load_from(dir + "/" + shards.at(static_cast<size_t>(mine)).at("file").get<std::string>());
+  a.load_from(dir + "/" + rng_file);
   at::Tensor rng;
   if (a.try_read("rng.cpu", rng)) {
     at::Generator gen = at::detail::getDefaultCPUGenerator();

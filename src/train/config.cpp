@@ -64,6 +64,7 @@ std::vector<Field> fields(Config& c) {
       {"checkpoint", "keep", &c.checkpoint.keep},
       {"cost", "price_per_hour", &c.cost.price_per_hour},
       {"parallel", "dp", &c.parallel.dp},
+      {"parallel", "tp", &c.parallel.tp},
       {"parallel", "zero", &c.parallel.zero},
       {"parallel", "bucket_mb", &c.parallel.bucket_mb},
       {"dist", "backend", &c.dist.backend},

@@ -54,7 +54,7 @@ static void print_header(const Trainer& t, const std::string& run, const DeviceI
   std::fprintf(stderr,
                "train: %lld parameters (L=%lld C=%lld H=%lld T=%lld V=%lld), %s %s (%s), %d threads, "
                "batch %lld x %lld tokens (micro %lld), steps %lld..%lld -> %s\n",
-               static_cast<long long>(parallel::layout(*t.dp).numel),
+               static_cast<long long>(t.num_params),
                static_cast<long long>(cfg.model.n_layer), static_cast<long long>(cfg.model.n_embd),
                static_cast<long long>(cfg.model.n_head), static_cast<long long>(t.seq_len),
                static_cast<long long>(cfg.model.vocab_size), t.device.c_str(), t.precision.c_str(),
@@ -63,9 +63,10 @@ static void print_header(const Trainer& t, const std::string& run, const DeviceI
                static_cast<long long>(t.step), static_cast<long long>(cfg.schedule.max_steps), run.c_str());
   const double mb = 1024.0 * 1024.0;
   std::fprintf(stderr,
-               "parallel: %d ranks (%s, %s), data parallel x%d, ZeRO %lld, buckets %.0f MiB; per rank: "
-               "parameters %.1f MiB, gradients %.1f MiB, optimizer %.1f MiB\n",
+               "parallel: %d ranks (%s, %s), data parallel x%d, tensor parallel x%d, ZeRO %lld, buckets "
+               "%.0f MiB; per rank: parameters %.1f MiB, gradients %.1f MiB, optimizer %.1f MiB\n",
                t.groups.world.size, t.world.env.source.c_str(), t.world.backend.c_str(), t.groups.dp.size,
+               t.groups.tp.size,
                static_cast<long long>(parallel::zero_stage(*t.dp)), cfg.parallel.bucket_mb,
                parallel::param_bytes(*t.dp) / mb, parallel::grad_bytes(*t.dp) / mb,
                (t.adam.exp_avg.numel() * 2 + t.adam.scratch.numel()) * 4 / mb);
@@ -134,8 +135,8 @@ int run_training(const Config& cfg_in, bool resume, int64_t stop_at) {
       s = train_step(*t);
       std::tie(s.loss, stop) = agree(*t, s.loss);
     } catch (const dist::PeerLost& e) {
-      // Without ZeRO every rank holds the whole state: rank 0 keeps the last finished step.
-      if (main_rank && parallel::zero_stage(*t->dp) == 0) {
+      // Without ZeRO or tp every rank holds the whole state: rank 0 keeps the last finished step.
+      if (main_rank && parallel::zero_stage(*t->dp) == 0 && t->groups.tp.size == 1) {
         if (t->step == step_before) t->train_loader->restore(before);
         std::fprintf(stderr, "checkpoint %s (saved by rank 0 alone after losing a peer)\n",
                      save_checkpoint(*t, run, cfg.checkpoint.keep, /*solo=*/true).c_str());

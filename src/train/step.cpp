@@ -9,6 +9,7 @@
 
 #include "data/batch_tensor.h"
 #include "dist/collectives.h"
+#include "parallel/tensor/model.h"
 #include "train/optim.h"
 #include "train/precision.h"
 #include "train/trainer.h"
@@ -37,17 +38,19 @@ std::unique_ptr<Trainer> make_trainer(const Config& cfg_in) {
     throw UserError(fmt::format("model: vocab_size {} differs from the dataset's tokenizer ({}, {})",
                                 cfg.model.vocab_size, V, cfg.data.dir));
   validate(cfg);
+  parallel::tensor::validate_tp(cfg.model, static_cast<int>(cfg.parallel.tp));
   t->device = resolve_device(cfg.system.device);
   t->world = dist::init_world(cfg.dist, t->device);
-  const int world = t->world.world.size;
-  if (cfg.parallel.dp != -1 && cfg.parallel.dp != world)
-    throw UserError(fmt::format("parallel: dp({}) != world size {} (data parallelism is the only "
-                                "layout so far; use dp = -1)", cfg.parallel.dp, world));
-  if (cfg.batch.batch_size % (cfg.batch.micro_batch * world) != 0)
+  const int world = t->world.world.size, tp = static_cast<int>(cfg.parallel.tp);
+  if (world % tp != 0) throw UserError(fmt::format("parallel: tp({}) does not divide the world size {}", tp, world));
+  const int dp = cfg.parallel.dp == -1 ? world / tp : static_cast<int>(cfg.parallel.dp);
+  if (dp * tp != world)
+    throw UserError(fmt::format("parallel: dp({})*tp({}) = {} != world size {}", dp, tp, dp * tp, world));
+  if (cfg.batch.batch_size % (cfg.batch.micro_batch * dp) != 0)
     throw UserError(fmt::format("batch: batch_size {} must be a multiple of micro_batch {} x {} "
-                                "data-parallel ranks", cfg.batch.batch_size, cfg.batch.micro_batch, world));
+                                "data-parallel ranks", cfg.batch.batch_size, cfg.batch.micro_batch, dp));
   dist::require_same(to_toml(cfg), t->world.world, "configuration");
-  t->groups = dist::make_process_groups(t->world, {{"dp"}, {world}});
+  t->groups = dist::make_process_groups(t->world, {{"dp", "tp"}, {dp, tp}});  // tp fastest (innermost)
   t->seq_len = cfg.batch.seq_len > 0 ? cfg.batch.seq_len : cfg.model.block_size;
   t->train_loader = std::make_unique<data::Loader>(t->data.train,
                                                    data::LoaderOptions{t->seq_len, cfg.data.seed, true});
@@ -70,7 +73,9 @@ std::unique_ptr<Trainer> make_trainer(const Config& cfg_in) {
   t->model = model::init_gpt2(cfg.model, cfg.system.seed);
   if (t->device != "cpu")
     for (auto& [name, p] : model::named_parameters(t->model)) p.set_data(p.data().to(t->device));
-  t->dp = parallel::apply_data_parallel(t->model, cfg.parallel, t->groups.dp);
+  t->num_params = model::num_parameters(t->model);
+  parallel::tensor::apply_tensor_parallel(t->model, t->groups.tp);
+  t->dp = parallel::apply_data_parallel(t->model, cfg.parallel, t->groups.dp, t->groups.tp);
   {
     torch::NoGradGuard no_grad;  // every rank starts from rank 0's parameters
     at::Tensor flat = parallel::param_shard(*t->dp);

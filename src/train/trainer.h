@@ -36,6 +36,7 @@ struct Trainer {
   std::string precision;  // "fp32" | "bf16"
   std::string precision_reason;  // why, for the log
   int64_t seq_len = 0;    // T
+  int64_t num_params = 0; // of the whole model (before any tensor-parallel split)
   int64_t step = 0;       // optimizer steps done
   ~Trainer();
 };

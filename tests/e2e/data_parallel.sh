@@ -20,14 +20,7 @@ COMMON=(-c /dev/null --set data.dir=data --set model.n_layer=2 --set model.n_hea
 
 "$SLM" train "${COMMON[@]}" --set run.dir=ref 2> ref.log || { cat ref.log; fail "single-process run"; }
 compare() {  # compare RUN: losses and final logits against ref
-  python3 - "$1" "$TOL" <<'PY' || fail "$1: losses differ from the single-process run"
-import json, sys
-def losses(d): return [json.loads(l)["loss"] for l in open(d + "/metrics.jsonl") if '"loss"' in l]
-a, b = losses("ref"), losses(sys.argv[1])
-d = max(abs(x - y) for x, y in zip(a, b))
-print(f"{sys.argv[1]}: {len(b)} steps, max |loss - single process| = {d:.2e}")
-assert len(a) == len(b) == 20 and d < float(sys.argv[2])
-PY
+  same_losses ref "$1" "$TOL"
   "$DUMP" ref 1 2 3 4 5 > ref.logits
   "$DUMP" "$1" 1 2 3 4 5 > "$1.logits"
   python3 - ref.logits "$1.logits" "$TOL_LOGITS" <<'PY' || fail "$1: final parameters differ"

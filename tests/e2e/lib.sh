@@ -52,3 +52,17 @@ run_on_ranks() {
     echo "$n ranks ok"
   done
 }
+# same_losses REF RUN TOL: both runs' metrics.jsonl have the same number of steps and every
+# step's loss (and gradient norm) differs by less than TOL.
+same_losses() {
+  python3 - "$1" "$2" "$3" <<'PY' || fail "$2: losses differ from $1"
+import json, sys
+ref, run, tol = sys.argv[1], sys.argv[2], float(sys.argv[3])
+rows = lambda d: [json.loads(l) for l in open(d + "/metrics.jsonl") if '"loss"' in l]
+a, b = rows(ref), rows(run)
+d = max(abs(x["loss"] - y["loss"]) for x, y in zip(a, b))
+g = max(abs(x["grad_norm"] - y["grad_norm"]) for x, y in zip(a, b))
+print(f"{run}: {len(b)} steps, max |loss - {ref}| = {d:.2e}, max |grad norm - {ref}| = {g:.2e}")
+assert len(a) == len(b) and d < tol and g < tol
+PY
+}

@@ -1,6 +1,39 @@
-# tests/e2e/tensor_parallel.sh: the tensor-parallel building blocks (sharded block, vocabulary-
-# parallel embedding, LM head and cross-entropy) give the single-process loss and gradients on
-# 1, 2 and 4 ranks (tests/tools/tp_check.cpp, tolerance 1e-5).
+# tests/e2e/tensor_parallel.sh: tensor parallelism trains the same model as one process.
+#  1. Building blocks (tests/tools/tp_check.cpp): sharded block, vocabulary-parallel embedding,
+#     LM head and cross-entropy give the whole model's loss and every gradient slice (1e-5) on
+#     1, 2 and 4 ranks.
+#  2. `slm train` with tp 2 (2 ranks), dp 2 x tp 2 with ZeRO 0 and 2 (4 ranks): every step's loss
+#     and gradient norm within TOL of the single-process run (fp32, same global batch and seed).
+#  3. Resume: tp 2 stopped at step 10, continued as dp 2 x tp 2 with ZeRO 1, same trajectory.
+#  4. One-line errors: tp not dividing n_head, tp with ZeRO 3, a checkpoint of another tp degree.
 source "$(dirname "$0")/lib.sh"
 CHECK=$3
+TOL=1e-5
 run_on_ranks "$CHECK" 1 2 4
+cd "$WORK"
+make_dataset "$(real_corpus)" 512 0.02
+COMMON=(-c /dev/null --set data.dir=data --set model.n_layer=2 --set model.n_head=2 --set model.n_embd=64
+        --set model.block_size=64 --set batch.batch_size=16 --set batch.micro_batch=4
+        --set optim.lr=3e-3 --set schedule.warmup_steps=4 --set schedule.max_steps=20
+        --set eval.every=10 --set eval.batches=2 --set log.every=10 --set parallel.bucket_mb=0.1)
+"$SLM" train "${COMMON[@]}" --set run.dir=ref 2> ref.log || { cat ref.log; fail "single-process run"; }
+for cfg in "2 0" "4 0" "4 2"; do
+  set -- $cfg
+  "$SLM" launch -n "$1" -- "$SLM" train "${COMMON[@]}" --set parallel.tp=2 --set parallel.zero="$2" \
+    --set run.dir="n$1z$2" > "n$1z$2.log" 2>&1 || { cat "n$1z$2.log"; fail "$1 ranks, tp 2, ZeRO $2"; }
+  grep -q "data parallel x$(($1 / 2)), tensor parallel x2, ZeRO $2" "n$1z$2.log" || fail "layout line"
+  same_losses ref "n$1z$2" "$TOL"
+done
+"$SLM" launch -n 2 -- "$SLM" train "${COMMON[@]}" --set parallel.tp=2 --set run.dir=rs --stop-at 10 \
+  > rs.log 2>&1 || { cat rs.log; fail "stop at 10"; }
+cp -r rs rs1
+"$SLM" launch -n 4 -- "$SLM" train "${COMMON[@]}" --set parallel.tp=2 --set parallel.zero=1 --set run.dir=rs \
+  --resume > rs4.log 2>&1 || { cat rs4.log; fail "resume as dp 2 x tp 2"; }
+same_losses ref rs "$TOL"
+
+expect_error "parallel: tp(4) must divide model.n_head(2)" "$SLM" train "${COMMON[@]}" --set parallel.tp=4
+expect_error "parallel: zero 3 does not combine with tp > 1" "$SLM" train "${COMMON[@]}" --set parallel.tp=2 \
+  --set parallel.zero=3
+rc=0; "$SLM" train "${COMMON[@]}" --set run.dir=rs1 --resume > rs1.log 2>&1 || rc=$?
+[ "$rc" -eq 1 ] && grep -q "saved with tp = 2, this run has tp = 1" rs1.log || { cat rs1.log; fail "cross-tp resume: exit $rc"; }
+echo "tensor parallelism matches the single-process run"

@@ -1,0 +1,53 @@
+// parallel/tensor/model.cpp: see model.h.
+#include "parallel/tensor/model.h"
+
+#include <torch/torch.h>
+
+#include <fmt/format.h>
+
+#include "parallel/tensor/cross_entropy.h"
+#include "parallel/tensor/layers.h"
+#include "parallel/tensor/mappings.h"
+#include "util/error.h"
+
+namespace slm::parallel::tensor {
+
+void validate_tp(const model::GPT2Config& c, int tp) {
+  if (tp == 1) return;
+  if (c.n_head % tp != 0) throw UserError(fmt::format("parallel: tp({}) must divide model.n_head({})", tp, c.n_head));
+  if (c.padded_vocab() % tp != 0)
+    throw UserError(fmt::format("parallel: tp({}) must divide the padded vocabulary {} (model.vocab_pad)", tp,
+                                c.padded_vocab()));
+  if (c.dropout != 0.0) throw UserError("parallel: tp > 1 needs model.dropout = 0 (no per-group dropout RNG yet)");
+  if (c.recompute) throw UserError("parallel: tp > 1 does not combine with model.recompute yet");
+}
+
+void apply_tensor_parallel(model::GPT2& m, const dist::Group& tp) {
+  if (tp.size == 1) return;
+  for (model::Block& b : m.h) b = shard_block(b, m.cfg, tp.rank, tp.size);
+  auto [start, n] = vocab_range(m.cfg.padded_vocab(), tp.rank, tp.size);
+  m.wte = m.wte.detach().narrow(0, start, n).clone().requires_grad_(true);
+}
+
+at::Tensor forward_loss(const model::GPT2& m, const at::Tensor& idx, const at::Tensor& targets,
+                        const dist::Group& tp) {
+  const int64_t start = vocab_range(m.cfg.padded_vocab(), tp.rank, tp.size).first;
+  const int64_t T = idx.size(1);
+  at::Tensor x = vocab_parallel_embedding(idx, m.wte, start, tp) +
+                 at::embedding(m.wpe, at::arange(T, idx.options().dtype(at::kLong)));  // (B, T, C)
+  for (const model::Block& b : m.h) x = tp_block_forward(b, x, m.cfg, tp);
+  x = at::layer_norm(x, {m.cfg.n_embd}, m.ln_f_w, m.ln_f_b, 1e-5);
+  at::Tensor logits = at::linear(copy_to_tp(x, tp), m.wte);  // (B, T, Vp/tp): this rank's columns
+  return vocab_parallel_cross_entropy(logits.reshape({-1, logits.size(-1)}), targets.reshape({-1}), start,
+                                      m.cfg.vocab_size, tp);
+}
+
+bool replicated_over_tp(const std::string& name) {
+  for (const char* sharded : {"wte.weight", "c_attn.weight", "c_attn.bias", "attn.c_proj.weight",
+                              "mlp.c_fc.weight", "mlp.c_fc.bias", "mlp.c_proj.weight"})
+    if (name.size() >= std::strlen(sharded) && name.compare(name.size() - std::strlen(sharded), std::string::npos, sharded) == 0)
+      return false;
+  return true;
+}
+
+}  // namespace slm::parallel::tensor

@@ -1,0 +1,26 @@
+// parallel/tensor/model.h: a whole GPT-2 split across a tensor-parallel group.
+// Owns: apply_tensor_parallel (replace the model's tensors by this rank's slices), forward_loss
+// (vocabulary-parallel embedding, sharded blocks, vocabulary-parallel head and cross-entropy) and
+// replicated_over_tp (which parameters every tp rank holds whole: their gradients are equal on all
+// tp ranks and must be counted once in the global gradient norm).
+#pragma once
+#include <ATen/core/Tensor.h>
+
+#include <string>
+
+#include "dist/group.h"
+#include "model/gpt2.h"
+
+namespace slm::parallel::tensor {
+
+// UserError (one line) unless tp divides n_head and the padded vocabulary, and dropout is 0.
+void validate_tp(const model::GPT2Config& c, int tp);
+// In place: m's blocks and token embedding become this rank's slices (see layers.h,
+// cross_entropy.h). Deterministic: every rank slices the same full initialisation.
+void apply_tensor_parallel(model::GPT2& m, const dist::Group& tp);
+// Mean next-token loss (same value on every tp rank). `tp` must outlive the backward pass.
+at::Tensor forward_loss(const model::GPT2& m, const at::Tensor& idx, const at::Tensor& targets,
+                        const dist::Group& tp);
+bool replicated_over_tp(const std::string& parameter_name);
+
+}  // namespace slm::parallel::tensor
