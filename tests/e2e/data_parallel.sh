@@ -35,7 +35,7 @@ for n in 2 4; do
   for z in 0 1 2 3; do
     "$SLM" launch -n $n -- "$SLM" train "${COMMON[@]}" --set parallel.zero=$z --set run.dir=n${n}z$z \
       > n${n}z$z.log 2>&1 || { cat n${n}z$z.log; fail "$n ranks, ZeRO $z"; }
-    grep -q "data parallel x$n, ZeRO $z" n${n}z$z.log || fail "layout line"
+    grep -q "data parallel x$n, tensor parallel x1, ZeRO $z" n${n}z$z.log || fail "layout line"
     compare n${n}z$z
   done
 done
