@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "dist/collectives.h"
+#include "parallel/tensor/model.h"
 #include "util/error.h"
 #include "util/files.h"
 #include "util/hash.h"
@@ -32,14 +33,40 @@ static std::vector<std::string> checkpoint_dirs(const std::string& run_dir) {  /
 
 static std::string shard_file(int i) { return fmt::format("shard_{:05d}.pt", i); }
 
-// With tensor parallelism each tp rank has its own flat vector (its slices): its files carry a
-// "tp<r>_" prefix and are reassembled separately.
+// With tensor parallelism each tp rank writes its own files ("tp<r>_" prefix).
 static std::string tp_prefix(const Trainer& t) {
   return t.groups.tp.size > 1 ? fmt::format("tp{}_", t.groups.tp.rank) : std::string();
 }
 
+// Where this rank's buffer (param_shard, the AdamW moments) sits in the *whole model's* flat
+// vector: the ZeRO segments (buffer -> this rank's flat vector) composed with the tensor-parallel
+// slices (this rank's parameters -> whole parameters). For saving, parameters every tp rank holds
+// are written by tp rank 0 only, so the files cover the whole model exactly once.
+static std::vector<parallel::Segment> model_segments(const Trainer& t, bool for_save) {
+  if (t.groups.tp.size == 1) return parallel::segments(*t.dp);
+  const parallel::FlatLayout& local = parallel::layout(*t.dp);
+  const parallel::FlatLayout& whole = t.model_layout;
+  std::vector<parallel::Segment> out;
+  for (const parallel::Segment& s : parallel::segments(*t.dp))
+    for (size_t i = 0; i < local.names.size(); ++i) {
+      const bool replicated = parallel::tensor::replicated_over_tp(local.names[i]);
+      if (for_save && replicated && t.groups.tp.rank > 0) continue;
+      const size_t w = static_cast<size_t>(std::find(whole.names.begin(), whole.names.end(), local.names[i]) -
+                                           whole.names.begin());
+      std::vector<parallel::Segment> pieces =
+          parallel::tensor::tp_pieces(local.names[i], t.cfg.model, t.groups.tp.rank, t.groups.tp.size);
+      if (pieces.empty()) pieces.push_back({0, 0, local.numels[i]});
+      for (const parallel::Segment& p : pieces) {
+        const int64_t begin = local.offsets[i] + p.local;  // in this rank's flat vector
+        const int64_t lo = std::max(s.global, begin), hi = std::min(s.global + s.size, begin + p.size);
+        if (lo < hi) out.push_back({s.local + lo - s.global, whole.offsets[w] + p.global + lo - begin, hi - lo});
+      }
+    }
+  return out;
+}
+
 std::string save_checkpoint(const Trainer& t, const std::string& run_dir, int64_t keep, bool solo) {
-  const parallel::FlatLayout& l = parallel::layout(*t.dp);
+  const parallel::FlatLayout& l = t.model_layout;
   const bool sharded = parallel::zero_stage(*t.dp) > 0 && !solo;
   const dist::Group& world = t.groups.world;
   const bool leader = solo || world.rank == 0;
@@ -56,9 +83,9 @@ std::string save_checkpoint(const Trainer& t, const std::string& run_dir, int64_
   sync();
   if (sharded || solo || t.groups.dp.rank == 0) {  // this rank's buffer and where its pieces sit
     auto cpu = [](const at::Tensor& x) { return x.detach().cpu().clone(); };
-    at::Tensor segs = at::zeros({0, 3}, at::kLong);
-    for (const parallel::Segment& g : parallel::segments(*t.dp))
-      segs = at::cat({segs, at::tensor({g.local, g.global, g.size}, at::kLong).view({1, 3})});
+    std::vector<int64_t> flat;  // (k, 3): local, global, size
+    for (const parallel::Segment& g : model_segments(t, /*for_save=*/true)) flat.insert(flat.end(), {g.local, g.global, g.size});
+    at::Tensor segs = at::tensor(flat, at::kLong).view({-1, 3});
     torch::serialize::OutputArchive a;
     a.write("param", cpu(parallel::param_shard(*t.dp)));
     a.write("exp_avg", cpu(t.adam.exp_avg));
@@ -127,13 +154,11 @@ std::optional<std::string> find_latest_checkpoint(const std::string& run_dir,
 }
 
 // The whole unpadded flat vector `what` ("param", "exp_avg", "exp_avg_sq"), from every shard.
-static at::Tensor assemble(const std::string& dir, const json& state, const char* what, int64_t numel,
-                           const std::string& prefix = "") {
+static at::Tensor assemble(const std::string& dir, const json& state, const char* what, int64_t numel) {
   at::Tensor full = at::zeros({numel});
   int64_t covered = 0;
   for (const json& s : state.at("shards")) {
     const std::string file = s.at("file").get<std::string>();
-    if (file.rfind(prefix + "shard_", 0) != 0) continue;  // another tensor-parallel rank's files
     torch::serialize::InputArchive a;
     a.load_from(dir + "/" + file);
     at::Tensor part, segs;
@@ -179,9 +204,6 @@ model::GPT2 load_model(const std::string& path, Config* cfg_out) {
     dir = *found;
   }
   json state = read_state(dir);
-  if (state.at("saved_by").value("tp", 1) > 1)
-    throw UserError(fmt::format("{}: saved with tensor parallelism (tp = {}); loading it whole is not supported yet",
-                                dir, state.at("saved_by").at("tp").get<int>()));
   Config cfg = parse_config_text(state.at("config").get<std::string>(), dir + "/state.json");
   model::GPT2 m = model::init_gpt2(cfg.model, 0);
   auto named = model::named_parameters(m);
@@ -199,19 +221,14 @@ void load_checkpoint(Trainer& t, const std::string& dir) {
   json state = read_state(dir);
   if (state.at("tokenizer_identity") != t.data.manifest.tokenizer_identity)
     throw UserError(fmt::format("{}: saved for data of another tokenizer than {}", dir, t.cfg.data.dir));
-  const int saved_tp = state.at("saved_by").value("tp", 1);
-  if (saved_tp != t.groups.tp.size)
-    throw UserError(fmt::format("{}: saved with tp = {}, this run has tp = {}; changing the tensor-parallel degree "
-                                "on resume is not supported yet",
-                                dir, saved_tp, t.groups.tp.size));
-  const parallel::FlatLayout& l = parallel::layout(*t.dp);
+  const parallel::FlatLayout& l = t.model_layout;  // checkpoints hold the whole model
   check_layout(dir, state, l);
   torch::NoGradGuard no_grad;
   at::Tensor param = parallel::param_shard(*t.dp);
-  const std::vector<parallel::Segment> segs = parallel::segments(*t.dp);
+  const std::vector<parallel::Segment> segs = model_segments(t, /*for_save=*/false);
   for (auto [what, dst] : {std::pair<const char*, at::Tensor>{"param", param}, {"exp_avg", t.adam.exp_avg},
                            {"exp_avg_sq", t.adam.exp_avg_sq}}) {
-    at::Tensor full = assemble(dir, state, what, l.numel, tp_prefix(t));
+    at::Tensor full = assemble(dir, state, what, l.numel);
     dst.zero_();
     for (const parallel::Segment& g : segs) dst.narrow(0, g.local, g.size).copy_(full.narrow(0, g.global, g.size));
   }
@@ -221,8 +238,8 @@ void load_checkpoint(Trainer& t, const std::string& dir) {
     t.scaler.scale = state.at("loss_scale").at("scale").get<double>();
     t.scaler.good_steps = state.at("loss_scale").at("good_steps").get<int64_t>();
   }
-  // RNG: this rank's own stream if it saved one, else its tp rank's first shard's.
-  std::string rng_file = tp_prefix(t) + shard_file(0);
+  // RNG: this rank's own stream if it saved one, else the first file's.
+  std::string rng_file = state.at("shards").at(0).at("file").get<std::string>();
   for (const json& s : state.at("shards"))
     if (s.at("file") == tp_prefix(t) + shard_file(t.groups.dp.rank)) rng_file = s.at("file").get<std::string>();
   torch::serialize::InputArchive a;

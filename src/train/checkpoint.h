@@ -1,17 +1,20 @@
 // train/checkpoint.h: saving and resuming a run exactly, on any number of ranks.
 // Owns: the checkpoint layout and save/find/load. A checkpoint is a directory
 // RUN/checkpoints/step_00000100/ with
-//   shard_00000.pt ...  consecutive ranges of the flat parameter vector (parallel/flat.h): the
-//                       parameters, both AdamW moments, and the writing rank's CPU RNG state.
-//                       One shard without ZeRO (rank 0 writes it), one per rank with ZeRO, each
-//                       rank writing its own in parallel.
+//   shard_00000.pt ...  a rank's buffer (parameters, both AdamW moments) with its segments:
+//                       where each piece sits in the *whole model's* flat parameter vector
+//                       (parallel/flat.h), and the writing rank's CPU RNG state. One file without
+//                       ZeRO (rank 0 writes it), one per rank with ZeRO, each rank writing its own
+//                       in parallel; with tensor parallelism one set per tp rank ("tp<r>_"), whose
+//                       segments map its slices back into the whole matrices.
 //   state.json          step, AdamW step, data-loader position, the layout (parameter names and
 //                       shapes), the shards' ranges and XXH3 checksums, tokenizer identity and the
 //                       effective configuration.
 // Ranks write into step_X.partial/, then rank 0 renames it into place, so a crash leaves the
-// previous checkpoints intact. Loading reassembles the flat vector from whatever shards exist and
-// takes the range this rank needs: another world size, ZeRO stage or the single-process tools
-// (export, eval, generate) can read any checkpoint. Assumes a filesystem all ranks share.
+// previous checkpoints intact. Loading reassembles the whole flat vector from whatever shards exist
+// and takes the pieces this rank needs: another world size, ZeRO stage, tensor-parallel degree or
+// the single-process tools (export, eval, generate) can read any checkpoint. Assumes a filesystem
+// all ranks share.
 #pragma once
 #include <functional>
 #include <optional>

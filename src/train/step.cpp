@@ -74,6 +74,7 @@ std::unique_ptr<Trainer> make_trainer(const Config& cfg_in) {
   if (t->device != "cpu")
     for (auto& [name, p] : model::named_parameters(t->model)) p.set_data(p.data().to(t->device));
   t->num_params = model::num_parameters(t->model);
+  t->model_layout = parallel::make_layout(model::named_parameters(t->model), 1);
   parallel::tensor::apply_tensor_parallel(t->model, t->groups.tp);
   t->dp = parallel::apply_data_parallel(t->model, cfg.parallel, t->groups.dp, t->groups.tp);
   {

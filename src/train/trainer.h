@@ -37,6 +37,7 @@ struct Trainer {
   std::string precision_reason;  // why, for the log
   int64_t seq_len = 0;    // T
   int64_t num_params = 0; // of the whole model (before any tensor-parallel split)
+  parallel::FlatLayout model_layout;  // the whole model's flat layout: checkpoints use it
   int64_t step = 0;       // optimizer steps done
   ~Trainer();
 };

@@ -3,6 +3,7 @@
 
 #include <torch/torch.h>
 
+#include <cstring>
 #include <fmt/format.h>
 
 #include "parallel/tensor/cross_entropy.h"
@@ -48,6 +49,32 @@ bool replicated_over_tp(const std::string& name) {
     if (name.size() >= std::strlen(sharded) && name.compare(name.size() - std::strlen(sharded), std::string::npos, sharded) == 0)
       return false;
   return true;
+}
+
+std::vector<Segment> tp_pieces(const std::string& name, const model::GPT2Config& c, int rank, int tp) {
+  const int64_t C = c.n_embd, Cl = C / tp, F = 4 * C, Fl = F / tp;
+  auto ends = [&](const char* suffix) {
+    const size_t n = std::strlen(suffix);
+    return name.size() >= n && name.compare(name.size() - n, n, suffix) == 0;
+  };
+  std::vector<Segment> out;
+  if (tp > 1 && ends("wte.weight")) {
+    auto [start, n] = vocab_range(c.padded_vocab(), rank, tp);
+    out.push_back({0, start * C, n * C});
+  } else if (tp > 1 && ends("c_attn.weight")) {
+    for (int64_t k = 0; k < 3; ++k) out.push_back({k * Cl * C, (k * C + rank * Cl) * C, Cl * C});
+  } else if (tp > 1 && ends("c_attn.bias")) {
+    for (int64_t k = 0; k < 3; ++k) out.push_back({k * Cl, k * C + rank * Cl, Cl});
+  } else if (tp > 1 && ends("attn.c_proj.weight")) {
+    for (int64_t j = 0; j < C; ++j) out.push_back({j * Cl, j * C + rank * Cl, Cl});
+  } else if (tp > 1 && ends("mlp.c_fc.weight")) {
+    out.push_back({0, rank * Fl * C, Fl * C});
+  } else if (tp > 1 && ends("mlp.c_fc.bias")) {
+    out.push_back({0, rank * Fl, Fl});
+  } else if (tp > 1 && ends("mlp.c_proj.weight")) {
+    for (int64_t j = 0; j < C; ++j) out.push_back({j * Fl, j * F + rank * Fl, Fl});
+  }
+  return out;  // empty: the parameter is not split (the caller uses one whole piece)
 }
 
 }  // namespace slm::parallel::tensor

@@ -7,9 +7,11 @@
 #include <ATen/core/Tensor.h>
 
 #include <string>
+#include <vector>
 
 #include "dist/group.h"
 #include "model/gpt2.h"
+#include "parallel/flat.h"
 
 namespace slm::parallel::tensor {
 
@@ -22,5 +24,9 @@ void apply_tensor_parallel(model::GPT2& m, const dist::Group& tp);
 at::Tensor forward_loss(const model::GPT2& m, const at::Tensor& idx, const at::Tensor& targets,
                         const dist::Group& tp);
 bool replicated_over_tp(const std::string& parameter_name);
+// Where tp rank `rank`'s slice of a parameter sits in the whole parameter (both row-major,
+// flattened): pieces {local offset, global offset, size}; none for an unsplit parameter.
+// The inverse of shard_block / apply_tensor_parallel, for checkpoints in whole-model coordinates.
+std::vector<Segment> tp_pieces(const std::string& name, const model::GPT2Config& c, int rank, int tp);
 
 }  // namespace slm::parallel::tensor
