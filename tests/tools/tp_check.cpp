@@ -1,7 +1,8 @@
 // tests/tools/tp_check.cpp: test helper run under `slm launch -n N` (N divides 4): a 1-block GPT-2
 // computed tensor-parallel (sharded block, vocabulary-parallel embedding, LM head and
 // cross-entropy) against the same model computed whole on each rank. Checks the loss and every
-// gradient slice to 1e-5. Prints "rank R ok" or exits non-zero naming the first mismatch.
+// gradient slice to 1e-5, and that tp_pieces (checkpoint coordinates) names exactly the slices
+// apply_tensor_parallel takes. Prints "rank R ok" or exits non-zero naming the mismatch.
 #include <torch/torch.h>
 
 #include <cstdio>
@@ -12,6 +13,7 @@
 #include "parallel/tensor/cross_entropy.h"
 #include "parallel/tensor/layers.h"
 #include "parallel/tensor/mappings.h"
+#include "parallel/tensor/model.h"
 
 using namespace slm;
 
@@ -64,6 +66,21 @@ int main() {
   check("mlp.c_fc.weight grad", b.c_fc_w.grad(), g.c_fc_w.grad().narrow(0, r * Fl, Fl));
   check("mlp.c_proj.weight grad", b.mlp_proj_w.grad(), g.mlp_proj_w.grad().narrow(1, r * Fl, Fl));
   check("ln_2 grad", b.ln_2_b.grad(), g.ln_2_b.grad());
+  // tp_pieces (checkpoints) must describe exactly the slices shard_block / apply_tensor_parallel take.
+  model::GPT2 sharded = model::init_gpt2(c, 7);
+  parallel::tensor::apply_tensor_parallel(sharded, tp);
+  const auto whole = model::named_parameters(full), local = model::named_parameters(sharded);
+  for (size_t i = 0; i < local.size(); ++i) {
+    auto pieces = parallel::tensor::tp_pieces(local[i].first, c, r, n);
+    int64_t covered = 0;
+    for (const auto& p : pieces) {
+      check(local[i].first.c_str(), local[i].second.detach().reshape({-1}).narrow(0, p.local, p.size),
+            whole[i].second.detach().reshape({-1}).narrow(0, p.global, p.size));
+      covered += p.size;
+    }
+    if (pieces.empty() ? !local[i].second.equal(whole[i].second) : covered != local[i].second.numel())
+      std::fprintf(stderr, "rank %d: tp_pieces of %s do not cover its slice\n", r, local[i].first.c_str()), bad = 1;
+  }
   if (bad) return 1;
   std::printf("rank %d ok (loss %.6f)\n", r, loss.item<double>());
   return 0;
