@@ -45,17 +45,9 @@ struct RecomputeBlock : torch::autograd::Function<RecomputeBlock> {
     for (const auto& s : saved) inputs.push_back(s.detach().requires_grad_(true));
     GPT2Config c;
     c.n_head = ctx->saved_data["n_head"].toInt();
-    const bool was_cpu = cpu_autocast(), was_gpu = gpu_autocast();
-    set_cpu_autocast(ctx->saved_data["cpu_autocast"].toBool());
-    set_gpu_autocast(ctx->saved_data["gpu_autocast"].toBool());
-    at::Tensor y;
-    {
-      torch::AutoGradMode grad_on(true);
-      y = block_forward(block_of(at::TensorList(inputs).slice(1)), inputs[0], c,
-                        ctx->saved_data["train"].toBool());
-    }
-    set_cpu_autocast(was_cpu);
-    set_gpu_autocast(was_gpu);
+    at::Tensor y = rerun_block(block_of(at::TensorList(inputs).slice(1)), inputs[0], c,
+                               ctx->saved_data["train"].toBool(),
+                               {ctx->saved_data["cpu_autocast"].toBool(), ctx->saved_data["gpu_autocast"].toBool()});
     variable_list grads = torch::autograd::grad({y}, inputs, {grad_out[0]}, false, false, true);
     grads.push_back(at::Tensor());  // n_head
     grads.push_back(at::Tensor());  // train
@@ -78,6 +70,15 @@ AutocastState autocast_state() { return {cpu_autocast(), gpu_autocast()}; }
 void set_autocast_state(AutocastState s) {
   set_cpu_autocast(s.cpu);
   set_gpu_autocast(s.gpu);
+}
+
+at::Tensor rerun_block(const Block& b, const at::Tensor& x, const GPT2Config& c, bool train, AutocastState forward) {
+  const AutocastState was = autocast_state();
+  set_autocast_state(forward);
+  torch::AutoGradMode grad_on(true);
+  at::Tensor y = block_forward(b, x, c, train);
+  set_autocast_state(was);
+  return y;
 }
 
 at::Tensor block_forward_recompute(const Block& b, const at::Tensor& x, const GPT2Config& c, bool train) {

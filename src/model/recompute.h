@@ -19,6 +19,9 @@ struct AutocastState {
 };
 AutocastState autocast_state();
 void set_autocast_state(AutocastState s);
+// Runs block_forward again inside a backward pass: with gradients on and the forward pass's
+// autocast state (restored afterwards). For the recomputing autograd Functions.
+at::Tensor rerun_block(const Block& b, const at::Tensor& x, const GPT2Config& c, bool train, AutocastState forward);
 // The order of Block's twelve tensors, as a list and back (for autograd Functions).
 std::vector<at::Tensor> params_of(const Block& b);
 Block block_of(at::TensorList p);

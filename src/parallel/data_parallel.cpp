@@ -196,7 +196,6 @@ std::vector<Segment> segments(const DataParallel& d) {
   return {Segment{0, d.shard.offset, size}};
 }
 int64_t zero_stage(const DataParallel& d) { return d.cfg.zero; }
-const dist::Group& dp_group(const DataParallel& d) { return d.dp; }
 int64_t param_bytes(const DataParallel& d) { return (d.cfg.zero == 3 ? d.own : d.param_flat).numel() * 4; }
 int64_t grad_bytes(const DataParallel& d) {
   int64_t staging = 0;

@@ -64,7 +64,6 @@ const FlatLayout& layout(const DataParallel& d);
 // Where the pieces of param_shard/grad_shard (and the optimizer's moments) sit in the flat vector.
 std::vector<Segment> segments(const DataParallel& d);
 int64_t zero_stage(const DataParallel& d);
-const dist::Group& dp_group(const DataParallel& d);
 // Bytes this rank holds for parameters and gradients (for the memory report).
 int64_t param_bytes(const DataParallel& d);
 int64_t grad_bytes(const DataParallel& d);

@@ -101,14 +101,12 @@ struct ShardedBlock : torch::autograd::Function<ShardedBlock> {
     at::Tensor flat = take_gathered(d, u).detach().requires_grad_(true);
     prefetch(d, u - 1);
     at::Tensor x = ctx->get_saved_variables()[0].detach().requires_grad_(true);
-    const model::AutocastState was = model::autocast_state();
-    model::set_autocast_state({ctx->saved_data["cpu_autocast"].toBool(), ctx->saved_data["gpu_autocast"].toBool()});
     at::Tensor y;
     {
-      torch::AutoGradMode grad_on(true);
-      y = model::block_forward(block_views(d, flat, u), x, d.model->cfg, ctx->saved_data["train"].toBool());
+      torch::AutoGradMode grad_on(true);  // the parameter views of `flat` must be recorded too
+      y = model::rerun_block(block_views(d, flat, u), x, d.model->cfg, ctx->saved_data["train"].toBool(),
+                             {ctx->saved_data["cpu_autocast"].toBool(), ctx->saved_data["gpu_autocast"].toBool()});
     }
-    model::set_autocast_state(was);
     variable_list g = torch::autograd::grad({y}, {x, flat}, {grad_out[0]});
     return {g[0], reduce_scatter_unit(d, u, g[1]), at::Tensor(), at::Tensor(), at::Tensor()};
   }
