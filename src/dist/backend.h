@@ -2,6 +2,8 @@
 // (Gloo or NCCL), its kind, and the job's health monitor used to name a lost rank when a
 // collective fails.
 #pragma once
+#include <atomic>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -15,6 +17,7 @@ struct Backend {
   c10::intrusive_ptr<compat::BackendBase> pg;
   std::string kind;  // "gloo" | "nccl"
   std::shared_ptr<Health> health;
+  std::atomic<int64_t> bytes_sent{0};  // this rank's payload bytes on the wire (ring-algorithm count)
 };
 
 }  // namespace slm::dist

@@ -59,9 +59,20 @@ at::Device scalar_device(const Group& g) { return g.backend->kind == "nccl" ? at
 
 // Starts call(tensors) on t -- as an fp32 copy where Gloo lacks t's dtype, copied back on
 // completion -- turning a failure to start into PeerLost.
+// Bytes this rank sends for a ring all-reduce (2(n-1)/n of the tensor) or all-gather ((n-1)/n of
+// the result), or a broadcast / point-to-point send (the tensor).
+void count_bytes(const Group& g, const char* op, int64_t bytes) {
+  const double n = g.size;
+  const double k = std::string(op).rfind("all-reduce", 0) == 0 ? 2 * (n - 1) / n
+                   : std::string(op) == "all-gather"          ? (n - 1) / n
+                                                              : 1.0;
+  g.backend->bytes_sent += static_cast<int64_t>(k * static_cast<double>(bytes));
+}
+
 template <typename F>
 Pending launch_on(const Group& g, const char* op, const at::Tensor& t, F call) {
   at::Tensor wire = needs_wire_copy(t, g) ? t.to(at::kFloat) : t;
+  count_bytes(g, op, wire.numel() * static_cast<int64_t>(wire.element_size()));
   std::vector<at::Tensor> ts{wire};
   std::function<void()> done;
   if (!wire.is_same(t)) done = [t, wire]() mutable { t.copy_(wire); };
@@ -73,6 +84,26 @@ Pending launch_on(const Group& g, const char* op, const at::Tensor& t, F call) {
 }
 
 }  // namespace
+
+int64_t bytes_sent(const Group& g) { return g.backend ? g.backend->bytes_sent.load() : 0; }
+
+Pending send_async(const at::Tensor& t, int dst, int tag, const Group& g) {
+  TORCH_CHECK(t.is_contiguous(), "send_async: tensor must be contiguous");
+  return launch_on(g, "send", t, [&](std::vector<at::Tensor>& ts) { return g.backend->pg->send(ts, dst, tag); });
+}
+
+Pending recv_async(const at::Tensor& t, int src, int tag, const Group& g) {
+  TORCH_CHECK(t.is_contiguous(), "recv_async: tensor must be contiguous");
+  at::Tensor wire = needs_wire_copy(t, g) ? at::empty(t.sizes(), t.options().dtype(at::kFloat)) : t;
+  std::vector<at::Tensor> ts{wire};
+  std::function<void()> done;
+  if (!wire.is_same(t)) done = [t, wire]() mutable { t.copy_(wire); };
+  try {
+    return start(g, "receive", g.backend->pg->recv(ts, src, tag), done);
+  } catch (const std::exception& e) {
+    fail(g, "receive", e);
+  }
+}
 
 void Pending::wait() {
   if (!state || state->waited) return;
@@ -135,6 +166,7 @@ Pending all_gather_into_async(const at::Tensor& flat_out, const at::Tensor& shar
   std::vector<std::vector<at::Tensor>> outs(1);
   for (int r = 0; r < g.size; ++r) outs[0].push_back(out.narrow(0, r * n, n));
   std::vector<at::Tensor> ins{in};
+  count_bytes(g, "all-gather", out.numel() * static_cast<int64_t>(out.element_size()));
   try {
     auto w = g.backend->pg->allgather(outs, ins, c10d::AllgatherOptions{});
     std::function<void()> done = [in] {};  // keeps the input alive until the wait

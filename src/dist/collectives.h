@@ -52,6 +52,14 @@ void barrier(const Group& g);
 // before collectives whose sizes depend on `text`: mismatched collectives crash Gloo.
 void require_same(const std::string& text, const Group& g, const std::string& what);
 
+// Point to point inside g (dst/src are ranks of g; g.size > 1). The tag pairs a send with its
+// receive; t stays alive and untouched until the wait. The receive fills t (contiguous).
+Pending send_async(const at::Tensor& t, int dst, int tag, const Group& g);
+Pending recv_async(const at::Tensor& t, int src, int tag, const Group& g);
+// Payload bytes this rank has sent in g so far (ring all-reduce 2(n-1)/n of the tensor,
+// all-gather (n-1)/n of the result, broadcast and send the tensor); 0 for a group of size 1.
+int64_t bytes_sent(const Group& g);
+
 // Scalars, for metrics and decisions every rank must agree on.
 std::vector<double> sum(std::vector<double> v, const Group& g);
 double sum(double v, const Group& g);

@@ -113,7 +113,7 @@ World init_world(const DistConfig& cfg, const std::string& device) {
   return w;
 }
 
-Group new_group(World& w, const std::string& name, const std::vector<int>& ranks) {
+Group new_group(World& w, const std::string& name, const std::vector<int>& ranks, bool own_connections) {
   Group g;
   g.name = name;
   g.ranks = ranks;
@@ -123,7 +123,7 @@ Group new_group(World& w, const std::string& name, const std::vector<int>& ranks
     if (ranks[static_cast<size_t>(i)] == w.env.rank) g.rank = i;
   if (g.rank < 0) throw std::logic_error("new_group: this rank is not a member of group " + name);
   if (g.size == 1) return g;
-  if (g.size == w.world.size) {  // the world under another name: share its connections
+  if (g.size == w.world.size && !own_connections) {  // the world under another name: share its connections
     g.backend = w.world.backend;
     return g;
   }

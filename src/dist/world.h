@@ -36,7 +36,9 @@ struct World {
 // with one line when a peer never arrives, the store is unreachable, or a value is wrong.
 World init_world(const DistConfig& cfg, const std::string& device);
 // A process group of the given global ranks (ascending). Collective over those members only;
-// others must not call it. `name` is used in messages ("dp", "tp", ...).
-Group new_group(World& w, const std::string& name, const std::vector<int>& ranks);
+// others must not call it. `name` is used in messages ("dp", "tp", ...). A group of every rank
+// shares the world's connections unless `own_connections` (pipeline point-to-point traffic gets
+// its own, so that its byte count and its tags stay apart from the world's collectives).
+Group new_group(World& w, const std::string& name, const std::vector<int>& ranks, bool own_connections = false);
 
 }  // namespace slm::dist

@@ -27,7 +27,7 @@ void validate(const GPT2Config& c) {
   need(!(c.recompute && c.dropout > 0), "recompute with dropout > 0 is not supported yet");
 }
 
-GPT2 init_gpt2(const GPT2Config& c, uint64_t seed) {
+GPT2 init_gpt2(const GPT2Config& c, uint64_t seed, const std::function<bool(int64_t)>& keep_layer) {
   validate(c);
   torch::NoGradGuard no_grad;
   auto gen = at::detail::createCPUGenerator(seed);
@@ -42,7 +42,14 @@ GPT2 init_gpt2(const GPT2Config& c, uint64_t seed) {
   m.cfg = c;
   m.wte = normal({c.padded_vocab(), C}, std);
   m.wpe = normal({c.block_size, C}, std);
+  at::Tensor scratch;  // skipped blocks draw their numbers into it
   for (int64_t l = 0; l < c.n_layer; ++l) {
+    if (keep_layer && !keep_layer(l)) {
+      if (!scratch.defined()) scratch = at::empty({4 * C * C}, at::kFloat);
+      for (int64_t n : {3 * C * C, C * C, 4 * C * C, 4 * C * C})
+        scratch.narrow(0, 0, n).normal_(0.0, 1.0, gen);
+      continue;
+    }
     Block b;
     b.ln_1_w = ones(C), b.ln_1_b = zeros(C);
     b.c_attn_w = normal({3 * C, C}, std), b.c_attn_b = zeros(3 * C);
@@ -51,8 +58,24 @@ GPT2 init_gpt2(const GPT2Config& c, uint64_t seed) {
     b.c_fc_w = normal({4 * C, C}, std), b.c_fc_b = zeros(4 * C);
     b.mlp_proj_w = normal({C, 4 * C}, proj_std), b.mlp_proj_b = zeros(C);
     m.h.push_back(std::move(b));
+    m.layer_ids.push_back(l);
   }
   m.ln_f_w = ones(C), m.ln_f_b = zeros(C);
+  return m;
+}
+
+GPT2 shapes_only(const GPT2Config& c) {
+  auto e = [](std::vector<int64_t> shape) { return at::empty(shape, at::TensorOptions().device(at::kMeta)); };
+  const int64_t C = c.n_embd;
+  GPT2 m;
+  m.cfg = c;
+  m.wte = e({c.padded_vocab(), C}), m.wpe = e({c.block_size, C});
+  for (int64_t l = 0; l < c.n_layer; ++l) {
+    m.h.push_back({e({C}), e({C}), e({3 * C, C}), e({3 * C}), e({C, C}), e({C}), e({C}), e({C}), e({4 * C, C}),
+                   e({4 * C}), e({C, 4 * C}), e({C})});
+    m.layer_ids.push_back(l);
+  }
+  m.ln_f_w = e({C}), m.ln_f_b = e({C});
   return m;
 }
 
@@ -65,7 +88,7 @@ std::vector<std::pair<std::string, at::Tensor>> named_parameters(const GPT2& m) 
   add("wpe.weight", m.wpe);
   for (size_t i = 0; i < m.h.size(); ++i) {
     const Block& b = m.h[i];
-    const std::string p = fmt::format("h.{}.", m.first_layer + static_cast<int64_t>(i));
+    const std::string p = fmt::format("h.{}.", m.layer_ids.at(i));
     add(p + "ln_1.weight", b.ln_1_w), add(p + "ln_1.bias", b.ln_1_b);
     add(p + "attn.c_attn.weight", b.c_attn_w), add(p + "attn.c_attn.bias", b.c_attn_b);
     add(p + "attn.c_proj.weight", b.attn_proj_w), add(p + "attn.c_proj.bias", b.attn_proj_b);
@@ -122,20 +145,31 @@ at::Tensor block_forward(const Block& b, const at::Tensor& x, const GPT2Config& 
   return out + at::dropout(at::linear(h, b.mlp_proj_w, b.mlp_proj_b), c.dropout, train);
 }
 
-at::Tensor forward_logits(const GPT2& m, const at::Tensor& idx, bool train) {
-  at::Tensor x = embed(m, idx, train);
-  for (size_t i = 0; i < m.h.size(); ++i)
+at::Tensor run_blocks(const GPT2& m, at::Tensor x, size_t begin, size_t end, bool train) {
+  for (size_t i = begin; i < end; ++i)
     x = m.run_block                                   ? m.run_block(i, x, train)
         : m.cfg.recompute && train && x.requires_grad() ? block_forward_recompute(m.h[i], x, m.cfg, train)
                                                         : block_forward(m.h[i], x, m.cfg, train);
-  x = at::layer_norm(x, {m.cfg.n_embd}, m.ln_f_w, m.ln_f_b, 1e-5);
-  at::Tensor logits = at::linear(x, m.wte);  // (B, T, Vp), weight tied to wte
+  return x;
+}
+
+at::Tensor head_logits(const GPT2& m, const at::Tensor& x_in) {
+  at::Tensor x = at::layer_norm(x_in, {m.cfg.n_embd}, m.ln_f_w, m.ln_f_b, 1e-5);
+  at::Tensor logits = at::linear(x, m.head.defined() ? m.head : m.wte);  // (B, T, Vp), tied to wte
   return logits.narrow(-1, 0, m.cfg.vocab_size);
 }
 
-at::Tensor forward_loss(const GPT2& m, const at::Tensor& idx, const at::Tensor& targets, bool train) {
-  at::Tensor logits = forward_logits(m, idx, train);
+at::Tensor head_loss(const GPT2& m, const at::Tensor& x, const at::Tensor& targets) {
+  at::Tensor logits = head_logits(m, x);
   return at::cross_entropy_loss(logits.reshape({-1, logits.size(-1)}), targets.reshape({-1}));
+}
+
+at::Tensor forward_logits(const GPT2& m, const at::Tensor& idx, bool train) {
+  return head_logits(m, run_blocks(m, embed(m, idx, train), 0, m.h.size(), train));
+}
+
+at::Tensor forward_loss(const GPT2& m, const at::Tensor& idx, const at::Tensor& targets, bool train) {
+  return head_loss(m, run_blocks(m, embed(m, idx, train), 0, m.h.size(), train), targets);
 }
 
 }  // namespace slm::model

@@ -1,9 +1,10 @@
 // model/gpt2.h: the GPT-2 model: configuration, parameters and forward pass. No c10d here.
 // Owns: GPT2Config (+ validation), GPT2 (parameters as plain tensors under Hugging Face's names),
 // init_gpt2 (GPT-2 initialisation), named_parameters, forward_logits / forward_loss.
-// Written functionally (llm.c style) so that a pipeline stage is a GPT2 holding a range of blocks
-// (wte/wpe only on the first stage, ln_f on the last: undefined tensors are skipped), and so that
-// tensor parallelism can replace the four linear calls of a block (see block_forward).
+// Written functionally (llm.c style) so that a pipeline stage is a GPT2 holding some of the blocks
+// (layer_ids; wte/wpe only on the first stage, ln_f and a copy of the tied head on the last:
+// undefined tensors are skipped), and so that tensor parallelism can replace the four linear
+// calls of a block (see block_forward). Pieces: embed, run_blocks, head_loss.
 // Shape letters: B batch, T time (sequence), C channels (n_embd), H heads, L layers,
 // V vocabulary (from the tokenizer), Vp = V padded up to a multiple of vocab_pad.
 #pragma once
@@ -55,15 +56,22 @@ struct GPT2 {
   BlockRunner run_block;      // see above
   at::Tensor wte;             // (Vp, C) token embedding, tied to the LM head
   at::Tensor wpe;             // (block_size, C) learned positions
-  std::vector<Block> h;       // layers first_layer .. first_layer + h.size() - 1
-  int64_t first_layer = 0;
+  std::vector<Block> h;       // the blocks this model holds, in order
+  std::vector<int64_t> layer_ids;  // global layer index of each h entry (0..L-1 for the whole model)
   at::Tensor ln_f_w, ln_f_b;  // (C)
+  at::Tensor head;            // (Vp, C) LM head weight when it is not wte itself: a pipeline's last
+                              // stage holds a copy of the first stage's wte (not a parameter here)
 };
 
 // GPT-2 initialisation: N(0, 0.02) for matrices and embeddings, N(0, 0.02/sqrt(2L)) for the two
 // residual projections, zeros for biases, ones/zeros for LayerNorm. Deterministic given seed.
-// Parameters are fp32 CPU tensors with requires_grad.
-GPT2 init_gpt2(const GPT2Config& c, uint64_t seed);
+// Parameters are fp32 CPU tensors with requires_grad. keep_layer(l) = false leaves block l out
+// (the random stream is the same, so the kept blocks equal the whole model's; a pipeline stage
+// thus never holds the whole model).
+GPT2 init_gpt2(const GPT2Config& c, uint64_t seed, const std::function<bool(int64_t)>& keep_layer = nullptr);
+
+// The same structure with storage-free (meta) tensors: names and shapes of the whole model.
+GPT2 shapes_only(const GPT2Config& c);
 
 // Parameters by Hugging Face GPT2LMHeadModel name ("wte.weight", "h.3.attn.c_attn.weight", ...),
 // skipping undefined ones. Tensors are shared, not copied.
@@ -75,8 +83,12 @@ at::Tensor forward_logits(const GPT2& m, const at::Tensor& idx, bool train);
 // Mean next-token cross-entropy of idx (B, T) against targets (B, T).
 at::Tensor forward_loss(const GPT2& m, const at::Tensor& idx, const at::Tensor& targets, bool train);
 
-// Pieces, for stages and tests: embeddings (B, T) -> (B, T, C); one block (B, T, C) -> (B, T, C).
+// Pieces, for stages and tests: embeddings (B, T) -> (B, T, C); blocks h[begin, end) (B, T, C) ->
+// (B, T, C) (run_block, recomputation); final LayerNorm + head + mean cross-entropy; one block.
 at::Tensor embed(const GPT2& m, const at::Tensor& idx, bool train);
+at::Tensor run_blocks(const GPT2& m, at::Tensor x, size_t begin, size_t end, bool train);
+at::Tensor head_logits(const GPT2& m, const at::Tensor& x);  // (B, T, C) -> (B, T, V)
+at::Tensor head_loss(const GPT2& m, const at::Tensor& x, const at::Tensor& targets);
 at::Tensor block_forward(const Block& b, const at::Tensor& x, const GPT2Config& c, bool train);
 // Causal self-attention of q, k, v (B, H, T, hd) -> (B, H, T, hd): SDPA where LibTorch has it.
 at::Tensor causal_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, double dropout,

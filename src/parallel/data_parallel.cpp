@@ -79,6 +79,14 @@ void validate(const ParallelConfig& c) {
   if (c.dp == 0 || c.dp < -1) throw UserError(fmt::format("parallel: dp {} must be -1 or positive", c.dp));
   if (c.tp < 1) throw UserError(fmt::format("parallel: tp {} must be >= 1", c.tp));
   if (c.tp > 1 && c.zero == 3) throw UserError("parallel: zero 3 does not combine with tp > 1 yet (use zero <= 2)");
+  if (c.pp > 1 && c.zero == 3) throw UserError("parallel: zero 3 does not combine with pp > 1 (use zero <= 2)");
+  if (c.pp < 1 || c.virtual_stages < 1) throw UserError("parallel: pp and virtual_stages must be >= 1");
+  if (c.micro_batches < 0) throw UserError("parallel: micro_batches must be >= 0 (0 = from batch_size)");
+  if (c.memory_cap_gb < 0) throw UserError("parallel: memory_cap_gb must be >= 0 (0 = no cap)");
+  if (!c.plan.empty() && (c.dp != -1 || c.tp != 1 || c.pp != 1 || c.virtual_stages != 1 || c.micro_batches != 0 ||
+                          c.schedule != "auto"))
+    throw UserError("parallel: give either a plan file (parallel.plan) or dp/tp/pp/virtual_stages/schedule/"
+                    "micro_batches, not both");
 }
 
 std::shared_ptr<DataParallel> apply_data_parallel(model::GPT2& m, const ParallelConfig& cfg, const dist::Group& dp,

@@ -151,10 +151,10 @@ void setup_zero3(DataParallel& d, model::GPT2& m) {
   d.own.requires_grad_(true);
   const int64_t layers = static_cast<int64_t>(m.h.size());
   model::GPT2Config cfg = m.cfg;
-  const int64_t first = m.first_layer;
+  const std::vector<int64_t> ids = m.layer_ids;
   m = model::GPT2{};
   m.cfg = cfg;
-  m.first_layer = first;
+  m.layer_ids = ids;
   m.h.resize(static_cast<size_t>(layers));
 }
 
@@ -171,7 +171,7 @@ at::Tensor zero3_forward_loss(DataParallel& d, const at::Tensor& idx, const at::
   const auto ptr = reinterpret_cast<int64_t>(&d);
   model::GPT2 view;
   view.cfg = d.model->cfg;
-  view.first_layer = d.model->first_layer;
+  view.layer_ids = d.model->layer_ids;
   view.h.resize(d.model->h.size());
   // Embeddings (unit 0) and final LayerNorm (last unit) stay gathered through backward.
   const size_t last = d.units.size() - 1;

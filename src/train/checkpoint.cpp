@@ -33,17 +33,20 @@ static std::vector<std::string> checkpoint_dirs(const std::string& run_dir) {  /
 
 static std::string shard_file(int i) { return fmt::format("shard_{:05d}.pt", i); }
 
-// With tensor parallelism each tp rank writes its own files ("tp<r>_" prefix).
-static std::string tp_prefix(const Trainer& t) {
-  return t.groups.tp.size > 1 ? fmt::format("tp{}_", t.groups.tp.rank) : std::string();
+// With pipeline stages / tensor parallelism each stage and tp rank writes its own files
+// ("pp<stage>_tp<r>_" prefixes).
+static std::string piece_prefix(const Trainer& t) {
+  std::string p = t.pipe->plan.stages.size() > 1 ? fmt::format("pp{}_", t.pipe->role.pipe) : std::string();
+  return p + (t.groups.tp.size > 1 ? fmt::format("tp{}_", t.groups.tp.rank) : std::string());
 }
 
 // Where this rank's buffer (param_shard, the AdamW moments) sits in the *whole model's* flat
-// vector: the ZeRO segments (buffer -> this rank's flat vector) composed with the tensor-parallel
-// slices (this rank's parameters -> whole parameters). For saving, parameters every tp rank holds
-// are written by tp rank 0 only, so the files cover the whole model exactly once.
+// vector: the ZeRO segments (buffer -> this rank's flat vector) composed with the pipeline stage
+// (this rank's parameters by name) and the tensor-parallel slices (this rank's parameters -> whole
+// parameters). For saving, parameters every tp rank holds are written by tp rank 0 only, so the
+// files cover the whole model exactly once.
 static std::vector<parallel::Segment> model_segments(const Trainer& t, bool for_save) {
-  if (t.groups.tp.size == 1) return parallel::segments(*t.dp);
+  if (t.groups.tp.size == 1 && t.pipe->plan.stages.size() == 1) return parallel::segments(*t.dp);
   const parallel::FlatLayout& local = parallel::layout(*t.dp);
   const parallel::FlatLayout& whole = t.model_layout;
   std::vector<parallel::Segment> out;
@@ -92,7 +95,7 @@ std::string save_checkpoint(const Trainer& t, const std::string& run_dir, int64_
     a.write("exp_avg_sq", cpu(t.adam.exp_avg_sq));
     a.write("segments", segs);
     a.write("rng.cpu", at::detail::getDefaultCPUGenerator().get_state());
-    a.save_to(partial + "/" + tp_prefix(t) + shard_file(sharded ? t.groups.dp.rank : 0));
+    a.save_to(partial + "/" + piece_prefix(t) + shard_file(sharded ? t.groups.dp.rank : 0));
   }
   sync();
   if (leader) {
@@ -111,7 +114,8 @@ std::string save_checkpoint(const Trainer& t, const std::string& run_dir, int64_
                   {"layout", {{"names", l.names}, {"shapes", l.shapes}}},
                   {"shards", shards},
                   {"saved_by",
-                   {{"world", solo ? 1 : world.size}, {"zero", parallel::zero_stage(*t.dp)}, {"tp", t.groups.tp.size}}},
+                   {{"world", solo ? 1 : world.size}, {"zero", parallel::zero_stage(*t.dp)}, {"tp", t.groups.tp.size},
+                    {"pp", t.pipe->plan.pp}}},
                   {"tokenizer_identity", t.data.manifest.tokenizer_identity},
                   {"config", to_toml(t.cfg)}};
     write_file_atomic(partial + "/state.json", state.dump(1) + "\n");
@@ -233,6 +237,7 @@ void load_checkpoint(Trainer& t, const std::string& dir) {
     for (const parallel::Segment& g : segs) dst.narrow(0, g.local, g.size).copy_(full.narrow(0, g.global, g.size));
   }
   parallel::gather_params(*t.dp);  // ZeRO 1-2: every rank's parameters from the owners' shards
+  parallel::pipeline::sync_tied_weights(*t.pipe);
   t.adam.step = state.at("adam_step").get<int64_t>();
   if (t.scaler.enabled && state.contains("loss_scale")) {
     t.scaler.scale = state.at("loss_scale").at("scale").get<double>();
@@ -241,7 +246,7 @@ void load_checkpoint(Trainer& t, const std::string& dir) {
   // RNG: this rank's own stream if it saved one, else the first file's.
   std::string rng_file = state.at("shards").at(0).at("file").get<std::string>();
   for (const json& s : state.at("shards"))
-    if (s.at("file") == tp_prefix(t) + shard_file(t.groups.dp.rank)) rng_file = s.at("file").get<std::string>();
+    if (s.at("file") == piece_prefix(t) + shard_file(t.groups.dp.rank)) rng_file = s.at("file").get<std::string>();
   torch::serialize::InputArchive a;
   a.load_from(dir + "/" + rng_file);
   at::Tensor rng;

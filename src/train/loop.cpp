@@ -42,11 +42,35 @@ struct MetricsLog {
 
 }  // namespace
 
-// The ranks' mean loss, and whether any rank was asked to stop: one small all-reduce per step,
-// so that every rank stops (and saves) after the same step.
-static std::pair<double, bool> agree(const Trainer& t, double loss) {
-  std::vector<double> v = dist::sum({loss, interrupted() ? 1.0 : 0.0}, t.groups.world);
-  return {v[0] / t.groups.world.size, v[1] > 0};
+// What every rank learns after a step, in one small all-reduce: the global mean loss (the sum of
+// the ranks' shares), whether any rank was asked to stop (so that all stop and save after the same
+// step), and for the metrics: mean compute and schedule time, bytes sent per link type, and each
+// rank's peak memory.
+struct Agreed {
+  double loss = 0;
+  bool stop = false;
+  double compute_s = 0, schedule_s = 0;            // means over ranks
+  double bytes_pp = 0, bytes_tp = 0, bytes_dp = 0;  // this step, all ranks together
+  std::vector<double> peak_mem;                    // per rank, bytes
+};
+
+struct ByteCounts {
+  int64_t pp = 0, tp = 0, dp = 0;
+};
+static ByteCounts byte_counts(const Trainer& t) {
+  return {dist::bytes_sent(t.groups.pp), dist::bytes_sent(t.groups.tp), dist::bytes_sent(t.groups.dp)};
+}
+
+static Agreed agree(const Trainer& t, const StepStats& s, const ByteCounts& before) {
+  const int n = t.groups.world.size;
+  const ByteCounts now = byte_counts(t);
+  std::vector<double> v = {s.loss, interrupted() ? 1.0 : 0.0, s.compute_s, s.schedule_s,
+                           static_cast<double>(now.pp - before.pp), static_cast<double>(now.tp - before.tp),
+                           static_cast<double>(now.dp - before.dp)};
+  v.resize(7 + static_cast<size_t>(n), 0.0);
+  v[7 + static_cast<size_t>(t.groups.world.rank)] = static_cast<double>(peak_memory_bytes());
+  v = dist::sum(v, t.groups.world);
+  return {v[0], v[1] > 0, v[2] / n, v[3] / n, v[4], v[5], v[6], std::vector<double>(v.begin() + 7, v.end())};
 }
 
 static void print_header(const Trainer& t, const std::string& run, const DeviceInfo& dev) {
@@ -63,13 +87,15 @@ static void print_header(const Trainer& t, const std::string& run, const DeviceI
                static_cast<long long>(t.step), static_cast<long long>(cfg.schedule.max_steps), run.c_str());
   const double mb = 1024.0 * 1024.0;
   std::fprintf(stderr,
-               "parallel: %d ranks (%s, %s), data parallel x%d, tensor parallel x%d, ZeRO %lld, buckets "
-               "%.0f MiB; per rank: parameters %.1f MiB, gradients %.1f MiB, optimizer %.1f MiB\n",
-               t.groups.world.size, t.world.env.source.c_str(), t.world.backend.c_str(), t.groups.dp.size,
-               t.groups.tp.size,
+               "parallel: %d ranks (%s, %s), pipeline x%d, data parallel x%d, tensor parallel x%d, ZeRO %lld, "
+               "buckets %.0f MiB; rank 0 holds: parameters %.1f MiB, gradients %.1f MiB, optimizer %.1f MiB\n",
+               t.groups.world.size, t.world.env.source.c_str(), t.world.backend.c_str(), t.pipe->plan.pp,
+               t.groups.dp.size, t.groups.tp.size,
                static_cast<long long>(parallel::zero_stage(*t.dp)), cfg.parallel.bucket_mb,
                parallel::param_bytes(*t.dp) / mb, parallel::grad_bytes(*t.dp) / mb,
                (t.adam.exp_avg.numel() * 2 + t.adam.scratch.numel()) * 4 / mb);
+  if (t.pipe->plan.stages.size() > 1 || t.pipe->plan.dp > 1 || t.groups.tp.size > 1)
+    std::fprintf(stderr, "%s", parallel::describe_plan(t.pipe->plan, model_shape(cfg.model), t.seq_len).c_str());
   std::fprintf(stderr, "device: %s, peak %.3f TFLOP/s %s (%s), $%.3f/hour (%s)\n", dev.name.c_str(),
                dev.peak_flops / 1e12, t.precision.c_str(), dev.peak_source.c_str(), dev.price_per_hour,
                dev.price_source.c_str());
@@ -111,6 +137,9 @@ int run_training(const Config& cfg_in, bool resume, int64_t stop_at) {
                                          cfg.cost.price_per_hour);
   if (main_rank) print_header(*t, run, dev);
   const bool tty = main_rank && ::isatty(STDERR_FILENO) == 1;
+  const parallel::Plan& plan = t->pipe->plan;
+  const double bubble_theory =
+      parallel::pipeline::theoretical_bubble(plan.pp, static_cast<int>(plan.micro_batches), plan.virtual_stages);
   double spent_usd = 0, first_loss = -1;
   const int64_t first = t->step;
   auto started = std::chrono::steady_clock::now();
@@ -131,26 +160,32 @@ int run_training(const Config& cfg_in, bool resume, int64_t stop_at) {
     bool stop = false;
     const data::LoaderState before = t->train_loader->state();
     const int64_t step_before = t->step;
+    Agreed all;
     try {
+      const ByteCounts bytes = byte_counts(*t);
       s = train_step(*t);
-      std::tie(s.loss, stop) = agree(*t, s.loss);
+      all = agree(*t, s, bytes);
+      s.loss = all.loss, stop = all.stop;
     } catch (const dist::PeerLost& e) {
-      // Without ZeRO or tp every rank holds the whole state: rank 0 keeps the last finished step.
-      if (main_rank && parallel::zero_stage(*t->dp) == 0 && t->groups.tp.size == 1) {
+      // Plain data parallelism: every rank holds the whole state, rank 0 keeps the last finished step.
+      if (main_rank && parallel::zero_stage(*t->dp) == 0 && t->groups.tp.size == 1 && t->pipe->plan.stages.size() == 1) {
         if (t->step == step_before) t->train_loader->restore(before);
         std::fprintf(stderr, "checkpoint %s (saved by rank 0 alone after losing a peer)\n",
                      save_checkpoint(*t, run, cfg.checkpoint.keep, /*solo=*/true).c_str());
       }
       throw;
     }
-    double step_s = s.data_s + s.forward_s + s.backward_s + s.optim_s + s.comm_s;
+    double step_s = s.data_s + s.schedule_s + s.optim_s + s.comm_s;
     double tflops = flops / step_s / 1e12;
     spent_usd += step_s / 3600.0 * dev.price_per_hour * devices;  // this session's steps
     if (first_loss < 0) first_loss = s.loss;
     log({{"step", t->step}, {"loss", s.loss}, {"lr", s.lr}, {"grad_norm", s.grad_norm},
          {"tokens", s.tokens}, {"tokens_per_s", s.tokens / step_s}, {"step_s", step_s},
-         {"data_s", s.data_s}, {"forward_s", s.forward_s}, {"backward_s", s.backward_s},
+         {"data_s", s.data_s}, {"compute_s", s.compute_s}, {"schedule_s", s.schedule_s},
          {"optim_s", s.optim_s}, {"comm_s", s.comm_s}, {"tflops_per_device", tflops},
+         {"bubble", all.schedule_s > 0 ? 1.0 - all.compute_s / all.schedule_s : 0.0},
+         {"bubble_theory", bubble_theory}, {"bytes_pp", all.bytes_pp}, {"bytes_tp", all.bytes_tp},
+         {"bytes_dp", all.bytes_dp}, {"peak_mem_per_rank", all.peak_mem},
          {"mfu", flops / step_s / dev.peak_flops}, {"peak_mem_bytes", peak_memory_bytes()},
          {"cost_usd", spent_usd},
          {"tokens_per_usd", s.tokens / (step_s / 3600.0 * dev.price_per_hour * devices)},

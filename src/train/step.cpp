@@ -9,6 +9,8 @@
 
 #include "data/batch_tensor.h"
 #include "dist/collectives.h"
+#include "parallel/pipeline/stage.h"
+#include "parallel/plan_groups.h"
 #include "parallel/tensor/model.h"
 #include "train/optim.h"
 #include "train/precision.h"
@@ -27,6 +29,42 @@ static double seconds_since(Clock::time_point& t) {
 
 Trainer::~Trainer() = default;
 
+// The pipeline part of make_trainer: plan, groups, this rank's share of the model.
+static void apply_plan(Trainer& t) {
+  const Config& cfg = t.cfg;
+  const int world = t.world.world.size;
+  auto pipe = std::make_unique<parallel::pipeline::Pipeline>();
+  parallel::Plan& plan = pipe->plan;
+  plan = parallel::resolve_plan(cfg.parallel, cfg.model.n_layer, world, cfg.batch.batch_size, cfg.batch.micro_batch);
+  const parallel::ModelShape shape = model_shape(cfg.model);
+  parallel::validate_plan(plan, shape, world);
+  if (cfg.parallel.memory_cap_gb > 0)
+    for (int r = 0; r < world; ++r) {
+      const parallel::MemoryEstimate e = parallel::estimate_memory(plan, shape, t.seq_len, r);
+      const double gib = 1024.0 * 1024.0 * 1024.0;
+      if (e.total() > cfg.parallel.memory_cap_gb * gib)
+        throw UserError(fmt::format("plan: rank {} needs ~{:.2f} GiB (parameters {:.2f}, gradients {:.2f}, optimizer "
+                                    "{:.2f}, activations {:.2f}) > parallel.memory_cap_gb {}; use more pipeline "
+                                    "stages, tp or ZeRO (slm plan check shows the estimate)",
+                                    r, e.total() / gib, e.params / gib, e.grads / gib, e.optimizer / gib,
+                                    e.activations / gib, cfg.parallel.memory_cap_gb));
+    }
+  t.groups = parallel::make_plan_groups(t.world, plan);
+  pipe->role = parallel::role_of(plan, t.world.world.rank);
+  pipe->actions = parallel::pipeline::schedule_actions(plan.schedule, plan.pp, pipe->role.pipe,
+                                                       static_cast<int>(plan.micro_batches), plan.virtual_stages);
+  pipe->world = t.groups.world, pipe->p2p = t.groups.pp, pipe->tp = t.groups.tp;
+  pipe->seq_len = t.seq_len;
+  // The whole model's layout (checkpoints use it) from shapes only; then just this rank's blocks.
+  t.model_layout = parallel::make_layout(model::named_parameters(model::shapes_only(cfg.model)), 1);
+  t.num_params = t.model_layout.numel;
+  const parallel::RankRole role = pipe->role;
+  t.model = model::init_gpt2(cfg.model, cfg.system.seed,
+                             [&](int64_t l) { return parallel::pipeline::holds_layer(plan, role, l); });
+  pipe->chunks = parallel::pipeline::split_pipeline(t.model, plan, role);
+  t.pipe = std::move(pipe);
+}
+
 std::unique_ptr<Trainer> make_trainer(const Config& cfg_in) {
   auto t = std::make_unique<Trainer>();
   t->cfg = cfg_in;
@@ -40,18 +78,11 @@ std::unique_ptr<Trainer> make_trainer(const Config& cfg_in) {
   validate(cfg);
   parallel::tensor::validate_tp(cfg.model, static_cast<int>(cfg.parallel.tp));
   t->device = resolve_device(cfg.system.device);
-  t->world = dist::init_world(cfg.dist, t->device);
-  const int world = t->world.world.size, tp = static_cast<int>(cfg.parallel.tp);
-  if (world % tp != 0) throw UserError(fmt::format("parallel: tp({}) does not divide the world size {}", tp, world));
-  const int dp = cfg.parallel.dp == -1 ? world / tp : static_cast<int>(cfg.parallel.dp);
-  if (dp * tp != world)
-    throw UserError(fmt::format("parallel: dp({})*tp({}) = {} != world size {}", dp, tp, dp * tp, world));
-  if (cfg.batch.batch_size % (cfg.batch.micro_batch * dp) != 0)
-    throw UserError(fmt::format("batch: batch_size {} must be a multiple of micro_batch {} x {} "
-                                "data-parallel ranks", cfg.batch.batch_size, cfg.batch.micro_batch, dp));
-  dist::require_same(to_toml(cfg), t->world.world, "configuration");
-  t->groups = dist::make_process_groups(t->world, {{"dp", "tp"}, {dp, tp}});  // tp fastest (innermost)
   t->seq_len = cfg.batch.seq_len > 0 ? cfg.batch.seq_len : cfg.model.block_size;
+  t->world = dist::init_world(cfg.dist, t->device);
+  dist::require_same(to_toml(cfg), t->world.world, "configuration");
+  apply_plan(*t);
+  parallel::tensor::validate_tp(cfg.model, t->groups.tp.size);
   t->train_loader = std::make_unique<data::Loader>(t->data.train,
                                                    data::LoaderOptions{t->seq_len, cfg.data.seed, true});
   if (cfg.batch.batch_size > t->train_loader->num_samples())
@@ -70,13 +101,15 @@ std::unique_ptr<Trainer> make_trainer(const Config& cfg_in) {
   t->scaler.enabled = cfg.system.loss_scaling == "on" || (cfg.system.loss_scaling == "auto" && t->precision == "fp16");
   t->scaler.scale = cfg.system.loss_scale_init;
   t->scaler.growth_interval = cfg.system.loss_scale_growth_interval;
-  t->model = model::init_gpt2(cfg.model, cfg.system.seed);
-  if (t->device != "cpu")
+  if (t->device != "cpu") {
     for (auto& [name, p] : model::named_parameters(t->model)) p.set_data(p.data().to(t->device));
-  t->num_params = model::num_parameters(t->model);
-  t->model_layout = parallel::make_layout(model::named_parameters(t->model), 1);
+    if (t->model.head.defined()) t->model.head.set_data(t->model.head.data().to(t->device));
+  }
   parallel::tensor::apply_tensor_parallel(t->model, t->groups.tp);
-  t->dp = parallel::apply_data_parallel(t->model, cfg.parallel, t->groups.dp, t->groups.tp);
+  parallel::ParallelConfig pc = cfg.parallel;
+  pc.zero = t->pipe->plan.zero;
+  t->dp = parallel::apply_data_parallel(t->model, pc, t->groups.dp, t->groups.tp);
+  t->pipe->model = &t->model;
   {
     torch::NoGradGuard no_grad;  // every rank starts from rank 0's parameters
     at::Tensor flat = parallel::param_shard(*t->dp);
@@ -86,33 +119,48 @@ std::unique_ptr<Trainer> make_trainer(const Config& cfg_in) {
   return t;
 }
 
+// This replica's micro-batches of the next global batch (replica r takes micro_batch[r] samples
+// after the earlier replicas' in each group of sum(micro_batch)).
+static std::vector<parallel::pipeline::MicroBatch> next_micro_batches(Trainer& t) {
+  const parallel::Plan& plan = t.pipe->plan;
+  const size_t r = static_cast<size_t>(t.pipe->role.replica);
+  const int64_t group = plan.global_batch() / plan.micro_batches;
+  int64_t offset = 0;
+  for (size_t k = 0; k < r; ++k) offset += plan.micro_batch[k];
+  std::vector<parallel::pipeline::MicroBatch> out;
+  for (int64_t m = 0; m < plan.micro_batches; ++m) {
+    data::Batch b = t.train_loader->next_slice(group, offset, plan.micro_batch[r]);
+    auto [x, y] = data::batch_tensors(b);
+    out.push_back({x.to(t.device).clone(), y.to(t.device).clone()});  // x, y view b's vectors
+  }
+  return out;
+}
+
 StepStats train_step(Trainer& t) {
   StepStats s;
   auto clock = Clock::now();
-  const dist::Group& dp = t.groups.dp;
-  const int64_t micro = t.cfg.batch.micro_batch, n_micro = t.cfg.batch.batch_size / (micro * dp.size);
+  const parallel::Plan& plan = t.pipe->plan;
+  const double global = static_cast<double>(plan.global_batch());
+  const double mine = static_cast<double>(plan.micro_batch[static_cast<size_t>(t.pipe->role.replica)]);
   parallel::zero_grads(*t.dp);
-  for (int64_t m = 0; m < n_micro; ++m) {
-    data::Batch b = t.train_loader->next(micro, dp.rank, dp.size);
-    auto [x, y] = data::batch_tensors(b);
-    x = x.to(t.device), y = y.to(t.device);
-    s.data_s += seconds_since(clock);
-    at::Tensor loss;
-    {
-      AutocastGuard autocast(t.precision, t.device);
-      loss = parallel::forward_loss(*t.dp, x, y, /*train=*/true) / static_cast<double>(n_micro);
-    }
-    s.forward_s += seconds_since(clock);
-    parallel::begin_backward(*t.dp, /*last=*/m == n_micro - 1);
-    (t.scaler.enabled ? loss * t.scaler.scale : loss).backward();
-    s.loss += loss.item<double>();
-    s.backward_s += seconds_since(clock);
+  auto batches = next_micro_batches(t);
+  s.data_s = seconds_since(clock);
+  // Each micro-batch loss counts by its tokens: this replica's share, times dp (gradients are averaged over dp).
+  const double weight = mine * plan.dp / global;
+  parallel::pipeline::ScheduleResult run;
+  {
+    AutocastGuard autocast(t.precision, t.device);
+    run = parallel::pipeline::run_actions(*t.pipe, *t.dp, t.pipe->actions, batches, weight,
+                                          t.scaler.enabled ? t.scaler.scale : 1.0, /*train=*/true);
   }
+  s.loss = t.groups.tp.rank == 0 ? run.loss * mine / global : 0.0;
+  s.compute_s = run.compute_s, s.schedule_s = run.wall_s;
+  seconds_since(clock);
   parallel::finish_grads(*t.dp);
   at::Tensor grad = parallel::grad_shard(*t.dp);
   s.loss_scale = t.scaler.enabled ? t.scaler.scale : 0.0;
   if (t.scaler.enabled) grad.mul_(1.0 / t.scaler.scale);  // unscale before any norm (no overflow)
-  s.grad_norm = std::sqrt(parallel::grad_norm_sq(*t.dp));  // every rank sees the same
+  s.grad_norm = std::sqrt(parallel::pipeline::pipeline_grad_norm_sq(*t.pipe, *t.dp));  // same on every rank
   s.comm_s += seconds_since(clock);
   s.lr = lr_at(t.cfg.schedule, t.cfg.optim.lr, t.step);
   s.skipped = !update_loss_scale(t.scaler, std::isfinite(s.grad_norm));
@@ -122,9 +170,10 @@ StepStats train_step(Trainer& t) {
     adamw_step(t.adam, parallel::param_shard(*t.dp), grad, t.cfg.optim, s.lr);
     s.optim_s = seconds_since(clock);
     parallel::gather_params(*t.dp);
+    parallel::pipeline::sync_tied_weights(*t.pipe);
     s.comm_s += seconds_since(clock);
   }
-  s.tokens = t.cfg.batch.batch_size * t.seq_len;
+  s.tokens = plan.global_batch() * t.seq_len;
   t.step += 1;
   return s;
 }
@@ -146,8 +195,26 @@ double mean_loss(const LossFn& loss, data::Loader& loader, int64_t micro, int64_
 
 double evaluate(Trainer& t) {
   data::Loader val(t.data.val, {t.seq_len, 0, /*shuffle=*/false});
-  auto loss = [&t](const at::Tensor& x, const at::Tensor& y) { return parallel::forward_loss(*t.dp, x, y, false); };
-  return mean_loss(loss, val, t.cfg.batch.micro_batch, t.cfg.eval.batches, t.precision, t.device);
+  const int64_t micro = std::min(t.cfg.batch.micro_batch, val.num_samples());
+  const int64_t n = std::max<int64_t>(1, std::min(t.cfg.eval.batches, val.num_samples() / micro));
+  std::vector<parallel::pipeline::MicroBatch> batches;  // every replica evaluates the same batches
+  for (int64_t i = 0; i < n; ++i) {
+    data::Batch b = val.next(micro);
+    auto [x, y] = data::batch_tensors(b);
+    batches.push_back({x.to(t.device).clone(), y.to(t.device).clone()});  // x, y view b's vectors
+  }
+  parallel::pipeline::ScheduleResult run;
+  {
+    AutocastGuard autocast(t.precision, t.device);
+    run = parallel::pipeline::run_actions(*t.pipe, *t.dp, parallel::pipeline::forward_actions(static_cast<int>(n),
+                                          static_cast<int>(t.pipe->chunks.size())), batches, 1.0, 1.0, /*train=*/false);
+  }
+  const bool reporter = t.pipe->chunks.back().last && t.pipe->role.replica == 0 && t.groups.tp.rank == 0;
+  return dist::sum(reporter ? run.loss / static_cast<double>(n) : 0.0, t.groups.world);
+}
+
+parallel::ModelShape model_shape(const model::GPT2Config& m) {
+  return {m.n_layer, m.n_head, m.n_embd, m.padded_vocab(), m.block_size, m.recompute};
 }
 
 double step_flops(const model::GPT2Config& m, int64_t batch, int64_t s) {

@@ -16,6 +16,7 @@
 #include "dist/world.h"
 #include "model/gpt2.h"
 #include "parallel/data_parallel.h"
+#include "parallel/pipeline/executor.h"
 #include "train/config.h"
 #include "train/optim.h"
 #include "train/precision.h"
@@ -25,11 +26,12 @@ namespace slm::train {
 struct Trainer {
   Config cfg;                   // effective configuration (model.vocab_size filled in)
   dist::World world;            // this process in the job (world size 1 without a launcher)
-  dist::ProcessGroups groups;   // mesh: dp only so far
+  dist::ProcessGroups groups;   // this rank's stage: dp, tp; pp = stage-to-stage links
   data::Dataset data;           // memory-mapped shards
   std::unique_ptr<data::Loader> train_loader;
   model::GPT2 model;            // parameters are views of dp's flat buffer
   std::shared_ptr<parallel::DataParallel> dp;  // gradient reduction, ZeRO shard
+  std::unique_ptr<parallel::pipeline::Pipeline> pipe;  // the plan, this rank's chunks, schedule
   AdamW adam;                   // moments for dp's shard
   LossScaler scaler;            // dynamic loss scaling (fp16), off otherwise
   std::string device;     // "cpu" | "cuda"
@@ -48,16 +50,18 @@ struct Trainer {
 std::unique_ptr<Trainer> make_trainer(const Config& cfg);
 
 struct StepStats {
-  double loss = 0;  // this rank's mean micro-batch loss (the loop averages over ranks)
+  double loss = 0;  // this rank's share of the global mean loss (the loop sums over ranks)
   double grad_norm = 0, lr = 0;
   int64_t tokens = 0;  // global batch
-  double data_s = 0, forward_s = 0, backward_s = 0, optim_s = 0;
+  double data_s = 0, optim_s = 0;
+  double compute_s = 0;   // forward and backward compute
+  double schedule_s = 0;  // the whole pipeline schedule (compute + waiting for other stages)
   double comm_s = 0;   // waiting for gradient reduction and parameter gathering (not hidden)
   bool skipped = false;   // gradients were not finite: no update (loss scale lowered)
   double loss_scale = 0;  // the scale this step used (0 = no loss scaling)
 };
 
-// One optimizer step: this rank's batch_size / (micro_batch * dp) micro-batches (step.cpp).
+// One optimizer step: the plan's micro-batches through this rank's schedule (step.cpp).
 StepStats train_step(Trainer& t);
 // Mean validation loss over eval.batches micro-batches from the start of the validation split.
 double evaluate(Trainer& t);
@@ -66,6 +70,9 @@ double evaluate(Trainer& t);
 using LossFn = std::function<at::Tensor(const at::Tensor& idx, const at::Tensor& targets)>;
 double mean_loss(const LossFn& loss, data::Loader& loader, int64_t micro, int64_t batches,
                  const std::string& precision, const std::string& device);
+
+// What the plan needs of the model (validation, memory estimate).
+parallel::ModelShape model_shape(const model::GPT2Config& m);
 
 // FLOPs of one optimizer step by the GPT-2 scaling studies' formula (Narayanan et al.):
 // 72·B·s·h²·L·(1 + s/(6h)) + 6·B·s·h·V, with 96 for 72 under activation recomputation.

@@ -27,20 +27,34 @@ void apply_tensor_parallel(model::GPT2& m, const dist::Group& tp) {
   if (tp.size == 1) return;
   for (model::Block& b : m.h) b = shard_block(b, m.cfg, tp.rank, tp.size);
   auto [start, n] = vocab_range(m.cfg.padded_vocab(), tp.rank, tp.size);
-  m.wte = m.wte.detach().narrow(0, start, n).clone().requires_grad_(true);
+  for (at::Tensor* w : {&m.wte, &m.head})
+    if (w->defined()) *w = w->detach().narrow(0, start, n).clone().requires_grad_(w->requires_grad());
+}
+
+at::Tensor embed(const model::GPT2& m, const at::Tensor& idx, const dist::Group& tp) {
+  const int64_t start = vocab_range(m.cfg.padded_vocab(), tp.rank, tp.size).first;
+  const int64_t T = idx.size(1);
+  return vocab_parallel_embedding(idx, m.wte, start, tp) +
+         at::embedding(m.wpe, at::arange(T, idx.options().dtype(at::kLong)));  // (B, T, C)
+}
+
+at::Tensor run_blocks(const model::GPT2& m, at::Tensor x, size_t begin, size_t end, const dist::Group& tp) {
+  for (size_t i = begin; i < end; ++i) x = tp_block_forward(m.h[i], x, m.cfg, tp);
+  return x;
+}
+
+at::Tensor head_loss(const model::GPT2& m, const at::Tensor& x_in, const at::Tensor& targets, const dist::Group& tp) {
+  const int64_t start = vocab_range(m.cfg.padded_vocab(), tp.rank, tp.size).first;
+  at::Tensor x = at::layer_norm(x_in, {m.cfg.n_embd}, m.ln_f_w, m.ln_f_b, 1e-5);
+  const at::Tensor& w = m.head.defined() ? m.head : m.wte;
+  at::Tensor logits = at::linear(copy_to_tp(x, tp), w);  // (B, T, Vp/tp): this rank's columns
+  return vocab_parallel_cross_entropy(logits.reshape({-1, logits.size(-1)}), targets.reshape({-1}), start,
+                                      m.cfg.vocab_size, tp);
 }
 
 at::Tensor forward_loss(const model::GPT2& m, const at::Tensor& idx, const at::Tensor& targets,
                         const dist::Group& tp) {
-  const int64_t start = vocab_range(m.cfg.padded_vocab(), tp.rank, tp.size).first;
-  const int64_t T = idx.size(1);
-  at::Tensor x = vocab_parallel_embedding(idx, m.wte, start, tp) +
-                 at::embedding(m.wpe, at::arange(T, idx.options().dtype(at::kLong)));  // (B, T, C)
-  for (const model::Block& b : m.h) x = tp_block_forward(b, x, m.cfg, tp);
-  x = at::layer_norm(x, {m.cfg.n_embd}, m.ln_f_w, m.ln_f_b, 1e-5);
-  at::Tensor logits = at::linear(copy_to_tp(x, tp), m.wte);  // (B, T, Vp/tp): this rank's columns
-  return vocab_parallel_cross_entropy(logits.reshape({-1, logits.size(-1)}), targets.reshape({-1}), start,
-                                      m.cfg.vocab_size, tp);
+  return head_loss(m, run_blocks(m, embed(m, idx, tp), 0, m.h.size(), tp), targets, tp);
 }
 
 bool replicated_over_tp(const std::string& name) {

@@ -23,6 +23,11 @@ void apply_tensor_parallel(model::GPT2& m, const dist::Group& tp);
 // Mean next-token loss (same value on every tp rank). `tp` must outlive the backward pass.
 at::Tensor forward_loss(const model::GPT2& m, const at::Tensor& idx, const at::Tensor& targets,
                         const dist::Group& tp);
+// The pieces, for pipeline stages: vocabulary-parallel embedding (B, T) -> (B, T, C); blocks
+// h[begin, end); final LayerNorm + vocabulary-parallel head and cross-entropy (head or wte).
+at::Tensor embed(const model::GPT2& m, const at::Tensor& idx, const dist::Group& tp);
+at::Tensor run_blocks(const model::GPT2& m, at::Tensor x, size_t begin, size_t end, const dist::Group& tp);
+at::Tensor head_loss(const model::GPT2& m, const at::Tensor& x, const at::Tensor& targets, const dist::Group& tp);
 bool replicated_over_tp(const std::string& parameter_name);
 // Where tp rank `rank`'s slice of a parameter sits in the whole parameter (both row-major,
 // flattened): pieces {local offset, global offset, size}; none for an unsplit parameter.

@@ -1,0 +1,168 @@
+// parallel/pipeline/executor.cpp: see executor.h.
+#include "parallel/pipeline/executor.h"
+
+#include <torch/torch.h>
+
+#include <chrono>
+#include <map>
+
+#include "dist/collectives.h"
+#include "parallel/data_parallel.h"
+
+namespace slm::parallel::pipeline {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr int kTiedGradTag = 1 << 30, kTiedWeightTag = (1 << 30) + 1;
+
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+int num_stages(const Pipeline& p) { return static_cast<int>(p.plan.stages.size()); }
+int stage_tp(const Pipeline& p, int stage) { return p.plan.stages[static_cast<size_t>(stage)].tp; }
+
+// Tag of the message that carries micro-batch m across the boundary into `stage` (activations,
+// dir 0) or out of it backwards (gradients, dir 1).
+int tag_of(const Pipeline& p, int micro, int stage, int dir) { return (micro * num_stages(p) + stage) * 2 + dir; }
+
+// The rank of `stage` (same replica) that this rank exchanges with: the one whose tp rank is
+// ours modulo that stage's tp.
+int source_in(const Pipeline& p, int stage) {
+  return rank_at(p.plan, stage, p.role.replica, p.role.tp_rank % stage_tp(p, stage));
+}
+// Every rank of `stage` (same replica) that takes its message from us.
+std::vector<int> targets_in(const Pipeline& p, int stage) {
+  std::vector<int> out;
+  const int mine = stage_tp(p, p.role.stages.front());
+  for (int j = 0; j < stage_tp(p, stage); ++j)
+    if (j % mine == p.role.tp_rank) out.push_back(rank_at(p.plan, stage, p.role.replica, j));
+  return out;
+}
+
+// Does action a wait for a message? (forward of a non-first chunk, backward of a non-last one)
+bool receives(const Pipeline& p, const Action& a) {
+  const Chunk& c = p.chunks[static_cast<size_t>(a.chunk)];
+  return a.op == Action::F ? !c.first : !c.last;
+}
+
+bool holds_first(const Pipeline& p) { return p.chunks.front().first; }
+bool holds_last(const Pipeline& p) { return p.chunks.back().last; }
+
+}  // namespace
+
+std::vector<Action> forward_actions(int micro, int chunks) {
+  std::vector<Action> out;
+  for (int m = 0; m < micro; ++m)
+    for (int c = 0; c < chunks; ++c) out.push_back({Action::F, m, c});
+  return out;
+}
+
+ScheduleResult run_actions(Pipeline& p, DataParallel& d, const std::vector<Action>& actions,
+                           const std::vector<MicroBatch>& batches, double weight, double scale, bool train) {
+  const auto started = Clock::now();
+  const int64_t C = p.model->cfg.n_embd;
+  ScheduleResult r;
+  struct Live {
+    at::Tensor in, out;  // the chunk's input (activations with grad) and output (activations or loss)
+  };
+  std::map<std::pair<int, int>, Live> live;  // (micro, chunk) between its forward and backward
+  std::map<size_t, std::pair<at::Tensor, dist::Pending>> posted;  // action index -> receive
+  std::vector<dist::Pending> sends;
+  size_t final_b = actions.size(), final_first_b = actions.size();
+  for (size_t i = 0; i < actions.size(); ++i)
+    if (actions[i].op == Action::B) {
+      final_b = i;
+      if (p.chunks[static_cast<size_t>(actions[i].chunk)].first) final_first_b = i;
+    }
+  auto post = [&](size_t i) {
+    if (i >= actions.size() || posted.count(i) || !receives(p, actions[i])) return;
+    const Action& a = actions[i];
+    const Chunk& c = p.chunks[static_cast<size_t>(a.chunk)];
+    const int from = a.op == Action::F ? c.stage - 1 : c.stage + 1;
+    const at::Tensor& x = batches[static_cast<size_t>(a.micro)].x;
+    at::Tensor buf = at::empty({x.size(0), x.size(1), C}, x.options().dtype(at::kFloat));
+    const int tag = a.op == Action::F ? tag_of(p, a.micro, c.stage, 0) : tag_of(p, a.micro, from, 1);
+    posted.emplace(i, std::make_pair(buf, dist::recv_async(buf, source_in(p, from), tag, p.p2p)));
+  };
+  auto take = [&](size_t i) {
+    post(i);
+    auto it = posted.find(i);
+    it->second.second.wait();
+    at::Tensor buf = it->second.first;
+    posted.erase(it);
+    return buf;
+  };
+  auto send = [&](const at::Tensor& t, int to_stage, int tag) {
+    at::Tensor wire = t.detach().to(at::kFloat).contiguous();
+    for (int dst : targets_in(p, to_stage)) sends.push_back(dist::send_async(wire, dst, tag, p.p2p));
+  };
+  for (size_t i = 0; i < actions.size(); ++i) {
+    const Action& a = actions[i];
+    const Chunk& c = p.chunks[static_cast<size_t>(a.chunk)];
+    const MicroBatch& mb = batches[static_cast<size_t>(a.micro)];
+    if (a.op == Action::F) {
+      at::Tensor in = c.first ? mb.x : take(i);
+      post(i + 1);  // the next message travels while this chunk computes
+      if (!c.first && train) in.requires_grad_(true);
+      const auto t = Clock::now();
+      at::Tensor out;
+      {
+        at::AutoGradMode grad_mode(train);
+        out = chunk_forward(d, *p.model, c, in, mb.y, p.tp, train);
+      }
+      if (c.last) r.loss += out.item<double>();
+      r.compute_s += since(t);
+      if (!c.last) send(out, c.stage + 1, tag_of(p, a.micro, c.stage + 1, 0));
+      if (train) live[{a.micro, a.chunk}] = {in, out};
+      continue;
+    }
+    auto it = live.find({a.micro, a.chunk});
+    Live l = it->second;
+    live.erase(it);
+    at::Tensor grad = c.last ? at::Tensor() : take(i);
+    post(i + 1);
+    if (i == final_first_b && !holds_last(p)) {  // the head's share of the tied embedding gradient
+      at::Tensor head_grad = at::empty_like(p.model->wte);
+      dist::recv_async(head_grad, source_in(p, num_stages(p) - 1), kTiedGradTag, p.p2p).wait();
+      at::Tensor& g = p.model->wte.mutable_grad();
+      g.defined() ? g.add_(head_grad) : (g = head_grad);
+    }
+    begin_backward(d, /*last=*/i == final_b);
+    const auto t = Clock::now();
+    if (c.last) (l.out * (weight * scale)).backward();
+    else l.out.backward(grad);
+    r.compute_s += since(t);
+    if (!c.first) send(l.in.grad(), c.stage - 1, tag_of(p, a.micro, c.stage, 1));
+  }
+  if (train && holds_last(p) && !holds_first(p)) {
+    at::Tensor& g = p.model->head.mutable_grad();
+    at::Tensor wire = g.defined() ? g.contiguous() : at::zeros_like(p.model->head);
+    sends.push_back(dist::send_async(wire, rank_at(p.plan, 0, p.role.replica, p.role.tp_rank), kTiedGradTag, p.p2p));
+    g = at::Tensor();
+  }
+  for (dist::Pending& s : sends) s.wait();
+  r.wall_s = since(started);
+  return r;
+}
+
+void sync_tied_weights(Pipeline& p) {
+  if (holds_first(p) == holds_last(p)) return;  // no pipeline, or a middle stage
+  torch::NoGradGuard no_grad;
+  const int S = num_stages(p);
+  if (holds_first(p)) {
+    at::Tensor w = p.model->wte.detach().contiguous();
+    dist::send_async(w, rank_at(p.plan, S - 1, p.role.replica, p.role.tp_rank), kTiedWeightTag, p.p2p).wait();
+  } else {
+    at::Tensor w = at::empty_like(p.model->head);
+    dist::recv_async(w, rank_at(p.plan, 0, p.role.replica, p.role.tp_rank), kTiedWeightTag, p.p2p).wait();
+    p.model->head.detach().copy_(w);
+  }
+}
+
+double pipeline_grad_norm_sq(Pipeline& p, DataParallel& d) {
+  const double stage = grad_norm_sq(d);  // the same on every rank of this stage
+  if (num_stages(p) == 1) return stage;
+  const bool leader = p.role.replica == 0 && p.role.tp_rank == 0;
+  return dist::sum(leader ? stage : 0.0, p.world);
+}
+
+}  // namespace slm::parallel::pipeline

@@ -1,0 +1,67 @@
+// parallel/pipeline/executor.h: runs one rank's action list (schedule.h) on its model chunks,
+// exchanging activations and their gradients point to point with the neighbouring stages.
+// Owns: Pipeline (this rank's part of the plan and its groups), MicroBatch, run_actions,
+// sync_tied_weights, pipeline_grad_norm_sq.
+// Transfers: sends are asynchronous (waited for at the end of the step); the receive for the next
+// action is posted before the current action computes, so it overlaps compute. With different tp
+// degrees on two neighbouring stages, receiving tp rank j takes activations from sending tp rank
+// j % tp_send, and sending tp rank i takes gradients from receiving tp rank i % tp_recv (the
+// activations between stages are whole on every tp rank). Tied embedding: the last stage's head
+// gradient is added to the first stage's wte gradient before its final backward, and the updated
+// wte is sent back after the optimizer step.
+#pragma once
+#include <ATen/core/Tensor.h>
+
+#include <vector>
+
+#include "dist/group.h"
+#include "model/gpt2.h"
+#include "parallel/pipeline/schedule.h"
+#include "parallel/pipeline/stage.h"
+#include "parallel/plan.h"
+
+namespace slm::parallel {
+struct DataParallel;
+}
+
+namespace slm::parallel::pipeline {
+
+struct Pipeline {
+  Plan plan;
+  RankRole role;
+  std::vector<Chunk> chunks;    // this rank's model chunks
+  std::vector<Action> actions;  // this rank's training schedule for one step
+  dist::Group world;            // every rank (the global gradient norm)
+  dist::Group p2p;              // every rank, own connections: stage-to-stage traffic only
+  dist::Group tp;               // this stage's tensor-parallel group
+  model::GPT2* model = nullptr;
+  int64_t seq_len = 0;          // T
+};
+
+struct MicroBatch {
+  at::Tensor x, y;  // (b, T) inputs and targets of this replica's micro-batch
+};
+
+struct ScheduleResult {
+  double loss = 0;       // sum of the micro-batch losses (last stage only; 0 elsewhere)
+  double compute_s = 0;  // time in forward/backward compute (not waiting for a peer)
+  double wall_s = 0;     // time of the whole action list
+};
+
+// Runs `actions` over `batches` (indexed by micro-batch). train: each micro-batch loss is
+// multiplied by `weight * scale` for its backward (begin_backward is called before each; the
+// final one reduces). Not train: forward actions only, no gradients.
+ScheduleResult run_actions(Pipeline& p, DataParallel& d, const std::vector<Action>& actions,
+                           const std::vector<MicroBatch>& batches, double weight, double scale, bool train);
+
+// After an update or a load: the first stage's wte goes to the last stage's head (no-op without
+// pipeline stages).
+void sync_tied_weights(Pipeline& p);
+
+// Squared global gradient norm over every stage (d's norm, summed across the pipeline).
+double pipeline_grad_norm_sq(Pipeline& p, DataParallel& d);
+
+// Forward-only list: F0 .. F(micro-1) on every chunk (evaluation).
+std::vector<Action> forward_actions(int micro, int chunks);
+
+}  // namespace slm::parallel::pipeline

@@ -1,0 +1,48 @@
+// parallel/pipeline/schedule.h: pipeline schedules as plain action lists, and a simulator.
+// Owns: Action, schedule_actions (none | gpipe | 1f1b | interleaved), simulate (dependencies,
+// deadlock detection, ideal makespan and bubble), theoretical_bubble. Pure: no torch, no c10d.
+// The executor (executor.h) runs one rank's list; the lists are unit-tested and printable.
+// Notation: P pipeline ranks, v model chunks per rank (virtual stages; 1 except interleaved), M
+// micro-batches. Chunk c of rank s is virtual stage c*P + s; stage 0 holds the embeddings and
+// stage P*v-1 the head and loss.
+//   gpipe:       F0 F1 .. F(M-1) B0 B1 .. B(M-1)
+//   1f1b:        min(P-s-1, M) warm-up forwards, then alternate F and B, then the remaining B.
+//   interleaved: Megatron's interleaved 1F1B: forward k runs chunk (k/P)%v of micro-batch
+//                (k/(P*v))*P + k%P; warm-up (P-s-1)*2 + (v-1)*P; needs M % P == 0.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace slm::parallel::pipeline {
+
+struct Action {
+  enum Op { F, B } op = F;
+  int micro = 0;  // micro-batch index
+  int chunk = 0;  // model chunk on this rank (0 unless interleaved)
+  bool operator==(const Action& o) const { return op == o.op && micro == o.micro && chunk == o.chunk; }
+};
+
+// UserError (one line) for an unknown name or an impossible combination.
+void validate_schedule(const std::string& name, int ranks, int micro, int chunks);
+// Rank `rank`'s actions (0 <= rank < ranks). "none" is gpipe's order with one rank.
+std::vector<Action> schedule_actions(const std::string& name, int ranks, int rank, int micro, int chunks);
+// "F0 F1 B0 ..." (chunk shown as F0.1 when chunks > 1).
+std::string to_string(const std::vector<Action>& actions, int chunks);
+
+struct Simulation {
+  bool deadlock = false;        // some rank waits forever (message names it)
+  std::string message;
+  double makespan = 0;          // time units until the last action ends
+  std::vector<double> bubble;   // per rank: idle fraction of the makespan
+  int max_in_flight = 0;        // most forwards whose backward has not run, on any rank (memory)
+};
+
+// Runs all ranks' lists with forward cost tf and backward cost tb per chunk, free and
+// asynchronous sends, and receives that block in list order (the executor's semantics).
+Simulation simulate(const std::vector<std::vector<Action>>& per_rank, int chunks, double tf, double tb);
+
+// (P-1) / (v*M + P-1): the idle fraction of every schedule here with equal stages (for
+// interleaved, with v chunks per rank); 0 for one rank.
+double theoretical_bubble(int ranks, int micro, int chunks);
+
+}  // namespace slm::parallel::pipeline

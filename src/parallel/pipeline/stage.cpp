@@ -1,0 +1,51 @@
+// parallel/pipeline/stage.cpp: see stage.h.
+#include "parallel/pipeline/stage.h"
+
+#include <torch/torch.h>
+
+#include "parallel/data_parallel.h"
+#include "parallel/tensor/model.h"
+
+namespace slm::parallel::pipeline {
+
+bool holds_layer(const Plan& p, const RankRole& role, int64_t layer) {
+  for (int k : role.stages) {
+    const StagePlan& s = p.stages[static_cast<size_t>(k)];
+    if (layer >= s.first && layer < s.end) return true;
+  }
+  return false;
+}
+
+std::vector<Chunk> split_pipeline(model::GPT2& m, const Plan& p, const RankRole& role) {
+  const int last_stage = static_cast<int>(p.stages.size()) - 1;
+  std::vector<Chunk> chunks;
+  for (int k : role.stages) {
+    const StagePlan& s = p.stages[static_cast<size_t>(k)];
+    Chunk c{k, 0, 0, k == 0, k == last_stage};
+    while (c.begin < m.layer_ids.size() && m.layer_ids[c.begin] < s.first) ++c.begin;
+    c.end = c.begin;
+    while (c.end < m.layer_ids.size() && m.layer_ids[c.end] < s.end) ++c.end;
+    chunks.push_back(c);
+  }
+  const bool first = chunks.front().first, last = chunks.back().last;
+  if (last && !first) m.head = m.wte.detach().clone().requires_grad_(true);
+  if (!first) m.wte = at::Tensor(), m.wpe = at::Tensor();
+  if (!last) m.ln_f_w = at::Tensor(), m.ln_f_b = at::Tensor();
+  return chunks;
+}
+
+at::Tensor chunk_forward(DataParallel& d, const model::GPT2& m, const Chunk& c, const at::Tensor& input,
+                         const at::Tensor& targets, const dist::Group& tp, bool train) {
+  if (c.first && c.last) return forward_loss(d, input, targets, train);
+  at::Tensor x;
+  if (tp.size > 1) {
+    x = c.first ? tensor::embed(m, input, tp) : input;
+    x = tensor::run_blocks(m, x, c.begin, c.end, tp);
+    return c.last ? tensor::head_loss(m, x, targets, tp) : x;
+  }
+  x = c.first ? model::embed(m, input, train) : input;
+  x = model::run_blocks(m, x, c.begin, c.end, train);
+  return c.last ? model::head_loss(m, x, targets) : x;
+}
+
+}  // namespace slm::parallel::pipeline

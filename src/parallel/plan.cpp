@@ -1,0 +1,289 @@
+// parallel/plan.cpp: see plan.h.
+#include "parallel/plan.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <numeric>
+#include <set>
+#include <sstream>
+#include <toml++/toml.h>
+
+#include "parallel/pipeline/schedule.h"
+#include "util/error.h"
+#include "util/files.h"
+
+namespace slm::parallel {
+
+int64_t Plan::global_batch() const {
+  return micro_batches * std::accumulate(micro_batch.begin(), micro_batch.end(), int64_t{0});
+}
+
+static std::string resolve_schedule(const std::string& s, int64_t pp, int64_t v) {
+  if (s != "auto") return s;
+  return pp == 1 ? "none" : v > 1 ? "interleaved" : "1f1b";
+}
+
+Plan plan_from_flags(const PlanFlags& f, int64_t n_layer, int world, int64_t batch_size, int64_t micro_batch) {
+  if (f.tp < 1 || f.pp < 1 || f.virtual_stages < 1 || f.micro_batches < 0 || f.dp == 0 || f.dp < -1)
+    throw UserError(fmt::format("parallel: tp({}), pp({}), virtual_stages({}) must be >= 1, dp({}) -1 or >= 1, "
+                                "micro_batches({}) >= 0",
+                                f.tp, f.pp, f.virtual_stages, f.dp, f.micro_batches));
+  const int64_t tp = f.tp, pp = f.pp, v = f.virtual_stages;
+  if (world % (tp * pp) != 0)
+    throw UserError(fmt::format("parallel: tp({})*pp({}) = {} does not divide the world size {}", tp, pp, tp * pp, world));
+  const int64_t dp = f.dp == -1 ? world / (tp * pp) : f.dp;
+  if (dp * tp * pp != world)
+    throw UserError(fmt::format("parallel: dp({})*tp({})*pp({}) = {} != world size {}", dp, tp, pp, dp * tp * pp, world));
+  if (pp * v > n_layer)
+    throw UserError(fmt::format("parallel: pp({})*virtual_stages({}) = {} stages for {} layers", pp, v, pp * v, n_layer));
+  Plan p;
+  p.pp = static_cast<int>(pp), p.virtual_stages = static_cast<int>(v), p.dp = static_cast<int>(dp);
+  p.zero = static_cast<int>(f.zero);
+  p.schedule = resolve_schedule(f.schedule, pp, v);
+  p.micro_batch.assign(static_cast<size_t>(dp), micro_batch);
+  if (f.micro_batches > 0) {
+    p.micro_batches = f.micro_batches;
+  } else {
+    if (batch_size % (micro_batch * dp) != 0)
+      throw UserError(fmt::format("batch: batch_size {} must be a multiple of micro_batch {} x {} data-parallel "
+                                  "replicas",
+                                  batch_size, micro_batch, dp));
+    p.micro_batches = batch_size / (micro_batch * dp);
+  }
+  const int64_t S = pp * v;
+  int64_t layer = 0;
+  for (int64_t k = 0; k < S; ++k) {
+    StagePlan s;
+    s.first = layer;
+    layer += n_layer / S + (k < n_layer % S ? 1 : 0);
+    s.end = layer;
+    s.tp = static_cast<int>(tp);
+    for (int64_t r = 0; r < dp * tp; ++r) s.ranks.push_back(static_cast<int>((k % pp) * dp * tp + r));
+    p.stages.push_back(s);
+  }
+  return p;
+}
+
+namespace {
+
+template <typename T>
+T get(const toml::node* n, const std::string& key, const std::string& where) {
+  auto v = n ? n->value<T>() : std::optional<T>{};
+  if (!v) throw UserError(fmt::format("{}: '{}' has the wrong type", where, key));
+  return *v;
+}
+
+std::vector<int64_t> int_list(const toml::node* n, const std::string& key, const std::string& where) {
+  const toml::array* a = n ? n->as_array() : nullptr;
+  if (!a) throw UserError(fmt::format("{}: '{}' must be a list of integers", where, key));
+  std::vector<int64_t> out;
+  for (const toml::node& e : *a) out.push_back(get<int64_t>(&e, key, where));
+  return out;
+}
+
+void only_keys(const toml::table& t, std::set<std::string> allowed, const std::string& where) {
+  for (const auto& [k, v] : t)
+    if (!allowed.count(std::string(k.str())))
+      throw UserError(fmt::format("{}: unknown key '{}'", where, std::string(k.str())));
+}
+
+}  // namespace
+
+Plan parse_plan(const std::string& text, const std::string& where) {
+  toml::table t;
+  try {
+    t = toml::parse(text, where);
+  } catch (const toml::parse_error& e) {
+    throw UserError(fmt::format("{}:{}: {}", where, e.source().begin.line, std::string(e.description())));
+  }
+  only_keys(t, {"schedule", "micro_batches", "micro_batch", "zero", "virtual_stages", "stage"}, where);
+  Plan p;
+  p.zero = -1;
+  if (auto* n = t.get("schedule")) p.schedule = get<std::string>(n, "schedule", where);
+  if (auto* n = t.get("micro_batches")) p.micro_batches = get<int64_t>(n, "micro_batches", where);
+  if (auto* n = t.get("zero")) p.zero = static_cast<int>(get<int64_t>(n, "zero", where));
+  if (auto* n = t.get("virtual_stages")) p.virtual_stages = static_cast<int>(get<int64_t>(n, "virtual_stages", where));
+  if (!t.get("micro_batch")) throw UserError(fmt::format("{}: 'micro_batch' (one size per replica) is missing", where));
+  p.micro_batch = int_list(t.get("micro_batch"), "micro_batch", where);
+  const toml::array* stages = t.get("stage") ? t.get("stage")->as_array() : nullptr;
+  if (!stages || stages->empty()) throw UserError(fmt::format("{}: no [[stage]] tables", where));
+  for (size_t k = 0; k < stages->size(); ++k) {
+    const std::string w = fmt::format("{}: stage {}", where, k);
+    const toml::table* st = (*stages)[k].as_table();
+    if (!st) throw UserError(w + ": must be a table");
+    only_keys(*st, {"layers", "tp", "ranks"}, w);
+    StagePlan s;
+    std::vector<int64_t> layers = int_list(st->get("layers"), "layers", w);
+    if (layers.size() != 2) throw UserError(w + ": 'layers' must be [first, end)");
+    s.first = layers[0], s.end = layers[1];
+    if (auto* n = st->get("tp")) s.tp = static_cast<int>(get<int64_t>(n, "tp", w));
+    for (int64_t r : int_list(st->get("ranks"), "ranks", w)) s.ranks.push_back(static_cast<int>(r));
+    p.stages.push_back(s);
+  }
+  p.dp = static_cast<int>(p.micro_batch.size());
+  p.pp = std::max<int>(1, static_cast<int>(p.stages.size()) / std::max(1, p.virtual_stages));
+  return p;
+}
+
+Plan resolve_plan(const ParallelConfig& c, int64_t n_layer, int world, int64_t batch_size, int64_t micro_batch) {
+  Plan p;
+  if (c.plan.empty()) {
+    p = plan_from_flags({c.dp, c.tp, c.pp, c.virtual_stages, c.micro_batches, c.schedule, c.zero}, n_layer, world,
+                        batch_size, micro_batch);
+  } else {
+    if (!path_exists(c.plan)) throw UserError(fmt::format("parallel.plan: {}: no such file", c.plan));
+    p = parse_plan(read_file(c.plan), c.plan);
+    if (p.zero < 0) p.zero = static_cast<int>(c.zero);
+  }
+  if (p.global_batch() != batch_size)
+    throw UserError(fmt::format("plan: micro_batches({}) x sum of micro_batch [{}] = {} sequences per step, but "
+                                "batch.batch_size is {}",
+                                p.micro_batches, fmt::join(p.micro_batch, ", "), p.global_batch(), batch_size));
+  return p;
+}
+
+std::string plan_to_toml(const Plan& p) {
+  std::string out = fmt::format(
+      "# slm plan: {} pipeline rank set(s) x {} data-parallel replica(s)\n"
+      "schedule = \"{}\"\nmicro_batches = {}\nmicro_batch = [{}]\nzero = {}\nvirtual_stages = {}\n",
+      p.pp, p.dp, p.schedule, p.micro_batches, fmt::join(p.micro_batch, ", "), p.zero, p.virtual_stages);
+  for (const StagePlan& s : p.stages)
+    out += fmt::format("\n[[stage]]\nlayers = [{}, {}]\ntp = {}\nranks = [{}]\n", s.first, s.end, s.tp,
+                       fmt::join(s.ranks, ", "));
+  return out;
+}
+
+void validate_plan(const Plan& p, const ModelShape& m, int world) {
+  auto need = [](bool ok, const std::string& msg) {
+    if (!ok) throw UserError("plan: " + msg);
+  };
+  need(!p.stages.empty(), "no stages");
+  need(p.virtual_stages >= 1 && p.stages.size() % static_cast<size_t>(p.virtual_stages) == 0,
+       fmt::format("{} stages is not a multiple of virtual_stages {}", p.stages.size(), p.virtual_stages));
+  need(p.dp >= 1 && static_cast<int>(p.micro_batch.size()) == p.dp, "micro_batch needs one entry per replica");
+  for (int64_t b : p.micro_batch) need(b >= 1, fmt::format("micro_batch {} must be >= 1", b));
+  need(p.zero >= 0 && p.zero <= 3, fmt::format("zero {} is not 0, 1, 2 or 3", p.zero));
+  need(p.zero < 3 || p.stages.size() == 1, "zero 3 does not combine with pipeline stages (use zero <= 2)");
+  need(p.zero < 3 || p.stages[0].tp == 1, "zero 3 does not combine with tp > 1 yet (use zero <= 2)");
+  pipeline::validate_schedule(p.schedule, p.pp, static_cast<int>(p.micro_batches), p.virtual_stages);
+  int64_t layer = 0;
+  std::vector<int> seen(static_cast<size_t>(world), -1);
+  for (size_t k = 0; k < p.stages.size(); ++k) {
+    const StagePlan& s = p.stages[k];
+    need(s.first == layer && s.end > s.first,
+         fmt::format("stage {} covers layers [{}, {}) but must start at layer {} and hold at least one", k, s.first,
+                     s.end, layer));
+    layer = s.end;
+    need(s.tp >= 1 && m.n_head % s.tp == 0, fmt::format("stage {}: tp({}) must divide model.n_head({})", k, s.tp, m.n_head));
+    need(m.vocab_padded % s.tp == 0,
+         fmt::format("stage {}: tp({}) must divide the padded vocabulary {}", k, s.tp, m.vocab_padded));
+    need(static_cast<int>(s.ranks.size()) == p.dp * s.tp,
+         fmt::format("stage {} has {} ranks but dp({})*tp({}) = {}", k, s.ranks.size(), p.dp, s.tp, p.dp * s.tp));
+    if (k >= static_cast<size_t>(p.pp)) {
+      const StagePlan& same = p.stages[k % static_cast<size_t>(p.pp)];
+      need(s.ranks == same.ranks && s.tp == same.tp,
+           fmt::format("stage {} must run on the ranks and tp of stage {} (virtual stages)", k, k % p.pp));
+      continue;
+    }
+    for (int r : s.ranks) {
+      need(r >= 0 && r < world, fmt::format("stage {}: rank {} is outside 0..{}", k, r, world - 1));
+      need(seen[static_cast<size_t>(r)] < 0, fmt::format("rank {} is in stage {} and stage {}", r, seen[static_cast<size_t>(r)], k));
+      seen[static_cast<size_t>(r)] = static_cast<int>(k);
+    }
+  }
+  need(layer == m.n_layer, fmt::format("the stages cover {} layers, the model has {}", layer, m.n_layer));
+  for (int r = 0; r < world; ++r)
+    need(seen[static_cast<size_t>(r)] >= 0, fmt::format("rank {} of {} is in no stage", r, world));
+  need(p.stages.size() == 1 || p.stages.front().tp == p.stages.back().tp,
+       fmt::format("first and last stage share the tied embedding and need the same tp ({} vs {})",
+                   p.stages.front().tp, p.stages.back().tp));
+}
+
+RankRole role_of(const Plan& p, int rank) {
+  RankRole role;
+  for (int k = 0; k < p.pp; ++k) {
+    const StagePlan& s = p.stages[static_cast<size_t>(k)];
+    auto it = std::find(s.ranks.begin(), s.ranks.end(), rank);
+    if (it == s.ranks.end()) continue;
+    const int i = static_cast<int>(it - s.ranks.begin());
+    role.pipe = k, role.replica = i / s.tp, role.tp_rank = i % s.tp;
+    for (int c = 0; c < p.virtual_stages; ++c) role.stages.push_back(c * p.pp + k);
+    return role;
+  }
+  throw UserError(fmt::format("plan: rank {} is in no stage", rank));
+}
+
+int rank_at(const Plan& p, int stage, int replica, int tp_rank) {
+  const StagePlan& s = p.stages.at(static_cast<size_t>(stage));
+  return s.ranks.at(static_cast<size_t>(replica * s.tp + tp_rank));
+}
+
+MemoryEstimate estimate_memory(const Plan& p, const ModelShape& m, int64_t seq_len, int rank) {
+  const RankRole role = role_of(p, rank);
+  const double C = static_cast<double>(m.n_embd), T = static_cast<double>(seq_len), H = static_cast<double>(m.n_head);
+  const double V = static_cast<double>(m.vocab_padded), S = static_cast<double>(p.stages.size());
+  const double b = static_cast<double>(p.micro_batch[static_cast<size_t>(role.replica)]);
+  double trained = 0, head_copy = 0, layers = 0, logits = 0;
+  int tp = 1;
+  for (int k : role.stages) {
+    const StagePlan& s = p.stages[static_cast<size_t>(k)];
+    const double t = s.tp;
+    tp = s.tp;
+    const double L = static_cast<double>(s.end - s.first);
+    layers += L;
+    trained += L * (12 * C * C / t + 7 * C / t + 6 * C);
+    if (k == 0) trained += V * C / t + static_cast<double>(m.block_size) * C;
+    if (k == static_cast<int>(S) - 1) {
+      trained += 2 * C;
+      if (S > 1) head_copy = V * C / t;
+      logits = b * T * V / t * 4 * 2;  // logits and their gradient
+    }
+  }
+  MemoryEstimate e;
+  const double dp = p.zero >= 1 ? p.dp : 1;
+  e.params = 4 * (trained + head_copy);
+  e.grads = 4 * (p.zero >= 2 ? trained / p.dp : trained) + 4 * head_copy;
+  e.optimizer = 8 * trained / dp;
+  auto actions = pipeline::schedule_actions(p.schedule, p.pp, role.pipe, static_cast<int>(p.micro_batches),
+                                            p.virtual_stages);
+  int live = 0, most = 0;
+  for (const auto& a : actions) most = std::max(most, live += a.op == pipeline::Action::F ? 1 : -1);
+  const double per_layer = m.recompute ? b * T * C * 4 : 2 * b * T * C * (10 + 24.0 / tp + 5 * H * T / (C * tp));
+  e.activations = most * (per_layer * layers / p.virtual_stages + b * T * C * 4) + logits;
+  return e;
+}
+
+std::string describe_plan(const Plan& p, const ModelShape& m, int64_t seq_len) {
+  std::ostringstream o;
+  int world = 0;
+  for (int k = 0; k < p.pp; ++k) world += static_cast<int>(p.stages[static_cast<size_t>(k)].ranks.size());
+  o << fmt::format("plan: {} ranks = {} pipeline rank set(s) x {} replica(s); schedule {}, {} micro-batches per "
+                   "replica of [{}] sequences (global batch {}), ZeRO {}\n",
+                   world, p.pp, p.dp, p.schedule, p.micro_batches, fmt::join(p.micro_batch, ", "), p.global_batch(),
+                   p.zero);
+  for (size_t k = 0; k < p.stages.size(); ++k) {
+    const StagePlan& s = p.stages[k];
+    std::string extra = k == 0 ? " + embeddings" : "";
+    if (k + 1 == p.stages.size()) extra += " + head";
+    std::vector<std::string> reps;
+    for (int r = 0; r < p.dp; ++r) {
+      std::vector<int> rs(s.ranks.begin() + r * s.tp, s.ranks.begin() + (r + 1) * s.tp);
+      reps.push_back(fmt::format("[{}]", fmt::join(rs, ",")));
+    }
+    o << fmt::format("  stage {}: layers {}-{}{}, tp {}, ranks per replica {}\n", k, s.first, s.end - 1, extra, s.tp,
+                     fmt::join(reps, " "));
+  }
+  o << fmt::format("  pipeline bubble (theory, equal stages): {:.1f}%\n",
+                   100 * pipeline::theoretical_bubble(p.pp, static_cast<int>(p.micro_batches), p.virtual_stages));
+  const double gib = 1024.0 * 1024 * 1024;
+  for (int r = 0; r < world; ++r) {
+    MemoryEstimate e = estimate_memory(p, m, seq_len, r);
+    o << fmt::format("  rank {}: ~{:.2f} GiB (parameters {:.2f}, gradients {:.2f}, optimizer {:.2f}, activations "
+                     "{:.2f})\n",
+                     r, e.total() / gib, e.params / gib, e.grads / gib, e.optimizer / gib, e.activations / gib);
+  }
+  return o.str();
+}
+
+}  // namespace slm::parallel

@@ -1,0 +1,94 @@
+// parallel/plan.h: the plan: one readable description of a parallel layout that drives
+// everything parallel/ does (a later planner writes plans). TOML in and out. Pure: no torch.
+// Owns: Plan, StagePlan, ModelShape, PlanFlags, plan_from_flags (presets), parse_plan /
+// plan_to_toml, validate_plan, role_of (what a rank does), estimate_memory, describe_plan.
+// Worked example: 6 ranks, 2 pipeline stages, 2 data-parallel replicas, stage 0 on 4 ranks with
+// tp 2 and stage 1 on 2 ranks with tp 1, replicas with micro-batches of 3 and 1 sequences:
+//   [[stage]] layers = [0, 5]   tp = 2   ranks = [0, 1, 2, 3]   # replica 0: 0,1; replica 1: 2,3
+//   [[stage]] layers = [5, 8]   tp = 1   ranks = [4, 5]         # replica 0: 4;   replica 1: 5
+//   micro_batch = [3, 1]   micro_batches = 4   schedule = "1f1b"
+// -> 4 * (3 + 1) = 16 sequences per step; replica 1's gradient counts 1/4 of the tokens.
+// With interleaving (virtual_stages = v) the stage list has pp * v entries and stage k runs on the
+// ranks of stage k % pp.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "parallel/config.h"
+
+namespace slm::parallel {
+
+struct StagePlan {
+  int64_t first = 0, end = 0;  // layers [first, end); the embeddings go with layer 0, the head with the last
+  int tp = 1;                  // tensor-parallel degree inside the stage (divides n_head)
+  std::vector<int> ranks;      // dp * tp global ranks: replica-major, tp rank innermost
+};
+
+struct Plan {
+  std::vector<StagePlan> stages;     // in model order (pp * virtual_stages of them)
+  int pp = 1;                        // pipeline depth: distinct rank sets
+  int virtual_stages = 1;            // model chunks per rank (interleaved schedule)
+  int dp = 1;                        // data-parallel replicas of the whole pipeline
+  int zero = 0;                      // ZeRO stage over each stage's data-parallel group
+  std::string schedule = "none";     // none | gpipe | 1f1b | interleaved
+  int64_t micro_batches = 1;         // per replica per optimizer step
+  std::vector<int64_t> micro_batch;  // per replica: sequences per micro-batch (may differ)
+  int64_t global_batch() const;      // micro_batches * sum(micro_batch)
+};
+
+// What validation and the memory estimate need of the model.
+struct ModelShape {
+  int64_t n_layer = 0, n_head = 0, n_embd = 0, vocab_padded = 0, block_size = 0;
+  bool recompute = false;
+};
+
+// The flag form: --dp --tp --pp --virtual-stages --micro-batches --schedule.
+struct PlanFlags {
+  int64_t dp = -1;              // -1 = world / (tp * pp)
+  int64_t tp = 1, pp = 1, virtual_stages = 1;
+  int64_t micro_batches = 0;    // 0 = batch_size / (micro_batch * dp)
+  std::string schedule = "auto";  // auto = none for pp 1, else 1f1b (interleaved if virtual_stages > 1)
+  int64_t zero = 0;
+};
+
+// Even preset: layers split as evenly as possible (earlier stages take the remainder), stage s on
+// ranks [s*dp*tp, (s+1)*dp*tp), every replica with micro_batch sequences. UserError if the
+// numbers do not fit (one line naming every factor).
+Plan plan_from_flags(const PlanFlags& f, int64_t n_layer, int world, int64_t batch_size, int64_t micro_batch);
+// UserError (one line, with `where`) for malformed TOML, unknown keys or wrong types. zero is -1
+// when the file does not set it.
+Plan parse_plan(const std::string& toml_text, const std::string& where);
+// The plan of a run: c.plan's file (its zero, else c.zero) or the even preset of c's degrees.
+// UserError unless its global batch is batch_size.
+Plan resolve_plan(const ParallelConfig& c, int64_t n_layer, int world, int64_t batch_size, int64_t micro_batch);
+std::string plan_to_toml(const Plan& p);
+
+// UserError (one line) unless: the stages cover layers 0..n_layer-1 in order; every rank of
+// 0..world-1 appears in exactly one rank set; each stage has dp*tp ranks; tp divides n_head and
+// the padded vocabulary; first and last stage share tp (tied embedding); the schedule fits.
+void validate_plan(const Plan& p, const ModelShape& m, int world);
+
+// What one rank does. Stages are indices into plan.stages.
+struct RankRole {
+  int pipe = 0;              // pipeline rank (which rank set), 0..pp-1
+  int replica = 0, tp_rank = 0;
+  std::vector<int> stages;   // its model chunks, in chunk order (stage = chunk * pp + pipe)
+};
+RankRole role_of(const Plan& p, int rank);
+// Global rank of (stage, replica, tp rank).
+int rank_at(const Plan& p, int stage, int replica, int tp_rank);
+
+struct MemoryEstimate {
+  double params = 0, grads = 0, optimizer = 0, activations = 0;  // bytes
+  double total() const { return params + grads + optimizer + activations; }
+};
+// Per rank, fp32 training state (parameters 4 B, gradients 4 B, AdamW 8 B per parameter, divided
+// by dp where ZeRO shards them) plus activations of the micro-batches the schedule keeps in flight
+// (Korthikanti et al.'s per-layer formula at 4-byte precision; recomputation keeps block inputs only).
+MemoryEstimate estimate_memory(const Plan& p, const ModelShape& m, int64_t seq_len, int rank);
+
+// Readable, several lines: stages, layers, ranks per replica, schedule, per-rank memory.
+std::string describe_plan(const Plan& p, const ModelShape& m, int64_t seq_len);
+
+}  // namespace slm::parallel

@@ -1,0 +1,40 @@
+// parallel/plan_groups.cpp: see plan_groups.h.
+#include "parallel/plan_groups.h"
+
+#include <algorithm>
+
+namespace slm::parallel {
+
+dist::ProcessGroups make_plan_groups(dist::World& w, const Plan& p) {
+  const int me = w.world.rank;
+  const RankRole role = role_of(p, me);
+  dist::ProcessGroups g;
+  g.world = w.world;
+  g.shape = {{"pp", "dp", "tp"}, {p.pp, p.dp, p.stages[static_cast<size_t>(role.pipe)].tp}};
+  auto join = [&](const std::string& name, std::vector<int> ranks, dist::Group& out) {
+    std::sort(ranks.begin(), ranks.end());
+    if (std::find(ranks.begin(), ranks.end(), me) == ranks.end()) return;
+    out = ranks.size() == 1 ? dist::Group{name, 0, 1, {me}, nullptr} : dist::new_group(w, name, ranks);
+  };
+  for (int k = 0; k < p.pp; ++k)
+    for (int r = 0; r < p.dp; ++r) {
+      std::vector<int> ranks;
+      for (int j = 0; j < p.stages[static_cast<size_t>(k)].tp; ++j) ranks.push_back(rank_at(p, k, r, j));
+      join("tp", ranks, g.tp);
+    }
+  for (int k = 0; k < p.pp; ++k)
+    for (int j = 0; j < p.stages[static_cast<size_t>(k)].tp; ++j) {
+      std::vector<int> ranks;
+      for (int r = 0; r < p.dp; ++r) ranks.push_back(rank_at(p, k, r, j));
+      join("dp", ranks, g.dp);
+    }
+  g.pp = {"pp", me, 1, {me}, nullptr};
+  if (p.stages.size() > 1) {
+    std::vector<int> all(static_cast<size_t>(w.world.size));
+    for (int r = 0; r < w.world.size; ++r) all[static_cast<size_t>(r)] = r;
+    g.pp = dist::new_group(w, "pp", all, /*own_connections=*/true);
+  }
+  return g;
+}
+
+}  // namespace slm::parallel

@@ -1,0 +1,15 @@
+// parallel/plan_groups.h: the process groups a plan needs, built once and passed down.
+// Owns: make_plan_groups. For this rank's stage: tp = the ranks of its replica in that stage; dp =
+// the ranks with its tp rank in every replica of that stage; pp = every rank with its own
+// connections, for stage-to-stage messages. Every rank walks all groups in one order (all tp
+// groups, then all dp groups), joining its own, so that creation cannot deadlock.
+#pragma once
+#include "dist/mesh.h"
+#include "dist/world.h"
+#include "parallel/plan.h"
+
+namespace slm::parallel {
+
+dist::ProcessGroups make_plan_groups(dist::World& w, const Plan& p);
+
+}  // namespace slm::parallel
