@@ -14,6 +14,11 @@ void add_export_command(CLI::App& app);      // export_cmd.cpp
 void add_eval_commands(CLI::App& app);       // eval_cmd.cpp: eval, generate
 void add_report_command(CLI::App& app);      // report_cmd.cpp
 void add_launch_command(CLI::App& app);      // launch_cmd.cpp
+void add_plan_commands(CLI::App& app);       // plan_cmd.cpp: plan make, plan check
+
+// --dp --tp --pp --virtual-stages --micro-batches --schedule --zero, appended to `sets` as
+// "parallel.<key>=<value>" overrides (plan_cmd.cpp).
+void add_layout_flags(CLI::App* cmd, std::vector<std::string>& sets);
 
 // --format, --separator, --jsonl-field (corpus_options.cpp).
 void add_corpus_options(CLI::App* cmd, data::CorpusOptions& o);

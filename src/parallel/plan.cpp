@@ -271,17 +271,20 @@ std::string describe_plan(const Plan& p, const ModelShape& m, int64_t seq_len) {
       std::vector<int> rs(s.ranks.begin() + r * s.tp, s.ranks.begin() + (r + 1) * s.tp);
       reps.push_back(fmt::format("[{}]", fmt::join(rs, ",")));
     }
-    o << fmt::format("  stage {}: layers {}-{}{}, tp {}, ranks per replica {}\n", k, s.first, s.end - 1, extra, s.tp,
-                     fmt::join(reps, " "));
+    const std::string layers = s.end - s.first == 1 ? fmt::format("layer {}", s.first)
+                                                    : fmt::format("layers {}-{}", s.first, s.end - 1);
+    o << fmt::format("  stage {}: {}{}, tp {}, ranks per replica {}\n", k, layers, extra, s.tp, fmt::join(reps, " "));
   }
   o << fmt::format("  pipeline bubble (theory, equal stages): {:.1f}%\n",
                    100 * pipeline::theoretical_bubble(p.pp, static_cast<int>(p.micro_batches), p.virtual_stages));
-  const double gib = 1024.0 * 1024 * 1024;
+  auto size = [](double bytes) {
+    return bytes >= (1 << 30) ? fmt::format("{:.2f} GiB", bytes / (1 << 30)) : fmt::format("{:.1f} MiB", bytes / (1 << 20));
+  };
+  o << "  memory per rank (estimate: parameters + gradients + optimizer + activations):\n";
   for (int r = 0; r < world; ++r) {
     MemoryEstimate e = estimate_memory(p, m, seq_len, r);
-    o << fmt::format("  rank {}: ~{:.2f} GiB (parameters {:.2f}, gradients {:.2f}, optimizer {:.2f}, activations "
-                     "{:.2f})\n",
-                     r, e.total() / gib, e.params / gib, e.grads / gib, e.optimizer / gib, e.activations / gib);
+    o << fmt::format("    rank {}: ~{} ({} + {} + {} + {})\n", r, size(e.total()), size(e.params), size(e.grads),
+                     size(e.optimizer), size(e.activations));
   }
   return o.str();
 }

@@ -2,12 +2,14 @@
 // everything parallel/ does (a later planner writes plans). TOML in and out. Pure: no torch.
 // Owns: Plan, StagePlan, ModelShape, PlanFlags, plan_from_flags (presets), parse_plan /
 // plan_to_toml, validate_plan, role_of (what a rank does), estimate_memory, describe_plan.
-// Worked example: 6 ranks, 2 pipeline stages, 2 data-parallel replicas, stage 0 on 4 ranks with
-// tp 2 and stage 1 on 2 ranks with tp 1, replicas with micro-batches of 3 and 1 sequences:
-//   [[stage]] layers = [0, 5]   tp = 2   ranks = [0, 1, 2, 3]   # replica 0: 0,1; replica 1: 2,3
-//   [[stage]] layers = [5, 8]   tp = 1   ranks = [4, 5]         # replica 0: 4;   replica 1: 5
+// Worked example: 8 ranks, 3 pipeline stages, 2 data-parallel replicas, the middle stage on 4
+// ranks with tp 2 (e.g. the bigger GPUs), replicas with micro-batches of 3 and 1 sequences:
+//   [[stage]] layers = [0, 3]   tp = 1   ranks = [0, 1]         # replica 0: 0;   replica 1: 1
+//   [[stage]] layers = [3, 6]   tp = 2   ranks = [2, 3, 4, 5]   # replica 0: 2,3; replica 1: 4,5
+//   [[stage]] layers = [6, 8]   tp = 1   ranks = [6, 7]
 //   micro_batch = [3, 1]   micro_batches = 4   schedule = "1f1b"
-// -> 4 * (3 + 1) = 16 sequences per step; replica 1's gradient counts 1/4 of the tokens.
+// -> 4 * (3 + 1) = 16 sequences per step; replica 1's gradient counts 1/4 of the tokens. The
+// first and last stage need the same tp (they share the tied embedding).
 // With interleaving (virtual_stages = v) the stage list has pp * v entries and stage k runs on the
 // ranks of stage k % pp.
 #pragma once

@@ -44,13 +44,13 @@ static Action inter_b(int k, int P, int v, int) { return {Action::B, (k / (P * v
 
 std::vector<Action> schedule_actions(const std::string& name, int ranks, int rank, int micro, int chunks) {
   validate_schedule(name, ranks, micro, chunks);
-  if (name == "gpipe" || name == "none") {
+  if (name == "gpipe") {
     std::vector<Action> out;
     for (int m = 0; m < micro; ++m) out.push_back({Action::F, m, 0});
     for (int m = 0; m < micro; ++m) out.push_back({Action::B, m, 0});
     return out;
   }
-  if (name == "1f1b") return one_f_one_b(ranks - rank - 1, micro, plain_f, plain_b, ranks, 1);
+  if (name == "1f1b" || name == "none") return one_f_one_b(ranks - rank - 1, micro, plain_f, plain_b, ranks, 1);
   return one_f_one_b((ranks - rank - 1) * 2 + (chunks - 1) * ranks, micro * chunks, inter_f, inter_b, ranks, chunks);
 }
 

@@ -24,7 +24,8 @@ struct Action {
 
 // UserError (one line) for an unknown name or an impossible combination.
 void validate_schedule(const std::string& name, int ranks, int micro, int chunks);
-// Rank `rank`'s actions (0 <= rank < ranks). "none" is gpipe's order with one rank.
+// Rank `rank`'s actions (0 <= rank < ranks). "none" (one stage) is F0 B0 F1 B1 ...: one
+// micro-batch's activations alive at a time.
 std::vector<Action> schedule_actions(const std::string& name, int ranks, int rank, int micro, int chunks);
 // "F0 F1 B0 ..." (chunk shown as F0.1 when chunks > 1).
 std::string to_string(const std::vector<Action>& actions, int chunks);

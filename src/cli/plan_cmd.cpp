@@ -1,0 +1,104 @@
+// cli/plan_cmd.cpp: `slm plan make` (a plan file from the layout flags) and `slm plan check` (validate
+// a plan file against a world size and a model, print it readably with per-rank memory), and the
+// layout flags (--dp --tp --pp --virtual-stages --micro-batches --schedule --zero) shared with
+// `slm train`, where they are shorthands for --set parallel.<key>=<value>.
+#include <cstdio>
+#include <fmt/format.h>
+#include <memory>
+
+#include "cli/commands.h"
+#include "data/manifest.h"
+#include "parallel/plan.h"
+#include "train/config.h"
+#include "train/trainer.h"
+#include "util/error.h"
+#include "util/files.h"
+
+namespace slm::cli {
+namespace {
+
+struct PlanArgs {
+  std::string config, plan, out;
+  std::vector<std::string> set;
+  int world = 0;
+};
+
+// The configuration's model, with the vocabulary from its dataset when model.vocab_size is 0
+// (GPT-2's 50257 when there is no dataset either).
+train::Config model_config(const PlanArgs& a) {
+  train::Config cfg = train::load_config(a.config, a.set);
+  if (cfg.model.vocab_size == 0) {
+    cfg.model.vocab_size = 50257;
+    if (!cfg.data.dir.empty() && path_exists(cfg.data.dir)) cfg.model.vocab_size = data::read_manifest(cfg.data.dir).vocab_size;
+  }
+  return cfg;
+}
+
+void common_options(CLI::App* cmd, PlanArgs& a) {
+  cmd->add_option("-c,--config", a.config, "training configuration (model, batch, parallel sections)");
+  cmd->add_option("--set", a.set, "override one key, section.key=value (repeatable)");
+  cmd->add_option("--world", a.world, "number of ranks (processes / GPUs)")->required()->check(CLI::PositiveNumber);
+}
+
+void print_plan(const parallel::Plan& p, const train::Config& cfg, int world) {
+  parallel::validate_plan(p, train::model_shape(cfg.model), world);
+  const int64_t T = cfg.batch.seq_len > 0 ? cfg.batch.seq_len : cfg.model.block_size;
+  std::fprintf(stderr, "%s", parallel::describe_plan(p, train::model_shape(cfg.model), T).c_str());
+  const double cap = cfg.parallel.memory_cap_gb;
+  if (cap <= 0) return;
+  for (int r = 0; r < world; ++r) {
+    const double gib = parallel::estimate_memory(p, train::model_shape(cfg.model), T, r).total() / (1 << 30);
+    if (gib > cap)
+      throw UserError(fmt::format("plan: rank {} needs ~{:.2f} GiB > parallel.memory_cap_gb {}", r, gib, cap));
+  }
+  std::fprintf(stderr, "  every rank fits parallel.memory_cap_gb = %g\n", cap);
+}
+
+}  // namespace
+
+void add_layout_flags(CLI::App* cmd, std::vector<std::string>& sets) {
+  for (auto [flag, key, help] : {std::tuple{"--dp", "dp", "data-parallel replicas (-1 = the rest)"},
+                                 {"--tp", "tp", "tensor-parallel degree per stage"},
+                                 {"--pp", "pp", "pipeline stages"},
+                                 {"--virtual-stages", "virtual_stages", "model chunks per pipeline rank (interleaved)"},
+                                 {"--micro-batches", "micro_batches", "micro-batches per replica per step"},
+                                 {"--schedule", "schedule", "none | gpipe | 1f1b | interleaved"},
+                                 {"--zero", "zero", "ZeRO stage 0-3"}}) {
+    const std::string k = key;
+    cmd->add_option_function<std::string>(
+        flag, [&sets, k](const std::string& v) { sets.push_back("parallel." + k + "=" + v); },
+        std::string(help) + " (= --set parallel." + k + "=...)");
+  }
+}
+
+void add_plan_commands(CLI::App& app) {
+  auto* plan = app.add_subcommand("plan", "make, check and print parallel layouts (plans)");
+  plan->require_subcommand(1);
+  auto a = std::make_shared<PlanArgs>();
+  auto* make = plan->add_subcommand("make", "write the plan of the layout flags (even stages) as TOML");
+  common_options(make, *a);
+  add_layout_flags(make, a->set);
+  make->add_option("-o,--out", a->out, "write the plan here (default: stdout)");
+  make->callback([a] {
+    train::Config cfg = model_config(*a);
+    parallel::Plan p = parallel::resolve_plan(cfg.parallel, cfg.model.n_layer, a->world, cfg.batch.batch_size,
+                                              cfg.batch.micro_batch);
+    print_plan(p, cfg, a->world);
+    if (a->out.empty()) std::printf("%s", parallel::plan_to_toml(p).c_str());
+    else write_file_atomic(a->out, parallel::plan_to_toml(p));
+  });
+  auto b = std::make_shared<PlanArgs>();
+  auto* check = plan->add_subcommand("check", "validate a plan file for a world size and model; print it");
+  check->add_option("plan", b->plan, "plan file (TOML)")->required();
+  common_options(check, *b);
+  check->callback([b] {
+    train::Config cfg = model_config(*b);
+    if (!path_exists(b->plan)) throw UserError(fmt::format("{}: no such file", b->plan));
+    parallel::Plan p = parallel::parse_plan(read_file(b->plan), b->plan);
+    if (p.zero < 0) p.zero = static_cast<int>(cfg.parallel.zero);
+    print_plan(p, cfg, b->world);
+    std::printf("%s: valid for %d ranks\n", b->plan.c_str(), b->world);
+  });
+}
+
+}  // namespace slm::cli

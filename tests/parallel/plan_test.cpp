@@ -1,0 +1,141 @@
+// tests/parallel/plan_test.cpp: plans: presets from flags, TOML round trip, validation errors
+// (one line naming the problem), rank roles, memory estimate against the ZeRO formulas.
+#include <gtest/gtest.h>
+
+#include "parallel/plan.h"
+#include "util/error.h"
+
+using namespace slm::parallel;
+
+static const ModelShape kModel{8, 4, 64, 512, 64, false};
+
+static std::string error_of(const Plan& p, int world) {
+  try {
+    validate_plan(p, kModel, world);
+  } catch (const slm::UserError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Plan, PresetFromFlags) {
+  PlanFlags f;
+  f.tp = 2, f.pp = 2;
+  Plan p = plan_from_flags(f, 8, 8, 32, 4);
+  EXPECT_EQ(p.dp, 2);
+  EXPECT_EQ(p.schedule, "1f1b");
+  EXPECT_EQ(p.micro_batches, 4);  // 32 / (4 * 2)
+  ASSERT_EQ(p.stages.size(), 2u);
+  EXPECT_EQ(p.stages[0].ranks, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(p.stages[1].first, 4);
+  EXPECT_EQ(error_of(p, 8), "");
+  RankRole r = role_of(p, 6);  // stage 1, replica 1, tp rank 0
+  EXPECT_EQ(r.pipe, 1);
+  EXPECT_EQ(r.replica, 1);
+  EXPECT_EQ(r.tp_rank, 0);
+  EXPECT_EQ(rank_at(p, 1, 1, 1), 7);
+  f = {};
+  f.pp = 3;  // 8 layers over 3 stages: 3, 3, 2
+  p = plan_from_flags(f, 8, 3, 8, 2);
+  EXPECT_EQ(p.stages[2].first, 6);
+  f.virtual_stages = 2;
+  p = plan_from_flags(f, 8, 3, 12, 2);
+  EXPECT_EQ(p.schedule, "interleaved");
+  EXPECT_EQ(p.stages.size(), 6u);
+  EXPECT_EQ(p.stages[4].ranks, p.stages[1].ranks);
+  EXPECT_EQ(role_of(p, 1).stages, (std::vector<int>{1, 4}));
+  try {
+    f = {};
+    f.tp = 3;
+    plan_from_flags(f, 8, 8, 32, 4);
+    FAIL();
+  } catch (const slm::UserError& e) {
+    EXPECT_STREQ(e.what(), "parallel: tp(3)*pp(1) = 3 does not divide the world size 8");
+  }
+}
+
+TEST(Plan, TomlRoundTripAndUneven) {
+  const std::string text = R"(schedule = "gpipe"
+micro_batches = 4
+micro_batch = [3, 1]
+[[stage]]
+layers = [0, 3]
+ranks = [0, 1]
+[[stage]]
+layers = [3, 6]
+tp = 2
+ranks = [2, 3, 4, 5]
+[[stage]]
+layers = [6, 8]
+ranks = [6, 7]
+)";
+  Plan p = parse_plan(text, "x.toml");
+  EXPECT_EQ(p.zero, -1);  // not set: the run's parallel.zero
+  p.zero = 1;
+  EXPECT_EQ(p.dp, 2);
+  EXPECT_EQ(p.pp, 3);
+  EXPECT_EQ(p.global_batch(), 16);
+  EXPECT_EQ(error_of(p, 8), "");
+  Plan q = parse_plan(plan_to_toml(p), "y.toml");
+  EXPECT_EQ(plan_to_toml(q), plan_to_toml(p));
+  // Uneven micro-batches: replica 1's rank in the last stage keeps fewer activations.
+  EXPECT_LT(estimate_memory(p, kModel, 64, 7).activations, estimate_memory(p, kModel, 64, 6).activations);
+  EXPECT_NE(describe_plan(p, kModel, 64).find("stage 1: layers 3-5, tp 2, ranks per replica [2,3] [4,5]"),
+            std::string::npos);
+}
+
+TEST(Plan, OneLineErrors) {
+  auto bad = [](const std::string& text) {
+    try {
+      parse_plan(text, "p.toml");
+    } catch (const slm::UserError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_EQ(bad("micro_batch = [1]\nfoo = 1\n[[stage]]\nlayers = [0, 8]\nranks = [0]\n"), "p.toml: unknown key 'foo'");
+  EXPECT_EQ(bad("micro_batch = [1]\n"), "p.toml: no [[stage]] tables");
+  EXPECT_EQ(bad("micro_batch = [1]\n[[stage]]\nlayers = [0]\nranks = [0]\n"), "p.toml: stage 0: 'layers' must be [first, end)");
+  EXPECT_NE(bad("micro_batch = [1\n").find("p.toml:"), std::string::npos);
+
+  PlanFlags f;
+  f.pp = 2;
+  Plan p = plan_from_flags(f, 8, 2, 8, 2);
+  Plan q = p;
+  q.stages[1].first = 5;
+  EXPECT_EQ(error_of(q, 2), "plan: stage 1 covers layers [5, 8) but must start at layer 4 and hold at least one");
+  q = p;
+  q.stages[1].ranks = {0};
+  EXPECT_EQ(error_of(q, 2), "plan: rank 0 is in stage 0 and stage 1");
+  q = p;
+  q.stages[1].tp = 3, q.stages[1].ranks = {1, 2, 3};
+  EXPECT_EQ(error_of(q, 4), "plan: stage 1: tp(3) must divide model.n_head(4)");
+  q = p;
+  q.stages[1].tp = 2, q.stages[1].ranks = {1, 2};
+  EXPECT_EQ(error_of(q, 3), "plan: first and last stage share the tied embedding and need the same tp (1 vs 2)");
+  EXPECT_EQ(error_of(p, 3), "plan: rank 2 of 3 is in no stage");
+  q = p;
+  q.stages[1].end = 7;
+  EXPECT_EQ(error_of(q, 2), "plan: the stages cover 7 layers, the model has 8");
+  q = p;
+  q.zero = 3;
+  EXPECT_EQ(error_of(q, 2), "plan: zero 3 does not combine with pipeline stages (use zero <= 2)");
+}
+
+TEST(Plan, MemoryEstimateFollowsZeroAndStages) {
+  PlanFlags f;
+  f.dp = 4;
+  Plan dp = plan_from_flags(f, 8, 4, 16, 1);
+  const double P = 8 * (12.0 * 64 * 64 + 13 * 64) + 512 * 64 + 64 * 64 + 2 * 64;  // every parameter
+  MemoryEstimate e0 = estimate_memory(dp, kModel, 64, 0);
+  EXPECT_DOUBLE_EQ(e0.params + e0.grads + e0.optimizer, 16 * P);
+  dp.zero = 2;
+  MemoryEstimate e2 = estimate_memory(dp, kModel, 64, 0);
+  EXPECT_DOUBLE_EQ(e2.params + e2.grads + e2.optimizer, 4 * P + 12 * P / 4);
+  f = {};
+  f.pp = 4;
+  Plan pp = plan_from_flags(f, 8, 4, 16, 1);
+  double sum = 0;
+  for (int r = 0; r < 4; ++r) sum += estimate_memory(pp, kModel, 64, r).params;
+  EXPECT_DOUBLE_EQ(sum, 4 * (P + 512 * 64));  // the last stage's copy of the tied head
+}

@@ -1,0 +1,67 @@
+// tests/parallel/schedule_test.cpp: pipeline schedules as action lists: exact orders for small
+// cases, every list complete and deadlock-free under the executor's semantics (simulator), and
+// the simulated bubble equal to the theory for equal stages.
+#include <gtest/gtest.h>
+
+#include "parallel/pipeline/schedule.h"
+#include "util/error.h"
+
+using namespace slm::parallel::pipeline;
+
+static std::vector<std::vector<Action>> all_ranks(const std::string& s, int P, int M, int v) {
+  std::vector<std::vector<Action>> out;
+  for (int r = 0; r < P; ++r) out.push_back(schedule_actions(s, P, r, M, v));
+  return out;
+}
+
+TEST(Schedule, ExactOrders) {
+  EXPECT_EQ(to_string(schedule_actions("gpipe", 2, 0, 3, 1), 1), "F0 F1 F2 B0 B1 B2");
+  EXPECT_EQ(to_string(schedule_actions("1f1b", 3, 0, 4, 1), 1), "F0 F1 F2 B0 F3 B1 B2 B3");
+  EXPECT_EQ(to_string(schedule_actions("1f1b", 3, 2, 4, 1), 1), "F0 B0 F1 B1 F2 B2 F3 B3");
+  EXPECT_EQ(to_string(schedule_actions("none", 1, 0, 2, 1), 1), "F0 B0 F1 B1");
+  // Interleaved, 2 ranks x 2 chunks, 2 micro-batches: rank 0 warms up with (2-0-1)*2 + 2 = 4.
+  EXPECT_EQ(to_string(schedule_actions("interleaved", 2, 0, 2, 2), 2), "F0.0 F1.0 F0.1 F1.1 B0.1 B1.1 B0.0 B1.0");
+}
+
+TEST(Schedule, CompleteAndDeadlockFree) {
+  for (const char* s : {"gpipe", "1f1b"})
+    for (int P : {1, 2, 3, 4, 8})
+      for (int M : {1, 2, 3, 5, 8, 16}) {
+        auto lists = all_ranks(s, P, M, 1);
+        for (const auto& l : lists) ASSERT_EQ(l.size(), static_cast<size_t>(2 * M));
+        Simulation sim = simulate(lists, 1, 1.0, 2.0);
+        ASSERT_FALSE(sim.deadlock) << s << " P=" << P << " M=" << M << ": " << sim.message;
+        // Equal stages: every schedule here idles (P-1)(tf+tb) of M(tf+tb) + (P-1)(tf+tb).
+        for (double b : sim.bubble) EXPECT_NEAR(b, theoretical_bubble(P, M, 1), 1e-9) << s << P << M;
+      }
+  for (int P : {2, 3, 4})
+    for (int v : {2, 3})
+      for (int M : {P, 2 * P, 4 * P}) {
+        auto lists = all_ranks("interleaved", P, M, v);
+        for (const auto& l : lists) ASSERT_EQ(l.size(), static_cast<size_t>(2 * M * v));
+        Simulation sim = simulate(lists, v, 1.0, 2.0);
+        ASSERT_FALSE(sim.deadlock) << "P=" << P << " v=" << v << " M=" << M << ": " << sim.message;
+        for (double b : sim.bubble) EXPECT_LE(b, theoretical_bubble(P, M, v) + 1e-9);
+      }
+}
+
+TEST(Schedule, OneFOneBKeepsFewerMicroBatchesInFlight) {
+  EXPECT_EQ(simulate(all_ranks("gpipe", 4, 16, 1), 1, 1, 2).max_in_flight, 16);
+  EXPECT_EQ(simulate(all_ranks("1f1b", 4, 16, 1), 1, 1, 2).max_in_flight, 4);
+}
+
+TEST(Schedule, SimulatorFindsADeadlock) {
+  // Both ranks start with a backward that waits for the other's.
+  std::vector<std::vector<Action>> bad = {{{Action::F, 0, 0}, {Action::F, 1, 0}, {Action::B, 1, 0}, {Action::B, 0, 0}},
+                                          {{Action::B, 0, 0}, {Action::F, 0, 0}, {Action::F, 1, 0}, {Action::B, 1, 0}}};
+  Simulation sim = simulate(bad, 1, 1, 2);
+  EXPECT_TRUE(sim.deadlock);
+  EXPECT_NE(sim.message.find("waits forever at B"), std::string::npos);
+}
+
+TEST(Schedule, RejectsBadCombinations) {
+  EXPECT_THROW(schedule_actions("zigzag", 2, 0, 4, 1), slm::UserError);
+  EXPECT_THROW(schedule_actions("none", 2, 0, 4, 1), slm::UserError);
+  EXPECT_THROW(schedule_actions("interleaved", 2, 0, 3, 2), slm::UserError);  // M % P != 0
+  EXPECT_THROW(schedule_actions("1f1b", 2, 0, 4, 2), slm::UserError);
+}
