@@ -70,6 +70,15 @@ torch::autograd::variable_list ReadyHook::operator()(const torch::autograd::vari
   return outputs;
 }
 
+// Sum of squares in chunks (a whole-buffer pow(2) would allocate a second copy of the gradients).
+double sum_of_squares(const at::Tensor& g) {
+  constexpr int64_t kChunk = 1 << 20;
+  double total = 0;
+  for (int64_t i = 0; i < g.numel(); i += kChunk)
+    total += g.narrow(0, i, std::min(kChunk, g.numel() - i)).pow(2).sum().item<double>();
+  return total;
+}
+
 }  // namespace
 
 void validate(const ParallelConfig& c) {
@@ -162,7 +171,7 @@ double grad_norm_sq(DataParallel& d) {
   at::Tensor g = grad_shard(d);
   double local = 0;
   if (d.tp.size == 1) {
-    local = g.pow(2).sum().item<double>();
+    local = sum_of_squares(g);
   } else {  // per parameter: a replicated one counts 1/tp here, so once after the tp sum
     std::vector<at::Tensor> parts;
     for (const Segment& s : segments(d))

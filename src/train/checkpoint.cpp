@@ -85,7 +85,14 @@ std::string save_checkpoint(const Trainer& t, const std::string& run_dir, int64_
   }
   sync();
   if (sharded || solo || t.groups.dp.rank == 0) {  // this rank's buffer and where its pieces sit
-    auto cpu = [](const at::Tensor& x) { return x.detach().cpu().clone(); };
+    // A view would be saved with its whole storage: copy only those (a whole CPU tensor is written
+    // as it is, so saving does not double the optimizer state in memory).
+    auto cpu = [](const at::Tensor& x) {
+      at::Tensor c = x.detach().cpu();
+      const bool whole = c.is_contiguous() && c.storage_offset() == 0 &&
+                         c.storage().nbytes() == static_cast<size_t>(c.numel()) * c.element_size();
+      return whole ? c : c.clone();
+    };
     std::vector<int64_t> flat;  // (k, 3): local, global, size
     for (const parallel::Segment& g : model_segments(t, /*for_save=*/true)) flat.insert(flat.end(), {g.local, g.global, g.size});
     at::Tensor segs = at::tensor(flat, at::kLong).view({-1, 3});

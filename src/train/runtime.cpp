@@ -33,6 +33,8 @@ void configure_process() {
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
 }
 
+void release_free_memory() { malloc_trim(0); }
+
 void configure_cpu_threads(int threads, int local_ranks) {
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   int n = threads > 0 ? threads : std::max(1, cores / std::max(1, local_ranks));

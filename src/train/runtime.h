@@ -20,5 +20,9 @@ void reexec_with_blas_env(int argc, char** argv);
 void configure_process();
 void configure_cpu_threads(int threads, int local_ranks);  // 0 = cores / ranks on this machine
 int cpu_threads();
+// Returns the heap's free memory to the OS (malloc_trim): with the raised trim threshold of 3.,
+// memory freed while setting up (the initial parameters copied into flat buffers) would otherwise
+// stay in the process's RSS for the whole run. Call once after setup.
+void release_free_memory();
 
 }  // namespace slm::train

@@ -14,6 +14,7 @@
 #include "parallel/tensor/model.h"
 #include "train/optim.h"
 #include "train/precision.h"
+#include "train/runtime.h"
 #include "train/trainer.h"
 #include "util/error.h"
 
@@ -116,6 +117,7 @@ std::unique_ptr<Trainer> make_trainer(const Config& cfg_in) {
     if (parallel::zero_stage(*t->dp) == 0) dist::broadcast(flat, 0, t->groups.dp);
   }
   t->adam = make_adamw(parallel::layout(*t->dp), parallel::segments(*t->dp), parallel::param_shard(*t->dp));
+  release_free_memory();
   return t;
 }
 

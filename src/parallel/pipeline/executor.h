@@ -6,7 +6,8 @@
 // action is posted before the current action computes, so it overlaps compute. With different tp
 // degrees on two neighbouring stages, receiving tp rank j takes activations from sending tp rank
 // j % tp_send, and sending tp rank i takes gradients from receiving tp rank i % tp_recv (the
-// activations between stages are whole on every tp rank). Tied embedding: the last stage's head
+// activations between stages are whole on every tp rank; with equal tp on both sides each sends
+// only its 1/tp and the receivers all-gather it over their tp group). Tied embedding: the last stage's head
 // gradient is added to the first stage's wte gradient before its final backward, and the updated
 // wte is sent back after the optimizer step.
 #pragma once
