@@ -18,6 +18,7 @@ PACKAGES=(
   libgtest-dev                                      # unit tests
   fortunes                                          # the shipped default corpus
   gnuplot-nox                                       # slm report: loss and throughput plots
+  iproute2 iptables libnetfilter-queue-dev          # slm testbed: namespaces, NFQUEUE, slm-delayer
   python3 python3-regex python3-torch               # references in tests and benchmarks only
 )
 

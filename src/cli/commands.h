@@ -15,6 +15,8 @@ void add_eval_commands(CLI::App& app);       // eval_cmd.cpp: eval, generate
 void add_report_command(CLI::App& app);      // report_cmd.cpp
 void add_launch_command(CLI::App& app);      // launch_cmd.cpp
 void add_plan_commands(CLI::App& app);       // plan_cmd.cpp: plan make, plan check
+void add_testbed_command(CLI::App& app);     // testbed_cmd.cpp: testbed up, down, run
+void add_probe_command(CLI::App& app);       // probe_cmd.cpp
 
 // --dp --tp --pp --virtual-stages --micro-batches --schedule --zero, appended to `sets` as
 // "parallel.<key>=<value>" overrides (plan_cmd.cpp).

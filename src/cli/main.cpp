@@ -28,6 +28,8 @@ int main(int argc, char** argv) {
   slm::cli::add_report_command(app);
   slm::cli::add_launch_command(app);
   slm::cli::add_plan_commands(app);
+  slm::cli::add_testbed_command(app);
+  slm::cli::add_probe_command(app);
   slm::install_interrupt_handlers();
   try {
     app.parse(argc, argv);

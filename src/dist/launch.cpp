@@ -67,6 +67,9 @@ pid_t spawn(Child& c, const LaunchOptions& o, const std::string& addr, const std
     ::setenv("MASTER_ADDR", addr.c_str(), 1);
     ::setenv("MASTER_PORT", port.c_str(), 1);
     std::vector<char*> argv;
+    const size_t local = static_cast<size_t>(c.rank - o.node_rank * o.nproc);
+    if (local < o.prefix.size())
+      for (const auto& a : o.prefix[local]) argv.push_back(const_cast<char*>(a.c_str()));
     for (const auto& a : o.command) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
     ::execvp(argv[0], argv.data());

@@ -18,6 +18,9 @@ struct LaunchOptions {
   std::string master;        // HOST:PORT of rank 0's rendezvous store; "" = 127.0.0.1, a free port
   double grace_s = 30;       // after a failure, seconds between SIGTERM and SIGKILL for the rest
   std::vector<std::string> command;  // program and arguments, run once per rank
+  // Optional, per local rank: words put before the command (the testbed runs each rank inside
+  // its network namespace: {"ip", "netns", "exec", "geo-r3"}).
+  std::vector<std::vector<std::string>> prefix;
 };
 
 // Runs the job; returns the exit code for the launcher: 0 if every rank succeeded, else the

@@ -2,6 +2,9 @@
 #include "dist/world.h"
 
 #include <arpa/inet.h>
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <fmt/format.h>
@@ -23,6 +26,27 @@ std::string resolve_interface(const DistConfig& cfg, const std::string& backend)
   if (!cfg.interface.empty()) return cfg.interface;
   const char* v = std::getenv(backend == "nccl" ? "NCCL_SOCKET_IFNAME" : "GLOO_SOCKET_IFNAME");
   return v ? v : "";
+}
+
+// The local address this machine uses to reach `host` (a route lookup: a UDP socket is connected,
+// nothing is sent); "" when it cannot be found. Hostname-based defaults fail where the hostname
+// resolves to loopback, e.g. inside network namespaces.
+std::string local_address_towards(const std::string& host) {
+  addrinfo hints{}, *res = nullptr;
+  hints.ai_family = AF_INET, hints.ai_socktype = SOCK_DGRAM;
+  if (::getaddrinfo(host.c_str(), "9", &hints, &res) != 0 || !res) return "";
+  std::string out;
+  const int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
+  sockaddr_in local{};
+  socklen_t len = sizeof local;
+  if (fd >= 0 && ::connect(fd, res->ai_addr, res->ai_addrlen) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) == 0) {
+    char buf[INET_ADDRSTRLEN];
+    if (::inet_ntop(AF_INET, &local.sin_addr, buf, sizeof buf)) out = buf;
+  }
+  if (fd >= 0) ::close(fd);
+  ::freeaddrinfo(res);
+  return out;
 }
 
 std::shared_ptr<Backend> make_backend(World& w, const std::string& prefix, int rank, int size,
@@ -51,6 +75,8 @@ std::shared_ptr<Backend> make_backend(World& w, const std::string& prefix, int r
   try {
     if (!iface.empty()) opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(iface));
     else if (loopback) opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+    else if (std::string local = local_address_towards(w.env.master_addr); !local.empty())
+      opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(local));
     else opts->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
   } catch (const std::exception& e) {
     throw UserError(fmt::format("dist: cannot use network interface '{}': {}", iface, first_line(e.what())));

@@ -1,0 +1,42 @@
+// cli/probe_cmd.cpp: `slm probe`: measure the links between the ranks of a job (dist/probe.h);
+// run it under a launcher (`slm launch`, `slm testbed run`, torchrun, Slurm, mpirun). Rank 0
+// prints the matrix and writes the topology file.
+#include <cstdio>
+#include <memory>
+
+#include "cli/commands.h"
+#include "dist/probe.h"
+#include "dist/world.h"
+#include "util/error.h"
+#include "util/files.h"
+
+namespace slm::cli {
+
+void add_probe_command(CLI::App& app) {
+  struct Args {
+    dist::ProbeConfig probe;
+    dist::DistConfig dist;
+    std::string out = "topology.json";
+  };
+  auto a = std::make_shared<Args>();
+  auto* cmd = app.add_subcommand("probe", "latency and bandwidth of every rank pair, collective timings, "
+                                          "link classes; writes a topology file (run under a launcher)");
+  cmd->add_option("--sizes", a->probe.sizes, "message sizes in bytes")->capture_default_str()->delimiter(',');
+  cmd->add_option("--repeats", a->probe.repeats, "round trips per size (the fastest counts)")->capture_default_str()
+      ->check(CLI::Range(1, 100));
+  cmd->add_option("-o,--out", a->out, "topology file (JSON) written by rank 0")->capture_default_str();
+  cmd->add_option("--timeout", a->dist.timeout_s, "seconds before a silent peer counts as lost")->capture_default_str();
+  cmd->callback([a] {
+    for (int64_t s : a->probe.sizes)
+      if (s < 4) throw UserError("probe: --sizes must be >= 4 bytes");
+    if (a->probe.sizes.size() < 2) throw UserError("probe: give at least two --sizes (the fit needs them)");
+    dist::World w = dist::init_world(a->dist, "cpu");
+    dist::ProbeResult r = dist::probe_links(w, a->probe);
+    if (w.world.rank != 0) return;
+    write_file_atomic(a->out, dist::probe_json(r));
+    std::printf("%s", dist::probe_matrix(r).c_str());
+    std::printf("topology: %s\n", a->out.c_str());
+  });
+}
+
+}  // namespace slm::cli

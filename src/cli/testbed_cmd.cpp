@@ -1,0 +1,78 @@
+// cli/testbed_cmd.cpp: `slm testbed up|down|run FILE`: an emulated wide-area cluster on this
+// machine (testbed/spec.h for the file, testbed/netns.h for what is built). Needs root.
+#include <unistd.h>
+
+#include <climits>
+#include <cstdio>
+#include <fmt/format.h>
+#include <memory>
+
+#include "cli/commands.h"
+#include "testbed/netns.h"
+#include "testbed/spec.h"
+#include "util/error.h"
+#include "util/files.h"
+
+namespace slm::cli {
+namespace {
+
+struct TestbedArgs {
+  std::string file;
+  int port = 29500;
+  std::vector<std::string> command;
+};
+
+testbed::TestbedSpec load(const std::string& file) {
+  if (!path_exists(file)) throw UserError(fmt::format("{}: no such file", file));
+  return testbed::parse_testbed(read_file(file), file);
+}
+
+// slm-delayer sits next to the slm binary.
+std::string delayer_path() {
+  char buf[PATH_MAX];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  std::string exe = n > 0 ? std::string(buf, static_cast<size_t>(n)) : "slm";
+  return exe.substr(0, exe.rfind('/') + 1) + "slm-delayer";
+}
+
+void print_layout(const testbed::TestbedSpec& s) {
+  for (int r = 0; r < s.world(); ++r)
+    std::fprintf(stderr, "testbed: rank %d in %s-r%d, site %s, address %s\n", r, s.name.c_str(), r,
+                 s.sites[static_cast<size_t>(testbed::site_of(s, r))].name.c_str(), testbed::rank_address(s, r).c_str());
+}
+
+}  // namespace
+
+void add_testbed_command(CLI::App& app) {
+  auto* tb = app.add_subcommand("testbed", "emulate a wide-area cluster on this machine (network namespaces; root)");
+  tb->require_subcommand(1);
+  auto a = std::make_shared<TestbedArgs>();
+  auto* up = tb->add_subcommand("up", "build the namespaces, links and delays of FILE (leaves them up)");
+  up->add_option("file", a->file, "testbed description (TOML; see README)")->required();
+  up->callback([a] {
+    testbed::TestbedSpec s = load(a->file);
+    testbed::testbed_up(s, delayer_path());
+    print_layout(s);
+    std::printf("testbed %s is up: %d ranks in %zu sites; `slm testbed down %s` removes it\n", s.name.c_str(),
+                s.world(), s.sites.size(), a->file.c_str());
+  });
+  auto* down = tb->add_subcommand("down", "remove everything `up` or `run` built for FILE");
+  down->add_option("file", a->file, "testbed description")->required();
+  down->callback([a] {
+    testbed::TestbedSpec s = load(a->file);
+    if (::geteuid() != 0) throw UserError("testbed: needs root (network namespaces, tc, iptables); run it with sudo");
+    testbed::testbed_down(s);
+  });
+  auto* run = tb->add_subcommand("run", "bring FILE up, run CMD once per rank in its namespace, tear down");
+  run->add_option("file", a->file, "testbed description")->required();
+  run->add_option("--port", a->port, "rendezvous port on rank 0")->capture_default_str();
+  run->add_option("command", a->command, "command (after --), e.g. -- slm train -c cfg.toml")->required();
+  run->callback([a] {
+    testbed::TestbedSpec s = load(a->file);
+    print_layout(s);
+    const int rc = testbed::testbed_run(s, delayer_path(), a->command, a->port);
+    if (rc != 0) throw CLI::RuntimeError(rc);
+  });
+}
+
+}  // namespace slm::cli

@@ -1,0 +1,196 @@
+// dist/probe.cpp: see probe.h.
+#include "dist/probe.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "dist/collectives.h"
+
+namespace slm::dist {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+}  // namespace
+
+std::vector<std::vector<std::pair<int, int>>> tournament_rounds(int n) {
+  const int m = n % 2 ? n + 1 : n;  // a dummy player sits out when n is odd
+  std::vector<int> ring(static_cast<size_t>(m));
+  for (int i = 0; i < m; ++i) ring[static_cast<size_t>(i)] = i;
+  std::vector<std::vector<std::pair<int, int>>> rounds;
+  for (int r = 0; r + 1 < m; ++r) {
+    std::vector<std::pair<int, int>> round;
+    for (int i = 0; i < m / 2; ++i) {
+      int a = ring[static_cast<size_t>(i)], b = ring[static_cast<size_t>(m - 1 - i)];
+      if (a < n && b < n) round.emplace_back(std::min(a, b), std::max(a, b));
+    }
+    rounds.push_back(round);
+    std::rotate(ring.begin() + 1, ring.end() - 1, ring.end());  // circle method: 0 stays
+  }
+  return rounds;
+}
+
+void fit_alpha_beta(const std::vector<int64_t>& sizes, const std::vector<double>& t, double* alpha, double* beta) {
+  const double n = static_cast<double>(sizes.size());
+  double sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    const double x = static_cast<double>(sizes[i]);
+    sx += x, sy += t[i], sxx += x * x, sxy += x * t[i];
+  }
+  const double den = n * sxx - sx * sx;
+  const double slope = den > 0 ? (n * sxy - sx * sy) / den : 0;
+  *beta = slope > 0 ? 1.0 / slope : 0;
+  *alpha = std::max(0.0, (sy - slope * sx) / n);
+  // The smallest message is the better latency estimate when the fit's intercept is noisy.
+  if (!sizes.empty() && sizes.front() <= 64) *alpha = std::min(*alpha > 0 ? *alpha : t.front(), t.front());
+}
+
+std::vector<LinkClass> classify_links(std::vector<PairLink>& pairs) {
+  std::vector<PairLink*> sorted;
+  for (auto& p : pairs) sorted.push_back(&p);
+  std::sort(sorted.begin(), sorted.end(), [](auto* x, auto* y) { return x->alpha_s < y->alpha_s; });
+  size_t split = sorted.size();
+  double best = 3.0;
+  for (size_t i = 1; i < sorted.size(); ++i) {
+    const double ratio = sorted[i]->alpha_s / std::max(sorted[i - 1]->alpha_s, 1e-9);
+    if (ratio > best) best = ratio, split = i;
+  }
+  std::vector<LinkClass> out;
+  for (int c = 0; c < 2; ++c) {
+    const size_t lo = c == 0 ? 0 : split, hi = c == 0 ? split : sorted.size();
+    if (lo >= hi) continue;
+    LinkClass k;
+    k.name = c == 0 ? "local" : "wide";
+    std::vector<double> a, b;
+    for (size_t i = lo; i < hi; ++i) {
+      sorted[i]->cls = k.name;
+      a.push_back(sorted[i]->alpha_s);
+      if (sorted[i]->beta_Bps > 0) b.push_back(sorted[i]->beta_Bps);
+    }
+    k.alpha_s = median(a), k.beta_Bps = median(b), k.pairs = static_cast<int>(hi - lo);
+    out.push_back(k);
+  }
+  return out;
+}
+
+ProbeResult probe_links(World& w, const ProbeConfig& c) {
+  const auto started = Clock::now();
+  const Group& g = w.world;
+  const int n = g.size, K = static_cast<int>(c.sizes.size());
+  ProbeResult r;
+  r.world = n, r.sizes = c.sizes;
+  // rtt[a][b][k], filled by the lower rank of each pair, summed over the world at the end.
+  at::Tensor rtt = at::zeros({n, n, K}, at::kDouble);
+  int tag = 0;
+  for (const auto& round : tournament_rounds(n)) {
+    barrier(g);
+    for (const auto& [a, b] : round) {
+      if (g.rank != a && g.rank != b) continue;
+      const int peer = g.rank == a ? b : a;
+      for (int k = 0; k < K; ++k) {
+        at::Tensor msg = at::zeros({std::max<int64_t>(1, c.sizes[static_cast<size_t>(k)] / 4)}, at::kFloat);
+        std::vector<double> times;
+        for (int i = 0; i < c.repeats + 1; ++i) {  // the first round trip warms the connection up
+          const auto t = Clock::now();
+          if (g.rank == a) {
+            send_async(msg, peer, tag + k, g).wait();
+            recv_async(msg, peer, tag + k, g).wait();
+          } else {
+            recv_async(msg, peer, tag + k, g).wait();
+            send_async(msg, peer, tag + k, g).wait();
+          }
+          if (i > 0) times.push_back(since(t));
+        }
+        if (g.rank == a) rtt[a][b][k] = *std::min_element(times.begin(), times.end());
+      }
+    }
+    tag += K;
+  }
+  all_reduce_sum(rtt, g);
+  for (int a = 0; a < n; ++a)
+    for (int b = a + 1; b < n; ++b) {
+      PairLink p;
+      p.a = a, p.b = b;
+      std::vector<double> one_way;
+      for (int k = 0; k < K; ++k) {
+        p.rtt_s.push_back(rtt[a][b][k].item<double>());
+        one_way.push_back(p.rtt_s.back() / 2);
+      }
+      fit_alpha_beta(c.sizes, one_way, &p.alpha_s, &p.beta_Bps);
+      r.pairs.push_back(p);
+    }
+  r.classes = classify_links(r.pairs);
+  for (const char* op : {"all-reduce", "all-gather"})
+    for (int64_t bytes : {int64_t{4}, int64_t{1} << 20}) {
+      const int64_t numel = std::max<int64_t>(n, bytes / 4 / n * n);
+      at::Tensor t = at::zeros({numel}, at::kFloat), out = at::zeros({numel}, at::kFloat);
+      std::vector<double> times;
+      for (int i = 0; i < c.repeats; ++i) {
+        barrier(g);
+        const auto t0 = Clock::now();
+        if (std::string(op) == "all-reduce") all_reduce_sum(t, g);
+        else all_gather_into(out, t.narrow(0, 0, numel / n), g);
+        times.push_back(max(since(t0), g));  // the slowest rank
+      }
+      r.collectives.push_back({op, bytes, median(times)});
+    }
+  r.elapsed_s = max(since(started), g);
+  return r;
+}
+
+std::string probe_matrix(const ProbeResult& r) {
+  std::string out = fmt::format("round-trip time, ms ({}-byte messages) / bandwidth, Mbit/s (fit over {} sizes):\n",
+                                r.sizes.front(), r.sizes.size());
+  out += "      ";
+  for (int b = 0; b < r.world; ++b) out += fmt::format("{:>16}", fmt::format("rank {}", b));
+  out += "\n";
+  for (int a = 0; a < r.world; ++a) {
+    out += fmt::format("{:>6}", fmt::format("{}", a));
+    for (int b = 0; b < r.world; ++b) {
+      if (a == b) {
+        out += fmt::format("{:>16}", "-");
+        continue;
+      }
+      const PairLink& p = *std::find_if(r.pairs.begin(), r.pairs.end(), [&](const PairLink& x) {
+        return x.a == std::min(a, b) && x.b == std::max(a, b);
+      });
+      out += fmt::format("{:>16}", fmt::format("{:.2f} / {:.0f}", p.rtt_s.front() * 1e3, p.beta_Bps * 8 / 1e6));
+    }
+    out += "\n";
+  }
+  for (const LinkClass& k : r.classes)
+    out += fmt::format("class {}: {} pairs, alpha {:.3f} ms, beta {:.0f} Mbit/s\n", k.name, k.pairs, k.alpha_s * 1e3,
+                       k.beta_Bps * 8 / 1e6);
+  for (const CollectiveTiming& t : r.collectives)
+    out += fmt::format("{} of {} bytes over {} ranks: {:.3f} ms\n", t.op, t.bytes, r.world, t.seconds * 1e3);
+  out += fmt::format("probe took {:.1f} s\n", r.elapsed_s);
+  return out;
+}
+
+std::string probe_json(const ProbeResult& r) {
+  nlohmann::json j;
+  j["world"] = r.world;
+  j["sizes"] = r.sizes;
+  for (const PairLink& p : r.pairs)
+    j["pairs"].push_back({{"a", p.a}, {"b", p.b}, {"rtt_s", p.rtt_s}, {"alpha_s", p.alpha_s}, {"beta_Bps", p.beta_Bps},
+                          {"class", p.cls}});
+  for (const LinkClass& k : r.classes)
+    j["classes"][k.name] = {{"alpha_s", k.alpha_s}, {"beta_Bps", k.beta_Bps}, {"pairs", k.pairs}};
+  for (const CollectiveTiming& t : r.collectives)
+    j["collectives"].push_back({{"op", t.op}, {"bytes", t.bytes}, {"seconds", t.seconds}});
+  j["elapsed_s"] = r.elapsed_s;
+  return j.dump(1) + "\n";
+}
+
+}  // namespace slm::dist

@@ -1,0 +1,63 @@
+// dist/probe.h: link probing across the ranks of a job (`slm probe`): round-trip latency and
+// bandwidth for every rank pair (message-size sweep, point to point), timings of all-reduce and
+// all-gather (4 B and 1 MiB) on the world group, α (latency) and β (bandwidth) fitted per pair and per link class.
+// Owns: ProbeConfig, ProbeResult, probe_links, link classes, the readable matrix and the topology
+// file (JSON) that the planner reads.
+// Pairs are measured concurrently, N/2 disjoint pairs at a time (round-robin tournament, N-1
+// rounds), so 8 ranks take 7 rounds. One-way time t(s) = RTT(s)/2 is fitted as α + s/β (least
+// squares over the sizes). Classes: pairs sorted by α and split at the largest jump above 3x
+// ("local" below, "wide" above; one class "local" when there is none).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "dist/world.h"
+
+namespace slm::dist {
+
+struct ProbeConfig {
+  std::vector<int64_t> sizes = {4, 256 << 10, 2 << 20};  // bytes per message
+  int repeats = 3;                                      // round trips per size (the fastest counts), after a warm-up
+};
+
+struct PairLink {
+  int a = 0, b = 0;
+  std::vector<double> rtt_s;  // fastest round trip per size (as ping's minimum)
+  double alpha_s = 0;         // one-way latency
+  double beta_Bps = 0;        // bandwidth, bytes/s (0 = not measurable)
+  std::string cls;            // "local" | "wide"
+};
+
+struct LinkClass {
+  std::string name;
+  double alpha_s = 0, beta_Bps = 0;  // medians over its pairs
+  int pairs = 0;
+};
+
+struct CollectiveTiming {
+  std::string op;  // "all-reduce" | "all-gather"
+  int64_t bytes = 0;
+  double seconds = 0;  // median
+};
+
+struct ProbeResult {
+  int world = 1;
+  std::vector<int64_t> sizes;
+  std::vector<PairLink> pairs;
+  std::vector<LinkClass> classes;
+  std::vector<CollectiveTiming> collectives;
+  double elapsed_s = 0;
+};
+
+// Collective over the world: every rank takes part and gets the same result.
+ProbeResult probe_links(World& w, const ProbeConfig& c);
+// Pure helpers (unit-tested): the rounds of disjoint pairs, the α-β fit, the classes.
+std::vector<std::vector<std::pair<int, int>>> tournament_rounds(int n);
+void fit_alpha_beta(const std::vector<int64_t>& sizes, const std::vector<double>& one_way_s, double* alpha_s,
+                    double* beta_Bps);
+std::vector<LinkClass> classify_links(std::vector<PairLink>& pairs);
+std::string probe_matrix(const ProbeResult& r);
+std::string probe_json(const ProbeResult& r);
+
+}  // namespace slm::dist

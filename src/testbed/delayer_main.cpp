@@ -1,0 +1,135 @@
+// testbed/delayer_main.cpp: `slm-delayer`, the testbed's user-space link emulator for kernels
+// without sch_netem. It runs in the router namespace; iptables-legacy sends each site pair's
+// forwarded packets to an NFQUEUE (one queue per direction), and for each queue the delayer holds
+// every packet until its link would deliver it: the link transmits one packet at a time at
+// RATE (serialisation, FIFO) and each packet arrives DELAY later; then it is accepted.
+// Usage: slm-delayer --link QUEUE:DELAY_MS:RATE_MBIT [--link ...]   (RATE 0 = unlimited)
+// Runs until SIGTERM/SIGINT. Needs CAP_NET_ADMIN (root). Links libnetfilter_queue only.
+#include <arpa/inet.h>
+#include <libnetfilter_queue/libnetfilter_queue.h>
+#include <linux/netfilter.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <queue>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct Link {
+  int queue = 0;
+  double delay_s = 0, bytes_per_s = 0;  // 0 = unlimited
+  double free_at = 0;                   // when the link finishes sending what it holds
+  nfq_q_handle* qh = nullptr;
+};
+
+struct Held {
+  double release;
+  uint32_t id;
+  Link* link;
+  bool operator<(const Held& o) const { return release > o.release; }  // min-heap
+};
+
+std::priority_queue<Held> held;
+volatile sig_atomic_t stop = 0;
+
+double now_s() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+int on_packet(nfq_q_handle*, nfgenmsg*, nfq_data* nfa, void* data) {
+  Link* l = static_cast<Link*>(data);
+  const nfqnl_msg_packet_hdr* ph = nfq_get_msg_packet_hdr(nfa);
+  if (!ph) return 0;
+  const uint32_t id = ntohl(ph->packet_id);
+  unsigned char* payload = nullptr;
+  const int got = nfq_get_payload(nfa, &payload);
+  double bytes = 1500;
+  if (got >= 4) bytes = (payload[2] << 8) | payload[3];  // IPv4 total length (whole GSO packet)
+  double t = now_s();
+  if (l->bytes_per_s > 0) {
+    l->free_at = std::max(l->free_at, t) + bytes / l->bytes_per_s;
+    t = l->free_at;
+  }
+  held.push({t + l->delay_s, id, l});
+  return 0;
+}
+
+[[noreturn]] void die(const std::string& what) {
+  std::fprintf(stderr, "slm-delayer: %s (%s)\n", what.c_str(), std::strerror(errno));
+  std::exit(1);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<Link> links;
+  for (int i = 1; i < argc; ++i) {
+    Link l;
+    double ms = 0, mbit = 0;
+    if (std::string(argv[i]) == "--link" && i + 1 < argc &&
+        std::sscanf(argv[i + 1], "%d:%lf:%lf", &l.queue, &ms, &mbit) == 3 && ms >= 0 && mbit >= 0) {
+      l.delay_s = ms / 1000.0, l.bytes_per_s = mbit * 1e6 / 8.0;
+      links.push_back(l);
+      ++i;
+    } else {
+      std::fprintf(stderr, "slm-delayer: usage: slm-delayer --link QUEUE:DELAY_MS:RATE_MBIT [--link ...]\n");
+      return 2;
+    }
+  }
+  if (links.empty()) {
+    std::fprintf(stderr, "slm-delayer: no --link given\n");
+    return 2;
+  }
+  std::signal(SIGTERM, [](int) { stop = 1; });
+  std::signal(SIGINT, [](int) { stop = 1; });
+  nfq_handle* h = nfq_open();
+  if (!h) die("cannot open netfilter queue (needs root / CAP_NET_ADMIN)");
+  for (Link& l : links) {
+    l.qh = nfq_create_queue(h, static_cast<uint16_t>(l.queue), &on_packet, &l);
+    if (!l.qh) die("cannot bind queue " + std::to_string(l.queue));
+    if (nfq_set_mode(l.qh, NFQNL_COPY_PACKET, 64) < 0) die("cannot set copy mode");
+    nfq_set_queue_maxlen(l.qh, 1 << 16);
+  }
+  const int fd = nfq_fd(h);
+  int big = 64 << 20, one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof big);
+  setsockopt(fd, SOL_NETLINK, NETLINK_NO_ENOBUFS, &one, sizeof one);
+  std::fprintf(stderr, "slm-delayer: %zu link(s) ready\n", links.size());
+  std::vector<char> buf(1 << 17);
+  while (!stop) {
+    double wait_s = 0.05;
+    if (!held.empty()) wait_s = std::max(0.0, std::min(wait_s, held.top().release - now_s()));
+    timespec ts{static_cast<time_t>(wait_s), static_cast<long>((wait_s - static_cast<double>(static_cast<time_t>(wait_s))) * 1e9)};
+    pollfd p{fd, POLLIN, 0};
+    const int r = ppoll(&p, 1, &ts, nullptr);
+    if (r > 0 && (p.revents & POLLIN)) {
+      for (;;) {  // drain what is queued without blocking
+        const ssize_t n = recv(fd, buf.data(), buf.size(), MSG_DONTWAIT);
+        if (n <= 0) break;
+        nfq_handle_packet(h, buf.data(), static_cast<int>(n));
+      }
+    }
+    const double t = now_s();
+    while (!held.empty() && held.top().release <= t) {
+      nfq_set_verdict(held.top().link->qh, held.top().id, NF_ACCEPT, 0, nullptr);
+      held.pop();
+    }
+  }
+  while (!held.empty()) {  // let what is held through before leaving
+    nfq_set_verdict(held.top().link->qh, held.top().id, NF_ACCEPT, 0, nullptr);
+    held.pop();
+  }
+  for (Link& l : links) nfq_destroy_queue(l.qh);
+  nfq_close(h);
+  return 0;
+}

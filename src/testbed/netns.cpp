@@ -1,0 +1,188 @@
+// testbed/netns.cpp: see netns.h.
+#include "testbed/netns.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fmt/format.h>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "dist/launch.h"
+#include "util/error.h"
+#include "util/files.h"
+
+namespace slm::testbed {
+namespace {
+
+std::string rank_ns(const TestbedSpec& s, int i) { return fmt::format("{}-r{}", s.name, i); }
+std::string router_ns(const TestbedSpec& s) { return s.name + "-rt"; }
+std::string pid_file(const TestbedSpec& s) { return fmt::format("/run/slm-testbed-{}.pid", s.name); }
+std::string log_file(const TestbedSpec& s) { return fmt::format("/run/slm-testbed-{}.log", s.name); }
+
+// Runs a shell command; returns its exit status and combined output.
+std::pair<int, std::string> shell(const std::string& cmd) {
+  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
+  if (!p) throw UserError("testbed: cannot run " + cmd);
+  std::string out;
+  char buf[512];
+  while (std::fgets(buf, sizeof buf, p)) out += buf;
+  const int st = ::pclose(p);
+  return {WIFEXITED(st) ? WEXITSTATUS(st) : 128, out};
+}
+
+// Runs a command that must succeed: UserError naming it and its first output line.
+void must(const std::string& cmd) {
+  auto [rc, out] = shell(cmd);
+  if (rc != 0)
+    throw UserError(fmt::format("testbed: `{}` failed: {}", cmd, out.substr(0, out.find('\n'))));
+}
+
+bool have(const std::string& tool) { return shell("command -v " + tool).first == 0; }
+
+void kill_delayer(const TestbedSpec& s) {
+  if (!path_exists(pid_file(s))) return;
+  const pid_t pid = static_cast<pid_t>(std::atoi(read_file(pid_file(s)).c_str()));
+  auto gone = [pid] {  // reaped (our child) or no longer there
+    int st = 0;
+    return ::waitpid(pid, &st, WNOHANG) == pid || ::kill(pid, 0) != 0;
+  };
+  if (pid > 1 && ::kill(pid, SIGTERM) == 0)
+    for (int i = 0; i < 40 && !gone(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  if (pid > 1 && !gone()) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+  }
+  std::remove(pid_file(s).c_str());
+}
+
+// Starts slm-delayer in the router namespace as a daemon; waits for it to report ready.
+void start_delayer(const TestbedSpec& s, const std::string& delayer, const std::vector<std::string>& links) {
+  if (!path_exists(delayer))
+    throw UserError(fmt::format("testbed: {} not found (built only where libnetfilter-queue-dev is installed; "
+                                "scripts/setup.sh installs it)",
+                                delayer));
+  std::remove(log_file(s).c_str());
+  const pid_t pid = ::fork();
+  if (pid < 0) throw UserError("testbed: fork failed");
+  if (pid == 0) {
+    ::setsid();
+    FILE* log = std::fopen(log_file(s).c_str(), "w");
+    if (log) ::dup2(fileno(log), STDERR_FILENO), ::dup2(fileno(log), STDOUT_FILENO);
+    std::vector<std::string> args = {"ip", "netns", "exec", router_ns(s), delayer};
+    for (const auto& l : links) args.push_back("--link"), args.push_back(l);
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::execvp(argv[0], argv.data());
+    ::_exit(127);
+  }
+  write_file_atomic(pid_file(s), std::to_string(pid));
+  for (int i = 0; i < 100; ++i) {
+    const std::string log = path_exists(log_file(s)) ? read_file(log_file(s)) : "";
+    if (log.find("ready") != std::string::npos) return;
+    int st = 0;
+    if (::waitpid(pid, &st, WNOHANG) == pid)
+      throw UserError("testbed: slm-delayer failed: " + log.substr(0, log.find('\n')));
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  throw UserError("testbed: slm-delayer did not start within 5 s");
+}
+
+void up_unchecked(const TestbedSpec& s, const std::string& delayer) {
+  const std::string R = router_ns(s);
+  must("ip netns add " + R);
+  must(fmt::format("ip -n {} link set lo up", R));
+  must(fmt::format("ip netns exec {} sh -c 'echo 1 > /proc/sys/net/ipv4/ip_forward'", R));
+  const std::string buf = std::to_string(static_cast<int64_t>(s.tcp_buffer_mb * 1024 * 1024));
+  for (int i = 0; i < s.world(); ++i) {
+    const std::string N = rank_ns(s, i), a = fmt::format("{}a{}", s.name, i), b = fmt::format("{}b{}", s.name, i);
+    must("ip netns add " + N);
+    must(fmt::format("ip link add {} type veth peer name {}", a, b));
+    must(fmt::format("ip link set {} netns {}", a, N));
+    must(fmt::format("ip link set {} netns {}", b, R));
+    must(fmt::format("ip -n {} link set {} name eth0", N, a));
+    must(fmt::format("ip -n {} addr add {}/30 dev eth0", N, rank_address(s, i)));
+    must(fmt::format("ip -n {} link set eth0 up", N));
+    must(fmt::format("ip -n {} link set lo up", N));
+    must(fmt::format("ip -n {} route add default via {}", N, router_address(s, i)));
+    must(fmt::format("ip -n {} addr add {}/30 dev {}", R, router_address(s, i), b));
+    must(fmt::format("ip -n {} link set {} up", R, b));
+    must(fmt::format("ip netns exec {} sh -c 'echo \"4096 131072 {}\" > /proc/sys/net/ipv4/tcp_wmem && "
+                     "echo \"4096 131072 {}\" > /proc/sys/net/ipv4/tcp_rmem'",
+                     N, buf, buf));
+    shell(fmt::format("ip netns exec {} sh -c 'echo {} > /proc/sys/net/core/wmem_max; echo {} > "
+                      "/proc/sys/net/core/rmem_max'",
+                      N, buf, buf));  // per namespace on recent kernels; harmless elsewhere
+    if (s.inside.rate_mbit > 0)
+      for (auto [ns, dev] : {std::pair{N, std::string("eth0")}, std::pair{R, b}})
+        must(fmt::format("tc -n {} qdisc add dev {} root tbf rate {}mbit burst 1mb latency 1s", ns, dev,
+                         s.inside.rate_mbit));
+  }
+  std::vector<std::string> links;
+  const int S = static_cast<int>(s.sites.size());
+  for (int x = 0; x < S; ++x)
+    for (int y = 0; y < S; ++y) {
+      const LinkSpec l = link_between(s, x, y);
+      const double rate = x == y ? 0 : l.rate_mbit;  // inside a site: tbf above
+      if (l.delay_ms <= 0 && rate <= 0) continue;
+      const int q = static_cast<int>(links.size());
+      must(fmt::format("ip netns exec {} iptables-legacy -w -A FORWARD -s {} -d {} -j NFQUEUE --queue-num {}", R,
+                       site_subnet(x), site_subnet(y), q));
+      links.push_back(fmt::format("{}:{}:{}", q, l.delay_ms, rate));
+    }
+  if (!links.empty()) start_delayer(s, delayer, links);
+}
+
+}  // namespace
+
+void testbed_down(const TestbedSpec& s) {
+  kill_delayer(s);
+  std::istringstream names(shell("ip netns list").second);
+  std::string line;
+  while (std::getline(names, line)) {
+    const std::string ns = line.substr(0, line.find(' '));
+    if (ns.rfind(s.name + "-", 0) != 0) continue;
+    shell(fmt::format("for p in $(ip netns pids {}); do kill -9 $p; done", ns));  // jobs left behind
+    shell("ip netns delete " + ns);
+  }
+}
+
+void testbed_up(const TestbedSpec& s, const std::string& delayer) {
+  if (::geteuid() != 0)
+    throw UserError("testbed: needs root (network namespaces, tc, iptables); run it with sudo");
+  for (const char* tool : {"ip", "tc", "iptables-legacy"})
+    if (!have(tool))
+      throw UserError(fmt::format("testbed: '{}' not found (Debian: iproute2, iptables; scripts/setup.sh installs them)", tool));
+  testbed_down(s);  // leftovers of an earlier run
+  try {
+    up_unchecked(s, delayer);
+  } catch (...) {
+    testbed_down(s);
+    throw;
+  }
+}
+
+int testbed_run(const TestbedSpec& s, const std::string& delayer, const std::vector<std::string>& command, int port) {
+  testbed_up(s, delayer);
+  int rc = 1;
+  try {
+    dist::LaunchOptions o;
+    o.nproc = s.world();
+    o.master = fmt::format("{}:{}", rank_address(s, 0), port);
+    o.command = command;
+    for (int i = 0; i < s.world(); ++i) o.prefix.push_back({"ip", "netns", "exec", rank_ns(s, i)});
+    rc = dist::launch(o);
+  } catch (...) {
+    testbed_down(s);
+    throw;
+  }
+  testbed_down(s);
+  return rc;
+}
+
+}  // namespace slm::testbed

@@ -1,0 +1,29 @@
+// testbed/netns.h: bring an emulated wide-area cluster (testbed/spec.h) up on this machine, run
+// a job on it, and tear it down. Needs root; the job's processes need no privilege.
+// Owns: testbed_up, testbed_down, testbed_run. Layout: one network namespace per rank
+// (<name>-r<i>, interface eth0 with the address of spec.h) joined by veth pairs to a router
+// namespace (<name>-rt, IP forwarding on). Delays and site-to-site bandwidth: iptables-legacy in
+// the router sends each delayed site pair's packets to an NFQUEUE served by slm-delayer
+// (testbed/delayer_main.cpp), because this kernel has no sch_netem; rate limits inside a site:
+// tc tbf on both ends of each rank's veth. Every namespace gets TCP buffers of tcp_buffer_mb so
+// that a long fat link is not capped by the bandwidth-delay product.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "testbed/spec.h"
+
+namespace slm::testbed {
+
+// UserError (one line) when not root, a tool is missing, or a step fails (then everything made
+// so far is removed). `delayer` = path of slm-delayer.
+void testbed_up(const TestbedSpec& s, const std::string& delayer);
+// Removes the delayer, every process left in the namespaces, and the namespaces. Idempotent.
+void testbed_down(const TestbedSpec& s);
+// up, then `command` once per rank in its namespace (slm launch semantics: rank env variables,
+// "[rank]" prefixes, stop all on a failure), then down, also after a failure or a signal.
+// Returns the job's exit code.
+int testbed_run(const TestbedSpec& s, const std::string& delayer, const std::vector<std::string>& command,
+                int port);
+
+}  // namespace slm::testbed

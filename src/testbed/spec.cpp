@@ -1,0 +1,136 @@
+// testbed/spec.cpp: see spec.h.
+#include "testbed/spec.h"
+
+#include <fmt/format.h>
+
+#include <set>
+#include <toml++/toml.h>
+
+#include "util/error.h"
+
+namespace slm::testbed {
+
+int TestbedSpec::world() const {
+  int n = 0;
+  for (const SiteSpec& s : sites) n += s.ranks;
+  return n;
+}
+
+namespace {
+
+void only_keys(const toml::table& t, const std::set<std::string>& allowed, const std::string& where) {
+  for (const auto& [k, v] : t)
+    if (!allowed.count(std::string(k.str())))
+      throw UserError(fmt::format("{}: unknown key '{}'", where, std::string(k.str())));
+}
+
+double number(const toml::table& t, const char* key, double fallback, const std::string& where) {
+  const toml::node* n = t.get(key);
+  if (!n) return fallback;
+  if (auto v = n->value<double>()) {
+    if (*v < 0) throw UserError(fmt::format("{}: '{}' must be >= 0", where, key));
+    return *v;
+  }
+  throw UserError(fmt::format("{}: '{}' must be a number", where, key));
+}
+
+LinkSpec link_of(const toml::table& t, const std::string& where) {
+  return {number(t, "delay_ms", 0, where), number(t, "rate_mbit", 0, where)};
+}
+
+}  // namespace
+
+TestbedSpec parse_testbed(const std::string& text, const std::string& where) {
+  toml::table t;
+  try {
+    t = toml::parse(text, where);
+  } catch (const toml::parse_error& e) {
+    throw UserError(fmt::format("{}:{}: {}", where, e.source().begin.line, std::string(e.description())));
+  }
+  only_keys(t, {"name", "inside", "site", "link", "tcp_buffer_mb"}, where);
+  TestbedSpec s;
+  if (auto* n = t.get("name")) {
+    auto v = n->value<std::string>();
+    if (!v || v->empty() || v->size() > 8 || v->find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789") != std::string::npos)
+      throw UserError(fmt::format("{}: 'name' must be 1-8 lowercase letters or digits", where));
+    s.name = *v;
+  }
+  s.tcp_buffer_mb = number(t, "tcp_buffer_mb", s.tcp_buffer_mb, where);
+  if (auto* in = t.get("inside")) {
+    if (!in->as_table()) throw UserError(where + ": [inside] must be a table");
+    only_keys(*in->as_table(), {"delay_ms", "rate_mbit"}, where + ": [inside]");
+    s.inside = link_of(*in->as_table(), where + ": [inside]");
+  }
+  const toml::array* sites = t.get("site") ? t.get("site")->as_array() : nullptr;
+  if (!sites || sites->empty()) throw UserError(where + ": no [[site]] tables");
+  for (size_t i = 0; i < sites->size(); ++i) {
+    const std::string w = fmt::format("{}: site {}", where, i);
+    const toml::table* st = (*sites)[i].as_table();
+    if (!st) throw UserError(w + ": must be a table");
+    only_keys(*st, {"name", "ranks"}, w);
+    SiteSpec site;
+    site.name = st->get("name") ? st->get("name")->value_or(std::string()) : fmt::format("site{}", i);
+    auto ranks = st->get("ranks") ? st->get("ranks")->value<int64_t>() : std::optional<int64_t>(1);
+    if (!ranks || *ranks < 1 || *ranks > 63) throw UserError(w + ": 'ranks' must be 1..63");
+    site.ranks = static_cast<int>(*ranks);
+    for (const SiteSpec& o : s.sites)
+      if (o.name == site.name) throw UserError(fmt::format("{}: two sites named '{}'", where, site.name));
+    s.sites.push_back(site);
+  }
+  if (s.sites.size() > 200) throw UserError(where + ": at most 200 sites");
+  if (const toml::array* links = t.get("link") ? t.get("link")->as_array() : nullptr) {
+    for (size_t i = 0; i < links->size(); ++i) {
+      const std::string w = fmt::format("{}: link {}", where, i);
+      const toml::table* lt = (*links)[i].as_table();
+      if (!lt) throw UserError(w + ": must be a table");
+      only_keys(*lt, {"sites", "delay_ms", "rate_mbit"}, w);
+      const toml::array* names = lt->get("sites") ? lt->get("sites")->as_array() : nullptr;
+      if (!names || names->size() != 2) throw UserError(w + ": 'sites' must name two sites");
+      PairSpec p;
+      int* ends[2] = {&p.a, &p.b};
+      for (size_t k = 0; k < 2; ++k) {
+        const std::string n = (*names)[k].value_or(std::string());
+        int found = -1;
+        for (size_t j = 0; j < s.sites.size(); ++j)
+          if (s.sites[j].name == n) found = static_cast<int>(j);
+        if (found < 0) throw UserError(fmt::format("{}: no site named '{}'", w, n));
+        *ends[k] = found;
+      }
+      if (p.a == p.b) throw UserError(w + ": a link joins two different sites (use [inside] within a site)");
+      p.link = link_of(*lt, w);
+      s.pairs.push_back(p);
+    }
+  }
+  return s;
+}
+
+int site_of(const TestbedSpec& s, int rank) {
+  for (size_t i = 0; i < s.sites.size(); ++i) {
+    if (rank < s.sites[i].ranks) return static_cast<int>(i);
+    rank -= s.sites[i].ranks;
+  }
+  throw UserError(fmt::format("testbed: rank {} is beyond the {} ranks", rank, s.world()));
+}
+
+static int local_index(const TestbedSpec& s, int rank) {
+  const int site = site_of(s, rank);
+  for (int i = 0; i < site; ++i) rank -= s.sites[static_cast<size_t>(i)].ranks;
+  return rank;
+}
+
+std::string rank_address(const TestbedSpec& s, int rank) {
+  return fmt::format("10.77.{}.{}", site_of(s, rank), 4 * local_index(s, rank) + 2);
+}
+std::string router_address(const TestbedSpec& s, int rank) {
+  return fmt::format("10.77.{}.{}", site_of(s, rank), 4 * local_index(s, rank) + 1);
+}
+std::string site_subnet(int site) { return fmt::format("10.77.{}.0/24", site); }
+
+LinkSpec link_between(const TestbedSpec& s, int a, int b) {
+  if (a == b) return s.inside;
+  for (const PairSpec& p : s.pairs)
+    if ((p.a == a && p.b == b) || (p.a == b && p.b == a)) return p.link;
+  return {};
+}
+
+}  // namespace slm::testbed

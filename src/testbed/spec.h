@@ -1,0 +1,61 @@
+// testbed/spec.h: the description of an emulated wide-area cluster on one machine: sites, ranks
+// per site, one-way delay and bandwidth inside sites and between pairs of sites. Pure: no torch.
+// Owns: TestbedSpec, parse_testbed (TOML), the address plan (rank_address, site_subnet), and
+// site_of. Example (2 sites x 2 ranks, 50 ms one-way = 100 ms RTT, 1 Gbit/s between sites):
+//   name = "geo"                       # namespaces geo-r0.., geo-router
+//   [inside]                           # links inside every site (optional)
+//   delay_ms = 0
+//   rate_mbit = 0                      # 0 = unlimited
+//   [[site]]
+//   name = "utah"
+//   ranks = 2
+//   [[site]]
+//   name = "amsterdam"
+//   ranks = 2
+//   [[link]]
+//   sites = ["utah", "amsterdam"]
+//   delay_ms = 50                      # one way
+//   rate_mbit = 1000                   # 0 = unlimited
+// Ranks are numbered site by site. Rank k of site s has address 10.77.s.(4k+2)/30 (its router end
+// 10.77.s.(4k+1)), so site s is 10.77.s.0/24 and a rule per site pair covers all its ranks.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace slm::testbed {
+
+struct LinkSpec {
+  double delay_ms = 0;   // one-way
+  double rate_mbit = 0;  // 0 = unlimited
+};
+
+struct SiteSpec {
+  std::string name;
+  int ranks = 1;
+};
+
+struct PairSpec {
+  int a = 0, b = 0;  // site indices (a != b); the link is symmetric
+  LinkSpec link;
+};
+
+struct TestbedSpec {
+  std::string name = "slm";     // prefix of namespaces and interfaces (<= 8 characters)
+  std::vector<SiteSpec> sites;
+  LinkSpec inside;              // every pair of ranks in the same site
+  std::vector<PairSpec> pairs;  // site pairs not listed are joined with no delay and no limit
+  double tcp_buffer_mb = 64;    // per-namespace TCP buffer maximum (bandwidth-delay product)
+  int world() const;
+};
+
+// UserError (one line, with `where`) for malformed TOML, unknown keys or bad values.
+TestbedSpec parse_testbed(const std::string& toml_text, const std::string& where);
+
+int site_of(const TestbedSpec& s, int rank);
+std::string rank_address(const TestbedSpec& s, int rank);    // "10.77.S.(4k+2)"
+std::string router_address(const TestbedSpec& s, int rank);  // "10.77.S.(4k+1)"
+std::string site_subnet(int site);                            // "10.77.S.0/24"
+// The link between two sites (inside for a == b).
+LinkSpec link_between(const TestbedSpec& s, int a, int b);
+
+}  // namespace slm::testbed

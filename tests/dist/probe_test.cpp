@@ -1,0 +1,49 @@
+// tests/dist/probe_test.cpp: the pure parts of link probing: the rounds of disjoint pairs cover
+// every pair once, the alpha-beta fit recovers a known line, and link classes split at the jump.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "dist/probe.h"
+
+using namespace slm::dist;
+
+TEST(Probe, TournamentCoversEveryPairOnce) {
+  for (int n : {2, 3, 4, 5, 8}) {
+    std::set<std::pair<int, int>> seen;
+    auto rounds = tournament_rounds(n);
+    EXPECT_EQ(rounds.size(), static_cast<size_t>(n % 2 ? n : n - 1));
+    for (const auto& round : rounds) {
+      std::set<int> busy;
+      for (auto [a, b] : round) {
+        EXPECT_LT(a, b);
+        EXPECT_TRUE(busy.insert(a).second && busy.insert(b).second) << "rank twice in one round";
+        EXPECT_TRUE(seen.insert({a, b}).second) << "pair twice";
+      }
+    }
+    EXPECT_EQ(seen.size(), static_cast<size_t>(n * (n - 1) / 2));
+  }
+}
+
+TEST(Probe, FitRecoversAlphaBeta) {
+  const std::vector<int64_t> sizes = {4, 65536, 1 << 20, 4 << 20};
+  std::vector<double> t;
+  for (int64_t s : sizes) t.push_back(0.010 + static_cast<double>(s) / 125e6);  // 10 ms, 1 Gbit/s
+  double alpha = 0, beta = 0;
+  fit_alpha_beta(sizes, t, &alpha, &beta);
+  EXPECT_NEAR(alpha, 0.010, 1e-6);
+  EXPECT_NEAR(beta, 125e6, 1e3);
+}
+
+TEST(Probe, ClassesSplitAtTheJump) {
+  std::vector<PairLink> pairs(4);
+  const double alphas[] = {0.0001, 0.00012, 0.05, 0.051};
+  for (int i = 0; i < 4; ++i) pairs[static_cast<size_t>(i)].alpha_s = alphas[i], pairs[static_cast<size_t>(i)].beta_Bps = 1e9;
+  auto classes = classify_links(pairs);
+  ASSERT_EQ(classes.size(), 2u);
+  EXPECT_EQ(classes[0].pairs, 2);
+  EXPECT_EQ(pairs[2].cls, "wide");
+  EXPECT_EQ(pairs[0].cls, "local");
+  for (auto& p : pairs) p.alpha_s = 0.0001;  // no jump: one class
+  EXPECT_EQ(classify_links(pairs).size(), 1u);
+}

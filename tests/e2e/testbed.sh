@@ -1,0 +1,70 @@
+# tests/e2e/testbed.sh: the wide-area testbed on this machine (needs root, network namespaces,
+# iptables-legacy and slm-delayer; skipped otherwise).
+#  1. Two sites x 2 ranks, 20 ms one-way between the sites (RTT 40 ms), 500 Mbit/s: `slm probe`
+#     under `slm testbed run` measures every cross-site round trip within 10% of 40 ms, the
+#     inside-site ones below 5 ms, and finds two link classes; the topology file is written.
+#  2. Data-parallel training runs across the testbed (2 steps).
+#  3. Teardown: nothing is left behind after a run, after a failing command, and after `down`.
+#  4. One-line errors: a bad testbed file, a missing file.
+source "$(dirname "$0")/lib.sh"
+DELAYER=$(dirname "$SLM")/slm-delayer
+[ "$(id -u)" -eq 0 ] || skip "not root"
+[ -x "$DELAYER" ] || skip "slm-delayer not built (libnetfilter-queue-dev missing)"
+command -v iptables-legacy >/dev/null || skip "iptables-legacy missing"
+ip netns add slmprobe$$ 2>/dev/null || skip "network namespaces unavailable"
+ip netns delete slmprobe$$
+cd "$WORK"
+cat > geo.toml <<'TOML'
+name = "tbt"
+[[site]]
+name = "east"
+ranks = 2
+[[site]]
+name = "west"
+ranks = 2
+[[link]]
+sites = ["east", "west"]
+delay_ms = 20
+rate_mbit = 500
+TOML
+left_behind() {
+  if ip netns list | grep -q '^tbt-'; then ip netns list; fail "namespaces left behind ($1)"; fi
+  for _ in 1 2 3 4 5 6 7 8 9 10; do pgrep -x slm-delayer >/dev/null || return 0; sleep 0.2; done
+  fail "slm-delayer left running ($1)"
+}
+"$SLM" testbed run geo.toml -- "$SLM" probe -o topo.json > probe.log 2>&1 || { cat probe.log; fail "probe on the testbed"; }
+cat probe.log
+python3 - topo.json <<'PY' || fail "probed RTTs do not match the testbed"
+import json, sys
+t = json.load(open(sys.argv[1]))
+site = lambda r: r // 2
+for p in t["pairs"]:
+    rtt = p["rtt_s"][0] * 1e3
+    if site(p["a"]) != site(p["b"]):
+        assert abs(rtt - 40) <= 4, (p, rtt)
+    else:
+        assert rtt < 5, (p, rtt)
+assert set(t["classes"]) == {"local", "wide"}, t["classes"]
+print("cross-site RTTs:", [round(p["rtt_s"][0] * 1e3, 1) for p in t["pairs"] if p["a"] // 2 != p["b"] // 2])
+PY
+left_behind "after probe"
+make_dataset "$(real_corpus)" 512 0.02
+"$SLM" testbed run geo.toml -- "$SLM" train -c /dev/null --set data.dir="$WORK/data" --set run.dir="$WORK/run" \
+  --set model.n_layer=2 --set model.n_embd=64 --set model.n_head=2 --set model.block_size=64 \
+  --set batch.batch_size=8 --set batch.micro_batch=2 --set schedule.max_steps=2 --set eval.every=0 \
+  --set system.threads=1 > train.log 2>&1 || { cat train.log; fail "training on the testbed"; }
+grep -q "\[0\] checkpoint .*step_00000002" train.log || { cat train.log; fail "training on the testbed did not finish"; }
+grep -q "4 ranks" train.log || fail "not 4 ranks"
+left_behind "after training"
+rc=0
+"$SLM" testbed run geo.toml -- false > fail.log 2>&1 || rc=$?
+[ "$rc" -ne 0 ] || fail "a failing command should fail the run"
+left_behind "after a failing command"
+"$SLM" testbed up geo.toml > up.log 2>&1 || { cat up.log; fail "testbed up"; }
+[ "$(ip netns list | grep -c '^tbt-')" -eq 5 ] || fail "up: expected 4 rank namespaces and a router"
+"$SLM" testbed down geo.toml || fail "testbed down"
+left_behind "after down"
+printf '[[site]]\nranks = 2\nspeed = 1\n' > bad.toml
+expect_error "bad.toml: site 0: unknown key 'speed'" "$SLM" testbed up bad.toml
+expect_error "nope.toml: no such file" "$SLM" testbed run nope.toml -- true
+echo "testbed: RTTs as configured, training runs, nothing left behind"
