@@ -7,6 +7,7 @@
 
 #include "dist/backend.h"
 #include "dist/health.h"
+#include "dist/wan.h"
 #include "util/hash.h"
 
 namespace slm::dist {
@@ -85,7 +86,14 @@ Pending launch_on(const Group& g, const char* op, const at::Tensor& t, F call) {
 
 }  // namespace
 
-int64_t bytes_sent(const Group& g) { return g.backend ? g.backend->bytes_sent.load() : 0; }
+int64_t bytes_sent(const Group& g) {
+  int64_t n = g.backend ? g.backend->bytes_sent.load() : 0;
+  if (g.wan) {  // the groups a WAN-aware all-reduce uses count as this group's traffic
+    n += bytes_sent(g.wan->local) + bytes_sent(g.wan->cross);
+    for (const Group& c : g.wan->channels) n += bytes_sent(c);
+  }
+  return n;
+}
 
 Pending send_async(const at::Tensor& t, int dst, int tag, const Group& g) {
   TORCH_CHECK(t.is_contiguous(), "send_async: tensor must be contiguous");
@@ -131,6 +139,7 @@ Pending then(Pending p, std::function<void()> f) {
 
 Pending all_reduce_sum_async(const at::Tensor& t, const Group& g) {
   if (g.size == 1) return completed();
+  if (g.wan) return wan_all_reduce(t, g);
   return launch_on(g, "all-reduce", t, [&](std::vector<at::Tensor>& ts) {
     return g.backend->pg->allreduce(ts, c10d::AllreduceOptions{});
   });

@@ -10,6 +10,7 @@
 namespace slm::dist {
 
 struct Backend;  // dist/backend.h
+struct Wan;      // dist/wan.h: hierarchical / multi-channel all-reduce (dist/hierarchy.h)
 
 struct Group {
   std::string name = "world";  // for messages: "world", "dp", "tp", "pp"
@@ -17,6 +18,7 @@ struct Group {
   int size = 1;
   std::vector<int> ranks{0};   // global rank of each member
   std::shared_ptr<Backend> backend;  // null when size == 1
+  std::shared_ptr<const Wan> wan;    // set by make_wan_group; null = flat collectives
 };
 
 }  // namespace slm::dist

@@ -100,6 +100,7 @@ World init_world(const DistConfig& cfg, const std::string& device) {
     throw UserError(fmt::format("dist: backend '{}' is not auto, gloo or nccl", cfg.backend));
   if (cfg.timeout_s <= 0 || cfg.join_timeout_s <= 0)
     throw UserError("dist: timeout_s and join_timeout_s must be positive");
+  validate(cfg.wan);
   World w;
   w.env = read_launch_env();
   w.cfg = cfg;
@@ -153,7 +154,11 @@ Group new_group(World& w, const std::string& name, const std::vector<int>& ranks
     g.backend = w.world.backend;
     return g;
   }
-  g.backend = make_backend(w, fmt::format("{}/{}/", name, fmt::join(ranks, ",")), g.rank, g.size, w.cfg);
+  // The same members may form several groups (channels, a group rebuilt): a counter keeps their
+  // store keys apart; members create groups in the same order, so their counters agree.
+  const std::string key = fmt::format("{}/{}", name, fmt::join(ranks, ","));
+  const int nth = w.groups_made[key]++;
+  g.backend = make_backend(w, nth == 0 ? key + "/" : fmt::format("{}#{}/", key, nth), g.rank, g.size, w.cfg);
   g.backend->health = w.world.backend->health;
   return g;
 }

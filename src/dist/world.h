@@ -6,12 +6,14 @@
 // world Gloo group (keys under "world/"); a subgroup {0,2} is built by ranks 0 and 2 only, under
 // its own key prefix.
 #pragma once
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "dist/env.h"
 #include "dist/group.h"
+#include "dist/hierarchy.h"
 
 namespace slm::dist {
 
@@ -22,6 +24,7 @@ struct DistConfig {
                                  // address MASTER_ADDR is reached by
   double timeout_s = 60;         // a collective that waits longer than this fails (a dead peer)
   double join_timeout_s = 120;   // rendezvous: how long to wait for every rank to arrive
+  WanOptions wan;                // data-parallel all-reduce across slow links (dist/hierarchy.h)
 };
 
 struct World {
@@ -30,6 +33,7 @@ struct World {
   Group world;
   std::shared_ptr<void> store;  // the rendezvous store (c10d::Store), for new_group
   DistConfig cfg;
+  std::map<std::string, int> groups_made;  // per group name+ranks: how many so far (unique store keys)
 };
 
 // Validates cfg, reads the launch environment, and (world > 1) performs the rendezvous. UserError

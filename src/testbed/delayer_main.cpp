@@ -4,7 +4,8 @@
 // every packet until its link would deliver it: the link transmits one packet at a time at
 // RATE (serialisation, FIFO) and each packet arrives DELAY later; then it is accepted.
 // Usage: slm-delayer --link QUEUE:DELAY_MS:RATE_MBIT [--link ...]   (RATE 0 = unlimited)
-// Runs until SIGTERM/SIGINT. Needs CAP_NET_ADMIN (root). Links libnetfilter_queue only.
+// Runs until SIGTERM/SIGINT, then prints the bytes each link carried. Needs CAP_NET_ADMIN (root).
+// Links libnetfilter_queue only.
 #include <arpa/inet.h>
 #include <libnetfilter_queue/libnetfilter_queue.h>
 #include <linux/netfilter.h>
@@ -28,6 +29,7 @@ struct Link {
   double delay_s = 0, bytes_per_s = 0;  // 0 = unlimited
   double free_at = 0;                   // when the link finishes sending what it holds
   nfq_q_handle* qh = nullptr;
+  double bytes = 0, packets = 0;        // carried so far
 };
 
 struct Held {
@@ -55,6 +57,7 @@ int on_packet(nfq_q_handle*, nfgenmsg*, nfq_data* nfa, void* data) {
   const int got = nfq_get_payload(nfa, &payload);
   double bytes = 1500;
   if (got >= 4) bytes = (payload[2] << 8) | payload[3];  // IPv4 total length (whole GSO packet)
+  l->bytes += bytes, l->packets += 1;
   double t = now_s();
   if (l->bytes_per_s > 0) {
     l->free_at = std::max(l->free_at, t) + bytes / l->bytes_per_s;
@@ -129,7 +132,10 @@ int main(int argc, char** argv) {
     nfq_set_verdict(held.top().link->qh, held.top().id, NF_ACCEPT, 0, nullptr);
     held.pop();
   }
-  for (Link& l : links) nfq_destroy_queue(l.qh);
+  for (Link& l : links) {
+    std::fprintf(stderr, "slm-delayer: link %d carried %.0f bytes in %.0f packets\n", l.queue, l.bytes, l.packets);
+    nfq_destroy_queue(l.qh);
+  }
   nfq_close(h);
   return 0;
 }

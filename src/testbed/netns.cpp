@@ -134,6 +134,9 @@ void up_unchecked(const TestbedSpec& s, const std::string& delayer) {
       must(fmt::format("ip netns exec {} iptables-legacy -w -A FORWARD -s {} -d {} -j NFQUEUE --queue-num {}", R,
                        site_subnet(x), site_subnet(y), q));
       links.push_back(fmt::format("{}:{}:{}", q, l.delay_ms, rate));
+      std::fprintf(stderr, "testbed: link %d = %s -> %s, %g ms one way, %s\n", q, s.sites[static_cast<size_t>(x)].name.c_str(),
+                   s.sites[static_cast<size_t>(y)].name.c_str(), l.delay_ms,
+                   rate > 0 ? fmt::format("{} Mbit/s", rate).c_str() : "unlimited");
     }
   if (!links.empty()) start_delayer(s, delayer, links);
 }
@@ -142,6 +145,13 @@ void up_unchecked(const TestbedSpec& s, const std::string& delayer) {
 
 void testbed_down(const TestbedSpec& s) {
   kill_delayer(s);
+  if (path_exists(log_file(s))) {  // what the emulated links carried (slm-delayer's last words)
+    std::istringstream log(read_file(log_file(s)));
+    std::string line;
+    while (std::getline(log, line))
+      if (line.find("carried") != std::string::npos) std::fprintf(stderr, "testbed: %s\n", line.substr(13).c_str());
+    std::remove(log_file(s).c_str());
+  }
   std::istringstream names(shell("ip netns list").second);
   std::string line;
   while (std::getline(names, line)) {

@@ -77,6 +77,10 @@ std::vector<Field> fields(Config& c) {
       {"dist", "interface", &c.dist.interface},
       {"dist", "timeout_s", &c.dist.timeout_s},
       {"dist", "join_timeout_s", &c.dist.join_timeout_s},
+      {"dist", "ranks_per_site", &c.dist.wan.ranks_per_site},
+      {"dist", "compress", &c.dist.wan.compress},
+      {"dist", "channels", &c.dist.wan.channels},
+      {"dist", "chunk_mb", &c.dist.wan.chunk_mb},
   };
 }
 

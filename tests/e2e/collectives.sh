@@ -2,4 +2,4 @@
 # tests/tools/dist_check.cpp against locally computed values.
 source "$(dirname "$0")/lib.sh"
 CHECK=$3
-run_on_ranks "$CHECK" 1 2 3
+run_on_ranks "$CHECK" 1 2 3 4

@@ -1,6 +1,6 @@
 // tests/tools/dist_check.cpp: test helper run under `slm launch -n N`: checks every dist/ verb
 // against values computed locally (sum, reduce-scatter, all-gather, broadcast, bf16 over Gloo,
-// scalar sum/max, async completion order). Prints "rank R ok" or exits non-zero with the failure.
+// scalar sum/max, async completion order, hierarchical / compressed / multi-channel all-reduce). Prints "rank R ok" or exits non-zero with the failure.
 #include <torch/torch.h>
 
 #include <cstdio>
@@ -59,6 +59,22 @@ int main() {
   EXPECT_TRUE_OR_DIE(sum(1.5, g) == 1.5 * n);
   EXPECT_TRUE_OR_DIE(max(static_cast<double>(r), g) == n - 1);
   require_same("same text", g, "check");
+  // WAN-aware all-reduce (dist/hierarchy.h) against the flat one, on the same random tensor of an
+  // odd length: channels (3, tiny chunks) and, with an even world, hierarchical over sites of
+  // n/2 ranks (fp32: 1e-5; bf16 across sites: 1e-2 relative).
+  auto compare = [&](WanOptions o, double tol) {
+    Group h = pg.dp;
+    make_wan_group(w, h, o);
+    at::Tensor x = at::randn({1001}, at::TensorOptions().dtype(at::kFloat)) * (r + 1), y = x.clone();
+    all_reduce_sum(x, g);
+    all_reduce_sum(y, h);
+    return (x - y).abs().max().item<double>() <= tol * x.abs().max().item<double>();
+  };
+  EXPECT_TRUE_OR_DIE(compare({0, false, 3, 0.001}, 1e-6));
+  if (n % 2 == 0 && n >= 4) {
+    EXPECT_TRUE_OR_DIE(compare({n / 2, false, 1, 4}, 1e-5));
+    EXPECT_TRUE_OR_DIE(compare({n / 2, true, 1, 4}, 1e-2));
+  }
   barrier(g);
   std::printf("rank %d ok\n", r);
   return 0;

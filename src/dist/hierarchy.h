@@ -1,0 +1,38 @@
+// dist/hierarchy.h: WAN-aware all-reduce for groups that span sites joined by slow links.
+// Owns: WanOptions (part of the [dist] section), make_wan_group (attach the extra groups to a
+// Group), and the all-reduce paths that all_reduce_sum_async takes for such a group:
+//  - hierarchical: ranks are numbered site by site (ranks_per_site); a tensor is summed inside
+//    each site (fast links), each of the site's L ranks then all-reduces its 1/L shard with the
+//    ranks of the same position in the other sites (the only cross-site traffic: 2(S-1) one-way
+//    delays for S sites instead of 2(P-1) for P ranks, and 1/L of the bytes per rank), and the
+//    shards are all-gathered inside the site again;
+//  - compress: the cross-site step sends bf16 (all-gather of the shards' bf16 bits, summed in
+//    fp32 in the same order on every rank): half the bytes, ~3 significant digits per gradient;
+//  - channels: a large tensor is cut into chunks that travel concurrently over several process
+//    groups of the same ranks (Gloo keeps ~2 MiB in flight per connection, so on a long path one
+//    connection moves ~1 MiB per one-way delay; several connections multiply that).
+// Worked example: 4 ranks, ranks_per_site 2: local groups {0,1} {2,3}, cross groups {0,2} {1,3};
+// rank 1 sums with 0, all-reduces the second half with 3, gathers the first half from 0.
+#pragma once
+#include <cstdint>
+
+#include "dist/group.h"
+
+namespace slm::dist {
+
+struct World;
+
+struct WanOptions {
+  int64_t ranks_per_site = 0;  // > 0: hierarchical all-reduce for data-parallel gradients
+  bool compress = false;       // bf16 on the cross-site step (needs ranks_per_site > 0)
+  int64_t channels = 1;        // process groups per data-parallel group for large all-reduces
+  double chunk_mb = 4;         // chunk size for the channels, MiB
+};
+
+// UserError (one line) for bad values.
+void validate(const WanOptions& o);
+// Collective over g's members: adds the channel groups and, with ranks_per_site, the local and
+// cross-site groups to g (a no-op when nothing applies, e.g. every member in one site).
+void make_wan_group(World& w, Group& g, const WanOptions& o);
+
+}  // namespace slm::dist

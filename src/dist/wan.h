@@ -1,0 +1,23 @@
+// dist/wan.h: what a Group carries when it uses the WAN-aware all-reduce (dist/hierarchy.h).
+// Private to dist/.
+#pragma once
+#include <ATen/core/Tensor.h>
+
+#include <vector>
+
+#include "dist/collectives.h"
+#include "dist/group.h"
+
+namespace slm::dist {
+
+struct Wan {
+  bool hierarchical = false;
+  Group local, cross;           // this rank's site, and its position across the sites
+  bool compress = false;        // bf16 across sites
+  std::vector<Group> channels;  // extra connections of the same ranks (chunked all-reduce)
+  int64_t chunk_bytes = 4 << 20;
+};
+
+Pending wan_all_reduce(const at::Tensor& t, const Group& g);
+
+}  // namespace slm::dist
