@@ -19,6 +19,7 @@ namespace {
 struct TestbedArgs {
   std::string file;
   int port = 29500;
+  std::string link_log;
   std::vector<std::string> command;
 };
 
@@ -66,11 +67,12 @@ void add_testbed_command(CLI::App& app) {
   auto* run = tb->add_subcommand("run", "bring FILE up, run CMD once per rank in its namespace, tear down");
   run->add_option("file", a->file, "testbed description")->required();
   run->add_option("--port", a->port, "rendezvous port on rank 0")->capture_default_str();
+  run->add_option("--link-log", a->link_log, "keep the emulated links' byte counters (one line per link per second)");
   run->add_option("command", a->command, "command (after --), e.g. -- slm train -c cfg.toml")->required();
   run->callback([a] {
     testbed::TestbedSpec s = load(a->file);
     print_layout(s);
-    const int rc = testbed::testbed_run(s, delayer_path(), a->command, a->port);
+    const int rc = testbed::testbed_run(s, delayer_path(), a->command, a->port, a->link_log);
     if (rc != 0) throw CLI::RuntimeError(rc);
   });
 }

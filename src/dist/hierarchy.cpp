@@ -3,57 +3,108 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
+#include <cmath>
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "dist/collectives.h"
 #include "dist/wan.h"
 #include "dist/world.h"
 #include "util/error.h"
+#include "util/files.h"
 
 namespace slm::dist {
 
 void validate(const WanOptions& o) {
   if (o.ranks_per_site < 0) throw UserError("dist: ranks_per_site must be >= 0 (0 = flat collectives)");
   if (o.compress && o.ranks_per_site == 0) throw UserError("dist: compress needs ranks_per_site > 0");
-  if (o.channels < 1 || o.channels > 16) throw UserError("dist: channels must be 1..16");
+  if (o.channels < 0 || o.channels > 16) throw UserError("dist: channels must be 0..16 (0 = auto)");
   if (o.chunk_mb <= 0) throw UserError("dist: chunk_mb must be > 0");
 }
 
-void make_wan_group(World& w, Group& g, const WanOptions& o) {
-  if (g.size == 1 || (o.channels == 1 && o.ranks_per_site == 0)) return;
+WanOptions resolve_channels(WanOptions o) {
+  if (o.channels > 0) return o;
+  o.channels = 1;
+  if (o.topology.empty()) return o;
+  nlohmann::json t;
+  try {
+    t = nlohmann::json::parse(read_file(o.topology));
+  } catch (const std::exception& e) {
+    throw UserError(fmt::format("dist.topology: {}: not a topology file of `slm probe` ({})", o.topology,
+                                std::string(e.what()).substr(0, 80)));
+  }
+  double bdp = 0;  // bytes in flight needed on the slowest class: bandwidth x round trip
+  const nlohmann::json classes = t.value("classes", nlohmann::json::object());
+  for (const auto& [name, c] : classes.items())
+    bdp = std::max(bdp, c.value("beta_Bps", 0.0) * 2 * c.value("alpha_s", 0.0));
+  o.channels = std::clamp<int64_t>(static_cast<int64_t>(std::ceil(bdp / (2 << 20))), 1, 8);
+  return o;
+}
+
+namespace {
+
+// Extra connections of g's ranks for chunked all-reduces (collective over g's members).
+std::shared_ptr<Wan> with_channels(World& w, const Group& g, const WanOptions& o) {
   auto wan = std::make_shared<Wan>();
-  wan->compress = o.compress;
   wan->chunk_bytes = static_cast<int64_t>(o.chunk_mb * 1024 * 1024);
   for (int64_t c = 1; c < o.channels; ++c)
     wan->channels.push_back(new_group(w, fmt::format("{}.ch{}", g.name, c), g.ranks, /*own_connections=*/true));
-  if (o.ranks_per_site > 0) {
-    // Members by site, in rank order; hierarchical only when every site has the same count.
-    std::vector<std::vector<int>> sites;
-    for (int r : g.ranks) {
-      const size_t s = static_cast<size_t>(r / o.ranks_per_site);
-      if (sites.size() <= s) sites.resize(s + 1);
-      sites[s].push_back(r);
-    }
-    std::vector<std::vector<int>> used;
-    for (auto& s : sites)
-      if (!s.empty()) used.push_back(s);
-    bool even = used.size() > 1;
-    for (auto& s : used) even = even && s.size() == used[0].size();
-    if (even) {
-      const int me = g.ranks[static_cast<size_t>(g.rank)];
-      for (auto& s : used) {
-        auto it = std::find(s.begin(), s.end(), me);
-        if (it == s.end()) continue;
-        const size_t pos = static_cast<size_t>(it - s.begin());
-        wan->local = new_group(w, g.name + ".site", s);
-        std::vector<int> cross;
-        for (auto& t : used) cross.push_back(t[pos]);
-        wan->cross = new_group(w, g.name + ".cross", cross);
-      }
-      wan->hierarchical = true;
-    }
+  return wan;
+}
+
+}  // namespace
+
+void make_wan_group(World& w, Group& g, const WanOptions& o_in) {
+  const WanOptions o = resolve_channels(o_in);
+  if (g.size == 1 || (o.channels == 1 && o.ranks_per_site == 0)) return;
+  if (o.ranks_per_site == 0) {
+    g.wan = with_channels(w, g, o);
+    return;
+  }
+  // Members by site, in rank order; hierarchical only when every site has the same count.
+  std::vector<std::vector<int>> sites;
+  for (int r : g.ranks) {
+    const size_t s = static_cast<size_t>(r / o.ranks_per_site);
+    if (sites.size() <= s) sites.resize(s + 1);
+    sites[s].push_back(r);
+  }
+  std::vector<std::vector<int>> used;
+  for (auto& s : sites)
+    if (!s.empty()) used.push_back(s);
+  bool even = used.size() > 1;
+  for (auto& s : used) even = even && s.size() == used[0].size();
+  if (!even) {  // one site, or sites of different sizes: flat (with channels if any)
+    if (o.channels > 1) g.wan = with_channels(w, g, o);
+    return;
+  }
+  auto wan = std::make_shared<Wan>();
+  wan->hierarchical = true, wan->compress = o.compress;
+  wan->sites = static_cast<int>(used.size());
+  const int me = g.ranks[static_cast<size_t>(g.rank)];
+  for (auto& s : used) {
+    auto it = std::find(s.begin(), s.end(), me);
+    if (it == s.end()) continue;
+    const size_t pos = static_cast<size_t>(it - s.begin());
+    wan->local = new_group(w, g.name + ".site", s);
+    std::vector<int> cross;
+    for (auto& t : used) cross.push_back(t[pos]);
+    wan->cross = new_group(w, g.name + ".cross", cross);
+    if (o.channels > 1 && !o.compress) wan->cross.wan = with_channels(w, wan->cross, o);  // the slow hop
   }
   g.wan = wan;
+}
+
+std::string describe_wan(const Group& g) {
+  if (!g.wan) return "";
+  const Wan& w = *g.wan;
+  const int channels = static_cast<int>((w.hierarchical && w.cross.wan ? w.cross.wan->channels.size()
+                                                                         : w.channels.size()) + 1);
+  std::string out = w.hierarchical ? fmt::format("hierarchical all-reduce ({} sites x {} ranks){}", w.sites,
+                                                 w.local.size, w.compress ? ", bf16 across sites" : "")
+                                   : "flat all-reduce";
+  if (channels > 1) out += fmt::format(", {} channels", channels);
+  return out;
 }
 
 namespace {

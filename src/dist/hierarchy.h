@@ -8,13 +8,14 @@
 //    shards are all-gathered inside the site again;
 //  - compress: the cross-site step sends bf16 (all-gather of the shards' bf16 bits, summed in
 //    fp32 in the same order on every rank): half the bytes, ~3 significant digits per gradient;
-//  - channels: a large tensor is cut into chunks that travel concurrently over several process
+//  - channels: a large tensor (with hierarchy: the cross-site shard) is cut into chunks that travel concurrently over several process
 //    groups of the same ranks (Gloo keeps ~2 MiB in flight per connection, so on a long path one
 //    connection moves ~1 MiB per one-way delay; several connections multiply that).
 // Worked example: 4 ranks, ranks_per_site 2: local groups {0,1} {2,3}, cross groups {0,2} {1,3};
 // rank 1 sums with 0, all-reduces the second half with 3, gathers the first half from 0.
 #pragma once
 #include <cstdint>
+#include <string>
 
 #include "dist/group.h"
 
@@ -25,14 +26,23 @@ struct World;
 struct WanOptions {
   int64_t ranks_per_site = 0;  // > 0: hierarchical all-reduce for data-parallel gradients
   bool compress = false;       // bf16 on the cross-site step (needs ranks_per_site > 0)
-  int64_t channels = 1;        // process groups per data-parallel group for large all-reduces
+  int64_t channels = 0;        // process groups per data-parallel group for large all-reduces;
+                               // 0 = from `topology` (1 without)
   double chunk_mb = 4;         // chunk size for the channels, MiB
+  std::string topology;        // topology file of `slm probe` (optional): picks channels
 };
 
 // UserError (one line) for bad values.
 void validate(const WanOptions& o);
+// channels = 0 resolved: with a topology, enough connections to keep the slowest link class's
+// bandwidth-delay product in flight at ~2 MiB per connection (Gloo's pipelining), 1..8; else 1.
+// UserError for an unreadable topology file.
+WanOptions resolve_channels(WanOptions o);
 // Collective over g's members: adds the channel groups and, with ranks_per_site, the local and
 // cross-site groups to g (a no-op when nothing applies, e.g. every member in one site).
 void make_wan_group(World& w, Group& g, const WanOptions& o);
+// One line for the log, e.g. "hierarchical all-reduce (2 sites x 2 ranks), bf16 across sites";
+// "" for a plain group.
+std::string describe_wan(const Group& g);
 
 }  // namespace slm::dist

@@ -12,6 +12,7 @@ namespace slm::dist {
 
 struct Wan {
   bool hierarchical = false;
+  int sites = 1;
   Group local, cross;           // this rank's site, and its position across the sites
   bool compress = false;        // bf16 across sites
   std::vector<Group> channels;  // extra connections of the same ranks (chunked all-reduce)

@@ -11,6 +11,7 @@
 
 #include "parallel/pipeline/schedule.h"
 #include "util/error.h"
+#include "util/toml_keys.h"
 #include "util/files.h"
 
 namespace slm::parallel {
@@ -82,11 +83,6 @@ std::vector<int64_t> int_list(const toml::node* n, const std::string& key, const
   return out;
 }
 
-void only_keys(const toml::table& t, std::set<std::string> allowed, const std::string& where) {
-  for (const auto& [k, v] : t)
-    if (!allowed.count(std::string(k.str())))
-      throw UserError(fmt::format("{}: unknown key '{}'", where, std::string(k.str())));
-}
 
 }  // namespace
 
@@ -97,7 +93,7 @@ Plan parse_plan(const std::string& text, const std::string& where) {
   } catch (const toml::parse_error& e) {
     throw UserError(fmt::format("{}:{}: {}", where, e.source().begin.line, std::string(e.description())));
   }
-  only_keys(t, {"schedule", "micro_batches", "micro_batch", "zero", "virtual_stages", "stage"}, where);
+  reject_unknown_keys(t, {"schedule", "micro_batches", "micro_batch", "zero", "virtual_stages", "stage"}, where);
   Plan p;
   p.zero = -1;
   if (auto* n = t.get("schedule")) p.schedule = get<std::string>(n, "schedule", where);
@@ -112,7 +108,7 @@ Plan parse_plan(const std::string& text, const std::string& where) {
     const std::string w = fmt::format("{}: stage {}", where, k);
     const toml::table* st = (*stages)[k].as_table();
     if (!st) throw UserError(w + ": must be a table");
-    only_keys(*st, {"layers", "tp", "ranks"}, w);
+    reject_unknown_keys(*st, {"layers", "tp", "ranks"}, w);
     StagePlan s;
     std::vector<int64_t> layers = int_list(st->get("layers"), "layers", w);
     if (layers.size() != 2) throw UserError(w + ": 'layers' must be [first, end)");

@@ -4,7 +4,8 @@
 // every packet until its link would deliver it: the link transmits one packet at a time at
 // RATE (serialisation, FIFO) and each packet arrives DELAY later; then it is accepted.
 // Usage: slm-delayer --link QUEUE:DELAY_MS:RATE_MBIT [--link ...]   (RATE 0 = unlimited)
-// Runs until SIGTERM/SIGINT, then prints the bytes each link carried. Needs CAP_NET_ADMIN (root).
+// Prints each link's byte count once a second ("at <unix time> link <q> bytes <n>") and, on
+// SIGTERM/SIGINT, the totals. Needs CAP_NET_ADMIN (root).
 // Links libnetfilter_queue only.
 #include <arpa/inet.h>
 #include <libnetfilter_queue/libnetfilter_queue.h>
@@ -109,7 +110,17 @@ int main(int argc, char** argv) {
   setsockopt(fd, SOL_NETLINK, NETLINK_NO_ENOBUFS, &one, sizeof one);
   std::fprintf(stderr, "slm-delayer: %zu link(s) ready\n", links.size());
   std::vector<char> buf(1 << 17);
+  double next_report = now_s() + 1;
   while (!stop) {
+    if (now_s() >= next_report) {  // per-link byte counters once a second, with wall-clock time
+      timespec wall;
+      clock_gettime(CLOCK_REALTIME, &wall);
+      for (const Link& l : links)
+        std::fprintf(stderr, "slm-delayer: at %.3f link %d bytes %.0f\n",
+                     static_cast<double>(wall.tv_sec) + 1e-9 * static_cast<double>(wall.tv_nsec), l.queue, l.bytes);
+      std::fflush(stderr);
+      next_report += 1;
+    }
     double wait_s = 0.05;
     if (!held.empty()) wait_s = std::max(0.0, std::min(wait_s, held.top().release - now_s()));
     timespec ts{static_cast<time_t>(wait_s), static_cast<long>((wait_s - static_cast<double>(static_cast<time_t>(wait_s))) * 1e9)};

@@ -143,9 +143,10 @@ void up_unchecked(const TestbedSpec& s, const std::string& delayer) {
 
 }  // namespace
 
-void testbed_down(const TestbedSpec& s) {
+void testbed_down(const TestbedSpec& s, const std::string& link_log) {
   kill_delayer(s);
-  if (path_exists(log_file(s))) {  // what the emulated links carried (slm-delayer's last words)
+  if (path_exists(log_file(s))) {
+    if (!link_log.empty()) write_file_atomic(link_log, read_file(log_file(s)));  // what the emulated links carried (slm-delayer's last words)
     std::istringstream log(read_file(log_file(s)));
     std::string line;
     while (std::getline(log, line))
@@ -177,7 +178,8 @@ void testbed_up(const TestbedSpec& s, const std::string& delayer) {
   }
 }
 
-int testbed_run(const TestbedSpec& s, const std::string& delayer, const std::vector<std::string>& command, int port) {
+int testbed_run(const TestbedSpec& s, const std::string& delayer, const std::vector<std::string>& command, int port,
+                const std::string& link_log) {
   testbed_up(s, delayer);
   int rc = 1;
   try {
@@ -188,10 +190,10 @@ int testbed_run(const TestbedSpec& s, const std::string& delayer, const std::vec
     for (int i = 0; i < s.world(); ++i) o.prefix.push_back({"ip", "netns", "exec", rank_ns(s, i)});
     rc = dist::launch(o);
   } catch (...) {
-    testbed_down(s);
+    testbed_down(s, link_log);
     throw;
   }
-  testbed_down(s);
+  testbed_down(s, link_log);
   return rc;
 }
 

@@ -19,11 +19,12 @@ namespace slm::testbed {
 // so far is removed). `delayer` = path of slm-delayer.
 void testbed_up(const TestbedSpec& s, const std::string& delayer);
 // Removes the delayer, every process left in the namespaces, and the namespaces. Idempotent.
-void testbed_down(const TestbedSpec& s);
+// link_log: where to keep the delayer's per-link byte counters ("" = drop them).
+void testbed_down(const TestbedSpec& s, const std::string& link_log = "");
 // up, then `command` once per rank in its namespace (slm launch semantics: rank env variables,
 // "[rank]" prefixes, stop all on a failure), then down, also after a failure or a signal.
 // Returns the job's exit code.
 int testbed_run(const TestbedSpec& s, const std::string& delayer, const std::vector<std::string>& command,
-                int port);
+                int port, const std::string& link_log = "");
 
 }  // namespace slm::testbed

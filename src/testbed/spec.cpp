@@ -7,6 +7,7 @@
 #include <toml++/toml.h>
 
 #include "util/error.h"
+#include "util/toml_keys.h"
 
 namespace slm::testbed {
 
@@ -18,11 +19,6 @@ int TestbedSpec::world() const {
 
 namespace {
 
-void only_keys(const toml::table& t, const std::set<std::string>& allowed, const std::string& where) {
-  for (const auto& [k, v] : t)
-    if (!allowed.count(std::string(k.str())))
-      throw UserError(fmt::format("{}: unknown key '{}'", where, std::string(k.str())));
-}
 
 double number(const toml::table& t, const char* key, double fallback, const std::string& where) {
   const toml::node* n = t.get(key);
@@ -47,7 +43,7 @@ TestbedSpec parse_testbed(const std::string& text, const std::string& where) {
   } catch (const toml::parse_error& e) {
     throw UserError(fmt::format("{}:{}: {}", where, e.source().begin.line, std::string(e.description())));
   }
-  only_keys(t, {"name", "inside", "site", "link", "tcp_buffer_mb"}, where);
+  reject_unknown_keys(t, {"name", "inside", "site", "link", "tcp_buffer_mb"}, where);
   TestbedSpec s;
   if (auto* n = t.get("name")) {
     auto v = n->value<std::string>();
@@ -58,7 +54,7 @@ TestbedSpec parse_testbed(const std::string& text, const std::string& where) {
   s.tcp_buffer_mb = number(t, "tcp_buffer_mb", s.tcp_buffer_mb, where);
   if (auto* in = t.get("inside")) {
     if (!in->as_table()) throw UserError(where + ": [inside] must be a table");
-    only_keys(*in->as_table(), {"delay_ms", "rate_mbit"}, where + ": [inside]");
+    reject_unknown_keys(*in->as_table(), {"delay_ms", "rate_mbit"}, where + ": [inside]");
     s.inside = link_of(*in->as_table(), where + ": [inside]");
   }
   const toml::array* sites = t.get("site") ? t.get("site")->as_array() : nullptr;
@@ -67,7 +63,7 @@ TestbedSpec parse_testbed(const std::string& text, const std::string& where) {
     const std::string w = fmt::format("{}: site {}", where, i);
     const toml::table* st = (*sites)[i].as_table();
     if (!st) throw UserError(w + ": must be a table");
-    only_keys(*st, {"name", "ranks"}, w);
+    reject_unknown_keys(*st, {"name", "ranks"}, w);
     SiteSpec site;
     site.name = st->get("name") ? st->get("name")->value_or(std::string()) : fmt::format("site{}", i);
     auto ranks = st->get("ranks") ? st->get("ranks")->value<int64_t>() : std::optional<int64_t>(1);
@@ -83,7 +79,7 @@ TestbedSpec parse_testbed(const std::string& text, const std::string& where) {
       const std::string w = fmt::format("{}: link {}", where, i);
       const toml::table* lt = (*links)[i].as_table();
       if (!lt) throw UserError(w + ": must be a table");
-      only_keys(*lt, {"sites", "delay_ms", "rate_mbit"}, w);
+      reject_unknown_keys(*lt, {"sites", "delay_ms", "rate_mbit"}, w);
       const toml::array* names = lt->get("sites") ? lt->get("sites")->as_array() : nullptr;
       if (!names || names->size() != 2) throw UserError(w + ": 'sites' must name two sites");
       PairSpec p;

@@ -81,6 +81,7 @@ std::vector<Field> fields(Config& c) {
       {"dist", "compress", &c.dist.wan.compress},
       {"dist", "channels", &c.dist.wan.channels},
       {"dist", "chunk_mb", &c.dist.wan.chunk_mb},
+      {"dist", "topology", &c.dist.wan.topology},
   };
 }
 

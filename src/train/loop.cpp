@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "dist/collectives.h"
+#include "dist/hierarchy.h"
 #include "train/checkpoint.h"
 #include "train/hardware.h"
 #include "train/runtime.h"
@@ -94,6 +95,8 @@ static void print_header(const Trainer& t, const std::string& run, const DeviceI
                static_cast<long long>(parallel::zero_stage(*t.dp)), cfg.parallel.bucket_mb,
                parallel::param_bytes(*t.dp) / mb, parallel::grad_bytes(*t.dp) / mb,
                (t.adam.exp_avg.numel() * 2 + t.adam.scratch.numel()) * 4 / mb);
+  if (const std::string wan = dist::describe_wan(t.groups.dp); !wan.empty())
+    std::fprintf(stderr, "data-parallel gradients: %s\n", wan.c_str());
   if (t.pipe->plan.stages.size() > 1 || t.pipe->plan.dp > 1 || t.groups.tp.size > 1)
     std::fprintf(stderr, "%s", parallel::describe_plan(t.pipe->plan, model_shape(cfg.model), t.seq_len).c_str());
   std::fprintf(stderr, "device: %s, peak %.3f TFLOP/s %s (%s), $%.3f/hour (%s)\n", dev.name.c_str(),
@@ -179,7 +182,8 @@ int run_training(const Config& cfg_in, bool resume, int64_t stop_at) {
     double tflops = flops / step_s / 1e12;
     spent_usd += step_s / 3600.0 * dev.price_per_hour * devices;  // this session's steps
     if (first_loss < 0) first_loss = s.loss;
-    log({{"step", t->step}, {"loss", s.loss}, {"lr", s.lr}, {"grad_norm", s.grad_norm},
+    const double now_unix = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    log({{"step", t->step}, {"time", now_unix}, {"loss", s.loss}, {"lr", s.lr}, {"grad_norm", s.grad_norm},
          {"tokens", s.tokens}, {"tokens_per_s", s.tokens / step_s}, {"step_s", step_s},
          {"data_s", s.data_s}, {"compute_s", s.compute_s}, {"schedule_s", s.schedule_s},
          {"optim_s", s.optim_s}, {"comm_s", s.comm_s}, {"tflops_per_device", tflops},

@@ -66,3 +66,16 @@ print(f"{run}: {len(b)} steps, max |loss - {ref}| = {d:.2e}, max |grad norm - {r
 assert len(a) == len(b) and d < tol and g < tol
 PY
 }
+# same_logits DUMP REF RUN WHAT: the final model of RUN, read whole by the single-process tool DUMP
+# (tests/tools/dump_logits.cpp), gives REF's logits on 5 fixed inputs within 1e-4.
+same_logits() {
+  "$1" "$2" 1 2 3 4 5 > "$2.logits" || fail "cannot read $2"
+  "$1" "$3" 1 2 3 4 5 > "$3.logits" || fail "the single-process tools cannot read a $4 checkpoint"
+  python3 - "$2.logits" "$3.logits" "$4" <<'PY' || fail "$4 checkpoint: final logits differ"
+import json, sys
+a, b = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+d = max(abs(x - y) for ra, rb in zip(a, b) for x, y in zip(ra, rb))
+print(f"{sys.argv[3]} checkpoint read whole: final logits max diff {d:.2e}")
+assert len(a) == len(b) == 5 and d < 1e-4
+PY
+}

@@ -32,5 +32,11 @@ check hier_zero2 1e-5 --set dist.ranks_per_site=2 --zero 2
 check channels 1e-5 --set dist.channels=3 --set dist.chunk_mb=0.01
 check compressed 1e-3 --set dist.ranks_per_site=2 --set dist.compress=true
 expect_error "dist: compress needs ranks_per_site > 0" "$SLM" train "${COMMON[@]}" --set dist.compress=true
-expect_error "dist: channels must be 1..16" "$SLM" train "${COMMON[@]}" --set dist.channels=0
+expect_error "dist: channels must be 0..16 (0 = auto)" "$SLM" train "${COMMON[@]}" --set dist.channels=-1
+# channels from a probed topology: 50 ms one-way at 1 Gbit/s keeps 12.5 MB in flight -> 6 channels
+printf '{"classes": {"local": {"alpha_s": 0.0002, "beta_Bps": 1e9}, "wide": {"alpha_s": 0.05, "beta_Bps": 1.25e8}}}' > topo.json
+check auto_channels 1e-5 --set dist.topology=topo.json
+grep -q "6 channels" auto_channels.log || { cat auto_channels.log; fail "channels not taken from the topology"; }
+printf 'nonsense' > bad.json
+expect_error "dist.topology: bad.json: not a topology file" "$SLM" train "${COMMON[@]}" --set dist.topology=bad.json
 echo "WAN-aware all-reduce matches the single-process run"

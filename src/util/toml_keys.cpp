@@ -1,0 +1,13 @@
+// util/toml_keys.cpp: see toml_keys.h.
+#include "util/toml_keys.h"
+
+#include "util/error.h"
+
+namespace slm {
+
+void reject_unknown_keys(const toml::table& t, const std::set<std::string>& allowed, const std::string& where) {
+  for (const auto& [k, v] : t)
+    if (!allowed.count(std::string(k.str()))) throw UserError(where + ": unknown key '" + std::string(k.str()) + "'");
+}
+
+}  // namespace slm
