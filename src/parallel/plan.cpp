@@ -87,12 +87,7 @@ std::vector<int64_t> int_list(const toml::node* n, const std::string& key, const
 }  // namespace
 
 Plan parse_plan(const std::string& text, const std::string& where) {
-  toml::table t;
-  try {
-    t = toml::parse(text, where);
-  } catch (const toml::parse_error& e) {
-    throw UserError(fmt::format("{}:{}: {}", where, e.source().begin.line, std::string(e.description())));
-  }
+  toml::table t = parse_toml(text, where);
   reject_unknown_keys(t, {"schedule", "micro_batches", "micro_batch", "zero", "virtual_stages", "stage"}, where);
   Plan p;
   p.zero = -1;

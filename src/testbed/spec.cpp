@@ -37,12 +37,7 @@ LinkSpec link_of(const toml::table& t, const std::string& where) {
 }  // namespace
 
 TestbedSpec parse_testbed(const std::string& text, const std::string& where) {
-  toml::table t;
-  try {
-    t = toml::parse(text, where);
-  } catch (const toml::parse_error& e) {
-    throw UserError(fmt::format("{}:{}: {}", where, e.source().begin.line, std::string(e.description())));
-  }
+  toml::table t = parse_toml(text, where);
   reject_unknown_keys(t, {"name", "inside", "site", "link", "tcp_buffer_mb"}, where);
   TestbedSpec s;
   if (auto* n = t.get("name")) {

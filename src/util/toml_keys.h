@@ -1,4 +1,5 @@
-// util/toml_keys.h: strict TOML tables: reject keys a section does not know, by name.
+// util/toml_keys.h: strict TOML: parse with one-line errors ("<where>:<line>: <what>"), and reject
+// keys a section does not know, by name.
 #pragma once
 #include <set>
 #include <string>
@@ -6,6 +7,8 @@
 
 namespace slm {
 
+// UserError "<where>:<line>: <description>" for malformed TOML.
+toml::table parse_toml(const std::string& text, const std::string& where);
 // UserError "<where>: unknown key '<k>'" for the first key of t not in allowed.
 void reject_unknown_keys(const toml::table& t, const std::set<std::string>& allowed, const std::string& where);
 
