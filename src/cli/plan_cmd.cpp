@@ -44,14 +44,9 @@ void print_plan(const parallel::Plan& p, const train::Config& cfg, int world) {
   parallel::validate_plan(p, train::model_shape(cfg.model), world);
   const int64_t T = cfg.batch.seq_len > 0 ? cfg.batch.seq_len : cfg.model.block_size;
   std::fprintf(stderr, "%s", parallel::describe_plan(p, train::model_shape(cfg.model), T).c_str());
-  const double cap = cfg.parallel.memory_cap_gb;
-  if (cap <= 0) return;
-  for (int r = 0; r < world; ++r) {
-    const double gib = parallel::estimate_memory(p, train::model_shape(cfg.model), T, r).total() / (1 << 30);
-    if (gib > cap)
-      throw UserError(fmt::format("plan: rank {} needs ~{:.2f} GiB > parallel.memory_cap_gb {}", r, gib, cap));
-  }
-  std::fprintf(stderr, "  every rank fits parallel.memory_cap_gb = %g\n", cap);
+  parallel::check_memory_cap(p, train::model_shape(cfg.model), T, cfg.parallel.memory_cap_gb);
+  if (cfg.parallel.memory_cap_gb > 0)
+    std::fprintf(stderr, "  every rank fits parallel.memory_cap_gb = %g\n", cfg.parallel.memory_cap_gb);
 }
 
 }  // namespace

@@ -245,6 +245,22 @@ MemoryEstimate estimate_memory(const Plan& p, const ModelShape& m, int64_t seq_l
   return e;
 }
 
+void check_memory_cap(const Plan& p, const ModelShape& m, int64_t seq_len, double cap_gb) {
+  if (cap_gb <= 0) return;
+  int world = 0;
+  for (int k = 0; k < p.pp; ++k) world += static_cast<int>(p.stages[static_cast<size_t>(k)].ranks.size());
+  const double gib = 1024.0 * 1024.0 * 1024.0;
+  for (int r = 0; r < world; ++r) {
+    const MemoryEstimate e = estimate_memory(p, m, seq_len, r);
+    if (e.total() > cap_gb * gib)
+      throw UserError(fmt::format("plan: rank {} needs ~{:.2f} GiB (parameters {:.2f}, gradients {:.2f}, optimizer "
+                                  "{:.2f}, activations {:.2f}) > parallel.memory_cap_gb {}; use more pipeline "
+                                  "stages, tp or ZeRO (slm plan check shows the estimate)",
+                                  r, e.total() / gib, e.params / gib, e.grads / gib, e.optimizer / gib,
+                                  e.activations / gib, cap_gb));
+  }
+}
+
 std::string describe_plan(const Plan& p, const ModelShape& m, int64_t seq_len) {
   std::ostringstream o;
   int world = 0;

@@ -90,6 +90,10 @@ struct MemoryEstimate {
 // (Korthikanti et al.'s per-layer formula at 4-byte precision; recomputation keeps block inputs only).
 MemoryEstimate estimate_memory(const Plan& p, const ModelShape& m, int64_t seq_len, int rank);
 
+// UserError (one line, naming the rank and its estimate) when some rank's estimate exceeds
+// cap_gb GiB; no-op for cap_gb <= 0.
+void check_memory_cap(const Plan& p, const ModelShape& m, int64_t seq_len, double cap_gb);
+
 // Readable, several lines: stages, layers, ranks per replica, schedule, per-rank memory.
 std::string describe_plan(const Plan& p, const ModelShape& m, int64_t seq_len);
 

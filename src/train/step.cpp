@@ -39,17 +39,7 @@ static void apply_plan(Trainer& t) {
   plan = parallel::resolve_plan(cfg.parallel, cfg.model.n_layer, world, cfg.batch.batch_size, cfg.batch.micro_batch);
   const parallel::ModelShape shape = model_shape(cfg.model);
   parallel::validate_plan(plan, shape, world);
-  if (cfg.parallel.memory_cap_gb > 0)
-    for (int r = 0; r < world; ++r) {
-      const parallel::MemoryEstimate e = parallel::estimate_memory(plan, shape, t.seq_len, r);
-      const double gib = 1024.0 * 1024.0 * 1024.0;
-      if (e.total() > cfg.parallel.memory_cap_gb * gib)
-        throw UserError(fmt::format("plan: rank {} needs ~{:.2f} GiB (parameters {:.2f}, gradients {:.2f}, optimizer "
-                                    "{:.2f}, activations {:.2f}) > parallel.memory_cap_gb {}; use more pipeline "
-                                    "stages, tp or ZeRO (slm plan check shows the estimate)",
-                                    r, e.total() / gib, e.params / gib, e.grads / gib, e.optimizer / gib,
-                                    e.activations / gib, cfg.parallel.memory_cap_gb));
-    }
+  parallel::check_memory_cap(plan, shape, t.seq_len, cfg.parallel.memory_cap_gb);
   t.groups = parallel::make_plan_groups(t.world, plan);
   pipe->role = parallel::role_of(plan, t.world.world.rank);
   pipe->actions = parallel::pipeline::schedule_actions(plan.schedule, plan.pp, pipe->role.pipe,
