@@ -45,7 +45,6 @@ static void apply_plan(Trainer& t) {
   pipe->actions = parallel::pipeline::schedule_actions(plan.schedule, plan.pp, pipe->role.pipe,
                                                        static_cast<int>(plan.micro_batches), plan.virtual_stages);
   pipe->world = t.groups.world, pipe->p2p = t.groups.pp, pipe->tp = t.groups.tp;
-  pipe->seq_len = t.seq_len;
   // The whole model's layout (checkpoints use it) from shapes only; then just this rank's blocks.
   t.model_layout = parallel::make_layout(model::named_parameters(model::shapes_only(cfg.model)), 1);
   t.num_params = t.model_layout.numel;

@@ -36,7 +36,6 @@ struct Pipeline {
   dist::Group p2p;              // every rank, own connections: stage-to-stage traffic only
   dist::Group tp;               // this stage's tensor-parallel group
   model::GPT2* model = nullptr;
-  int64_t seq_len = 0;          // T
 };
 
 struct MicroBatch {

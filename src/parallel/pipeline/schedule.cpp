@@ -26,21 +26,21 @@ void validate_schedule(const std::string& name, int ranks, int micro, int chunks
   }
 }
 
-static std::vector<Action> one_f_one_b(int warmup, int total, Action (*fwd)(int, int, int, int),
-                                       Action (*bwd)(int, int, int, int), int P, int v) {
+static std::vector<Action> one_f_one_b(int warmup, int total, Action (*fwd)(int, int, int),
+                                       Action (*bwd)(int, int, int), int P, int v) {
   std::vector<Action> out;
   warmup = std::min(warmup, total);
-  for (int k = 0; k < warmup; ++k) out.push_back(fwd(k, P, v, 0));
-  for (int k = 0; k + warmup < total; ++k) out.push_back(fwd(k + warmup, P, v, 0)), out.push_back(bwd(k, P, v, 0));
-  for (int k = std::max(0, total - warmup); k < total; ++k) out.push_back(bwd(k, P, v, 0));
+  for (int k = 0; k < warmup; ++k) out.push_back(fwd(k, P, v));
+  for (int k = 0; k + warmup < total; ++k) out.push_back(fwd(k + warmup, P, v)), out.push_back(bwd(k, P, v));
+  for (int k = std::max(0, total - warmup); k < total; ++k) out.push_back(bwd(k, P, v));
   return out;
 }
 
 // The k-th forward / backward of a rank. Without interleaving k is the micro-batch.
-static Action plain_f(int k, int, int, int) { return {Action::F, k, 0}; }
-static Action plain_b(int k, int, int, int) { return {Action::B, k, 0}; }
-static Action inter_f(int k, int P, int v, int) { return {Action::F, (k / (P * v)) * P + k % P, (k / P) % v}; }
-static Action inter_b(int k, int P, int v, int) { return {Action::B, (k / (P * v)) * P + k % P, v - 1 - (k / P) % v}; }
+static Action plain_f(int k, int, int) { return {Action::F, k, 0}; }
+static Action plain_b(int k, int, int) { return {Action::B, k, 0}; }
+static Action inter_f(int k, int P, int v) { return {Action::F, (k / (P * v)) * P + k % P, (k / P) % v}; }
+static Action inter_b(int k, int P, int v) { return {Action::B, (k / (P * v)) * P + k % P, v - 1 - (k / P) % v}; }
 
 std::vector<Action> schedule_actions(const std::string& name, int ranks, int rank, int micro, int chunks) {
   validate_schedule(name, ranks, micro, chunks);
