@@ -95,6 +95,8 @@ void make_wan_group(World& w, Group& g, const WanOptions& o_in) {
   g.wan = wan;
 }
 
+Group site_group(const Group& g) { return g.wan && g.wan->hierarchical ? g.wan->local : g; }
+
 std::string describe_wan(const Group& g) {
   if (!g.wan) return "";
   const Wan& w = *g.wan;

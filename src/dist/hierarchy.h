@@ -41,6 +41,9 @@ WanOptions resolve_channels(WanOptions o);
 // Collective over g's members: adds the channel groups and, with ranks_per_site, the local and
 // cross-site groups to g (a no-op when nothing applies, e.g. every member in one site).
 void make_wan_group(World& w, Group& g, const WanOptions& o);
+// The members of g in this rank's site: g's local group when g has a hierarchical all-reduce,
+// else g itself (hybrid ZeRO shards inside it: parallel/data_parallel.h).
+Group site_group(const Group& g);
 // One line for the log, e.g. "hierarchical all-reduce (2 sites x 2 ranks), bf16 across sites";
 // "" for a plain group.
 std::string describe_wan(const Group& g);

@@ -18,6 +18,9 @@ struct ParallelConfig {
   int64_t micro_batches = 0;  // per replica per step; 0 = batch.batch_size / (micro_batch * dp)
   std::string plan;       // plan file (TOML, `slm plan`); replaces dp/tp/pp/schedule/micro_batches
   int64_t zero = 0;       // 0 DDP, 1 shard optimizer state, 2 + gradients, 3 + parameters
+  std::string zero_scope = "dp";  // ranks that split ZeRO state: "dp" = the whole data-parallel group;
+                                  // "site" = each site's ranks (dist.ranks_per_site), replicated
+                                  // across sites (hybrid sharding: parameter gathers stay in the site)
   double bucket_mb = 25;  // gradient bucket size, MiB of fp32, reduced during backward
   double memory_cap_gb = 0;  // per-rank memory limit, GiB (estimate, checked before training); 0 = none
 };

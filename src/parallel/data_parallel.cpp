@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "dist/hierarchy.h"
 #include "parallel/data_parallel_impl.h"
 #include "parallel/tensor/model.h"
 #include "util/error.h"
@@ -91,6 +92,8 @@ void validate(const ParallelConfig& c) {
   if (c.pp > 1 && c.zero == 3) throw UserError("parallel: zero 3 does not combine with pp > 1 (use zero <= 2)");
   if (c.pp < 1 || c.virtual_stages < 1) throw UserError("parallel: pp and virtual_stages must be >= 1");
   if (c.micro_batches < 0) throw UserError("parallel: micro_batches must be >= 0 (0 = from batch_size)");
+  if (c.zero_scope != "dp" && c.zero_scope != "site")
+    throw UserError(fmt::format("parallel: zero_scope \"{}\" is not dp or site", c.zero_scope));
   if (c.memory_cap_gb < 0) throw UserError("parallel: memory_cap_gb must be >= 0 (0 = no cap)");
   if (!c.plan.empty() && (c.dp != -1 || c.tp != 1 || c.pp != 1 || c.virtual_stages != 1 || c.micro_batches != 0 ||
                           c.schedule != "auto"))
@@ -104,6 +107,7 @@ std::shared_ptr<DataParallel> apply_data_parallel(model::GPT2& m, const Parallel
   d->cfg = cfg;
   d->dp = dp;
   d->tp = tp;
+  d->zg = cfg.zero_scope == "site" ? dist::site_group(dp) : dp;
   d->model = &m;
   const auto named = model::named_parameters(m);
   d->layout = make_layout(named, dp.size);
@@ -114,7 +118,7 @@ std::shared_ptr<DataParallel> apply_data_parallel(model::GPT2& m, const Parallel
   }
   for (const auto& np : named) d->params.push_back(np.second);
   d->param_flat = flatten_parameters(d->params, d->layout);
-  d->shard = cfg.zero == 0 ? ShardInfo{0, d->layout.padded} : shard_of(d->layout, dp.rank, dp.size);
+  d->shard = cfg.zero == 0 ? ShardInfo{0, d->layout.padded} : shard_of(d->layout, d->zg.rank, d->zg.size);
   d->buckets = make_buckets(d->layout, cfg.bucket_mb);
   d->bucket_of.resize(d->params.size());
   int64_t biggest = 0;
@@ -185,7 +189,7 @@ double grad_norm_sq(DataParallel& d) {
     local = parts.empty() ? 0.0 : at::stack(parts).sum().item<double>();
     local = dist::sum(local, d.tp);
   }
-  return d.cfg.zero == 0 ? local : dist::sum(local, d.dp);
+  return d.cfg.zero == 0 ? local : dist::sum(local, d.zg);
 }
 
 at::Tensor param_shard(DataParallel& d) {
@@ -200,9 +204,9 @@ at::Tensor grad_shard(DataParallel& d) {
 }
 
 void gather_params(DataParallel& d) {
-  if (d.cfg.zero == 0 || d.cfg.zero == 3 || d.dp.size == 1) return;
+  if (d.cfg.zero == 0 || d.cfg.zero == 3 || d.zg.size == 1) return;
   torch::NoGradGuard no_grad;
-  dist::all_gather_into(d.param_flat, param_shard(d), d.dp);
+  dist::all_gather_into(d.param_flat, param_shard(d), d.zg);
 }
 
 const FlatLayout& layout(const DataParallel& d) { return d.layout; }
@@ -213,6 +217,7 @@ std::vector<Segment> segments(const DataParallel& d) {
   return {Segment{0, d.shard.offset, size}};
 }
 int64_t zero_stage(const DataParallel& d) { return d.cfg.zero; }
+const dist::Group& zero_group(const DataParallel& d) { return d.cfg.zero == 0 ? d.dp : d.zg; }
 int64_t param_bytes(const DataParallel& d) { return (d.cfg.zero == 3 ? d.own : d.param_flat).numel() * 4; }
 int64_t grad_bytes(const DataParallel& d) {
   int64_t staging = 0;

@@ -16,6 +16,11 @@
 //     backward (prefetching the previous block) where the block is recomputed, and its gradient
 //     is reduce-scattered straight to the owners. Embeddings and final LayerNorm stay gathered
 //     from forward to backward (they are used at both ends: tied LM head).
+// Hybrid sharding (zero_scope = "site", with dist.ranks_per_site): the state is split over the
+// ranks of each site and replicated across sites, like FSDP's HYBRID_SHARD / ZeRO++ hpZ. Gradients
+// are still summed over the whole dp group (hierarchically: only a 1/L shard crosses sites), but
+// parameter all-gathers (ZeRO 1-2 after the step, ZeRO 3 before each block) stay inside the site.
+// Optimizer state per rank is 1/L of the model for L ranks per site instead of 1/dp.
 // Gloo has no reduce-scatter in LibTorch 1.x: ZeRO-2 reduces a bucket with an all-reduce and keeps
 // its own part (same bytes as DDP; the memory saving is what stage 2 buys).
 #pragma once
@@ -64,6 +69,9 @@ const FlatLayout& layout(const DataParallel& d);
 // Where the pieces of param_shard/grad_shard (and the optimizer's moments) sit in the flat vector.
 std::vector<Segment> segments(const DataParallel& d);
 int64_t zero_stage(const DataParallel& d);
+// The ranks that split the ZeRO state: the dp group, or (zero_scope = "site") this rank's site of
+// it; the other sites hold the same shards. dp itself for ZeRO 0.
+const dist::Group& zero_group(const DataParallel& d);
 // Bytes this rank holds for parameters and gradients (for the memory report).
 int64_t param_bytes(const DataParallel& d);
 int64_t grad_bytes(const DataParallel& d);

@@ -35,6 +35,7 @@ struct DataParallel {
   ParallelConfig cfg;
   dist::Group dp;
   dist::Group tp;                   // tensor-parallel group (size 1 without tp)
+  dist::Group zg;                   // ZeRO 1-3: the ranks that split the state (dp, or dp's site)
   FlatLayout layout;
   std::vector<bool> replicated;     // per parameter: held whole by every tp rank
   model::GPT2* model = nullptr;

@@ -26,8 +26,8 @@ at::Tensor own_piece(DataParallel& d, size_t u) { return d.own.narrow(0, d.units
 
 // Starts gathering unit u into a fresh (ranks * piece) buffer.
 std::pair<at::Tensor, dist::Pending> start_gather(DataParallel& d, size_t u) {
-  at::Tensor full = at::empty({d.units[u].piece * d.dp.size}, d.own.options().requires_grad(false));
-  dist::Pending p = dist::all_gather_into_async(full, own_piece(d, u).detach(), d.dp);
+  at::Tensor full = at::empty({d.units[u].piece * d.zg.size}, d.own.options().requires_grad(false));
+  dist::Pending p = dist::all_gather_into_async(full, own_piece(d, u).detach(), d.zg);
   return {full, p};
 }
 
@@ -47,10 +47,15 @@ void prefetch(DataParallel& d, size_t u) {
 // This rank's piece of the sum over ranks of grad (numel of unit u).
 at::Tensor reduce_scatter_unit(DataParallel& d, size_t u, const at::Tensor& grad) {
   const Unit& un = d.units[u];
-  at::Tensor flat = at::zeros({un.piece * d.dp.size}, grad.options());
+  at::Tensor flat = at::zeros({un.piece * d.zg.size}, grad.options());
   flat.narrow(0, 0, un.numel).copy_(grad.reshape({-1}));
   at::Tensor mine = at::empty({un.piece}, grad.options());
-  dist::reduce_scatter_sum(mine, flat, d.dp);
+  if (d.zg.size == d.dp.size) {
+    dist::reduce_scatter_sum(mine, flat, d.dp);
+  } else {  // hybrid: the sum over every site, of which this rank keeps its site's piece
+    dist::all_reduce_sum(flat, d.dp);
+    mine.copy_(flat.narrow(0, d.zg.rank * un.piece, un.piece));
+  }
   return mine;
 }
 
@@ -128,7 +133,7 @@ void setup_zero3(DataParallel& d, model::GPT2& m) {
     key = k;
     d.units.back().numel += l.numels[i];
   }
-  const int n = d.dp.size;
+  const int n = d.zg.size;
   int64_t local = 0;
   for (Unit& u : d.units) {
     u.piece = ((u.numel + n - 1) / n + 15) / 16 * 16;
@@ -161,7 +166,7 @@ void setup_zero3(DataParallel& d, model::GPT2& m) {
 std::vector<Segment> zero3_segments(const DataParallel& d) {
   std::vector<Segment> out;
   for (const Unit& u : d.units) {
-    const int64_t start = d.dp.rank * u.piece, size = std::min(u.piece, u.numel - start);
+    const int64_t start = d.zg.rank * u.piece, size = std::min(u.piece, u.numel - start);
     if (size > 0) out.push_back({u.local, u.begin + start, size});
   }
   return out;

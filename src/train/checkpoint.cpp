@@ -84,7 +84,10 @@ std::string save_checkpoint(const Trainer& t, const std::string& run_dir, int64_
     fs::create_directories(partial);
   }
   sync();
-  if (sharded || solo || t.groups.dp.rank == 0) {  // this rank's buffer and where its pieces sit
+  // Shards are written by the first dp replica of each (that is site 0 with hybrid sharding: the
+  // other sites hold the same shards); unsharded by dp rank 0.
+  const dist::Group& zg = parallel::zero_group(*t.dp);
+  if (solo || (sharded ? t.groups.dp.rank < zg.size : t.groups.dp.rank == 0)) {  // this rank's buffer and where its pieces sit
     // A view would be saved with its whole storage: copy only those (a whole CPU tensor is written
     // as it is, so saving does not double the optimizer state in memory).
     auto cpu = [](const at::Tensor& x) {
@@ -102,7 +105,7 @@ std::string save_checkpoint(const Trainer& t, const std::string& run_dir, int64_
     a.write("exp_avg_sq", cpu(t.adam.exp_avg_sq));
     a.write("segments", segs);
     a.write("rng.cpu", at::detail::getDefaultCPUGenerator().get_state());
-    a.save_to(partial + "/" + piece_prefix(t) + shard_file(sharded ? t.groups.dp.rank : 0));
+    a.save_to(partial + "/" + piece_prefix(t) + shard_file(sharded ? zg.rank : 0));
   }
   sync();
   if (leader) {
@@ -253,7 +256,7 @@ void load_checkpoint(Trainer& t, const std::string& dir) {
   // RNG: this rank's own stream if it saved one, else the first file's.
   std::string rng_file = state.at("shards").at(0).at("file").get<std::string>();
   for (const json& s : state.at("shards"))
-    if (s.at("file") == piece_prefix(t) + shard_file(t.groups.dp.rank)) rng_file = s.at("file").get<std::string>();
+    if (s.at("file") == piece_prefix(t) + shard_file(parallel::zero_group(*t.dp).rank)) rng_file = s.at("file").get<std::string>();
   torch::serialize::InputArchive a;
   a.load_from(dir + "/" + rng_file);
   at::Tensor rng;

@@ -71,6 +71,7 @@ std::vector<Field> fields(Config& c) {
       {"parallel", "micro_batches", &c.parallel.micro_batches},
       {"parallel", "plan", &c.parallel.plan},
       {"parallel", "zero", &c.parallel.zero},
+      {"parallel", "zero_scope", &c.parallel.zero_scope},
       {"parallel", "bucket_mb", &c.parallel.bucket_mb},
       {"parallel", "memory_cap_gb", &c.parallel.memory_cap_gb},
       {"dist", "backend", &c.dist.backend},
@@ -194,6 +195,8 @@ void validate(const Config& c) {
   auto need = [](bool ok, const std::string& msg) {
     if (!ok) throw UserError(msg);
   };
+  need(c.parallel.zero_scope != "site" || c.dist.wan.ranks_per_site > 0,
+       "parallel: zero_scope = \"site\" needs dist.ranks_per_site (how ranks are grouped into sites)");
   const auto& b = c.batch;
   need(b.batch_size >= 1, fmt::format("batch: batch_size {} must be >= 1", b.batch_size));
   need(b.micro_batch >= 1 && b.batch_size % b.micro_batch == 0,

@@ -95,6 +95,9 @@ static void print_header(const Trainer& t, const std::string& run, const DeviceI
                static_cast<long long>(parallel::zero_stage(*t.dp)), cfg.parallel.bucket_mb,
                parallel::param_bytes(*t.dp) / mb, parallel::grad_bytes(*t.dp) / mb,
                (t.adam.exp_avg.numel() * 2 + t.adam.scratch.numel()) * 4 / mb);
+  if (parallel::zero_group(*t.dp).size < t.groups.dp.size)
+    std::fprintf(stderr, "ZeRO state: split over the %d ranks of each site, replicated across sites\n",
+                 parallel::zero_group(*t.dp).size);
   if (const std::string wan = dist::describe_wan(t.groups.dp); !wan.empty())
     std::fprintf(stderr, "data-parallel gradients: %s\n", wan.c_str());
   if (t.pipe->plan.stages.size() > 1 || t.pipe->plan.dp > 1 || t.groups.tp.size > 1)
