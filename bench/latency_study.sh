@@ -8,17 +8,26 @@
 #   pipeshard     one pipeline stage per site, tp 2 inside each site (pp 2 x tp 2, 1F1B)
 #   hier-dp       our hierarchical data parallel (sum in site, shard across sites, gather)
 #   hier-dp-bf16  the same with bf16 across sites
+#   zero2-site    ZeRO-2 with hybrid sharding: state split inside each site, replicated across
+#                 sites (parallel.zero_scope = site), gradients reduced hierarchically
 # on a GPT-2-medium-shaped model scaled to this CPU (24 layers and 16 heads as GPT-2 medium, but
 # 256 channels instead of 1024 and T = 128: 19M parameters + embeddings), fixed global batch 8 x
 # 128 tokens, STEPS steps each. Per run: median step time (steps 3..), tokens/s, TFLOP/s per rank
 # by the study's formula (72BsLh^2(1+s/6h) + 6BshV per step, over 4 ranks), bytes across the sites
 # per step (slm-delayer's counters between the 2nd and the last step), loss after STEPS steps.
 # Writes OUT/latency_study.md (table + command) and OUT/latency_study.svg/.png (gnuplot).
+# VARIANT=heterogeneous: one slower site instead (site b's 2 ranks share 0.5 CPU cores, a cgroup
+# quota; site a's share the other ~1.5: b computes ~3x slower), 20 ms RTT, and the layouts that
+# either ignore it or balance it: dp and pipeshard split evenly, dp with micro-batches 3,3,1,1
+# (replicas on the fast site take more samples), pipeshard with 18 of the 24 layers on the fast
+# site, hierarchical dp with bf16. Writes OUT/latency_study_het.md.
+# LAYOUTS="a b" runs only those layouts (OUT/latency_study_<first layout>.md).
 # A run that exceeds LIMIT seconds is stopped (SIGTERM: the testbed is torn down) and reported
 # from the steps it finished (at least 2), marked "(stopped at N steps)".
-# Usage: sudo bench/latency_study.sh SLM DATA_DIR [OUT=docs] [STEPS=6] [LIMIT=150]
+# Usage: sudo bench/latency_study.sh SLM DATA_DIR [OUT=docs] [STEPS=6] [LIMIT=150] [VARIANT=homogeneous]
 set -euo pipefail
 SLM=$(readlink -f "$1") DATA=$(readlink -f "$2") OUT=$(readlink -f "${3:-docs}") STEPS=${4:-6} LIMIT=${5:-150}
+VARIANT=${6:-homogeneous}
 [ "$(id -u)" -eq 0 ] || { echo "latency_study: needs root (the testbed); run with sudo" >&2; exit 1; }
 W=$(mktemp -d); trap 'rm -rf "$W"; "$SLM" testbed down "$W/geo.toml" 2>/dev/null || true' EXIT
 MODEL=(-c /dev/null --set data.dir="$DATA" --set model.n_layer=24 --set model.n_head=16 --set model.n_embd=256
@@ -32,15 +41,44 @@ declare -A LAYOUT=(
   [pipeshard]="--pp 2 --tp 2"
   [hier-dp]="--set dist.ranks_per_site=2"
   [hier-dp-bf16]="--set dist.ranks_per_site=2 --set dist.compress=true"
+  [zero2-site]="--zero 2 --set dist.ranks_per_site=2 --set parallel.zero_scope=site"
+  [dp-uneven]="--set parallel.plan=$W/dp_uneven.toml"
+  [pipeshard-uneven]="--set parallel.plan=$W/pipeshard_uneven.toml"
 )
-ORDER=(dp zero2 shard pipeshard hier-dp hier-dp-bf16)
+# Plans for the heterogeneous variant (ranks 0-1 = the fast site a, 2-3 = the slow site b).
+cat > "$W/dp_uneven.toml" <<'TOML'
+schedule = "none"
+micro_batches = 1
+micro_batch = [3, 3, 1, 1]
+[[stage]]
+layers = [0, 24]
+ranks = [0, 1, 2, 3]
+TOML
+cat > "$W/pipeshard_uneven.toml" <<'TOML'
+schedule = "1f1b"
+micro_batches = 4
+micro_batch = [2]
+[[stage]]
+layers = [0, 18]
+tp = 2
+ranks = [0, 1]
+[[stage]]
+layers = [18, 24]
+tp = 2
+ranks = [2, 3]
+TOML
+ORDER=(dp zero2 shard pipeshard hier-dp hier-dp-bf16 zero2-site) RTTS=(0 20 100) CPUS_B=0 SUFFIX=""
+if [ "$VARIANT" = heterogeneous ]; then
+  ORDER=(dp dp-uneven hier-dp-bf16 pipeshard pipeshard-uneven) RTTS=(20) CPUS_B=0.5 SUFFIX=_het
+fi
+if [ -n "${LAYOUTS:-}" ]; then read -r -a ORDER <<< "$LAYOUTS"; SUFFIX="${SUFFIX}_${ORDER[0]}"; fi
 # tp 4 across the sites does 4 all-reduces per block per micro-batch, each 2(P-1) one-way delays:
 # minutes per step at 100 ms, so it runs 2 steps (its time is step 2's).
 declare -A RUN_STEPS=([shard]=2)
 echo "| RTT ms | layout | step s | tokens/s | TFLOP/s per rank | MiB across sites per step | loss at the last step |" > "$W/table.md"
 echo "|---|---|---|---|---|---|---|" >> "$W/table.md"
 : > "$W/plot.dat"
-for rtt in 0 20 100; do
+for rtt in "${RTTS[@]}"; do
   cat > "$W/geo.toml" <<TOML
 name = "lat"
 [[site]]
@@ -49,6 +87,7 @@ ranks = 2
 [[site]]
 name = "b"
 ranks = 2
+cpus = $CPUS_B
 [[link]]
 sites = ["a", "b"]
 delay_ms = $(python3 -c "print($rtt / 2)")
@@ -98,12 +137,13 @@ PY
 done
 mkdir -p "$OUT"
 {
-  echo "Command: \`sudo bench/latency_study.sh build/slm DATA docs $STEPS $LIMIT\` (2-vCPU VM, 4 ranks, 1 thread each)."
+  echo "Command: \`sudo ${LAYOUTS:+LAYOUTS=\"$LAYOUTS\" }bench/latency_study.sh build/slm DATA docs $STEPS $LIMIT $VARIANT\`" \
+       "(2-vCPU VM, 4 ranks, 1 thread each$([ "$CPUS_B" = 0 ] || echo "; site b's ranks capped at $CPUS_B CPU cores together"))."
   echo
   cat "$W/table.md"
-} > "$OUT/latency_study.md"
-cat "$OUT/latency_study.md"
-if command -v gnuplot >/dev/null; then
+} > "$OUT/latency_study$SUFFIX.md"
+cat "$OUT/latency_study$SUFFIX.md"
+if [ -z "$SUFFIX" ] && command -v gnuplot >/dev/null; then
   for term in "svg size 720,420" "pngcairo size 720,420"; do
     ext=${term%% *}; ext=${ext/pngcairo/png}
     gnuplot <<GP || echo "latency_study: gnuplot failed ($ext)" >&2

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "dist/hierarchy.h"
 #include "dist/probe.h"
 #include "dist/world.h"
 #include "util/error.h"
@@ -25,11 +26,22 @@ void add_probe_command(CLI::App& app) {
   cmd->add_option("--repeats", a->probe.repeats, "round trips per size (the fastest counts)")->capture_default_str()
       ->check(CLI::Range(1, 100));
   cmd->add_option("-o,--out", a->out, "topology file (JSON) written by rank 0")->capture_default_str();
+  cmd->add_option("--allreduce-mb", a->probe.allreduce_mb,
+                  "also time all-reduces of these sizes (MiB) through the WAN options below, as training "
+                  "reduces gradients")->delimiter(',');
+  cmd->add_option("--ranks-per-site", a->dist.wan.ranks_per_site, "as dist.ranks_per_site (hierarchical)");
+  cmd->add_option("--channels", a->dist.wan.channels, "as dist.channels (0 = from --topology, else 1)");
+  cmd->add_option("--chunk-mb", a->dist.wan.chunk_mb, "as dist.chunk_mb (0 = auto)");
+  cmd->add_flag("--compress", a->dist.wan.compress, "as dist.compress (bf16 across sites)");
+  cmd->add_option("--topology", a->dist.wan.topology, "as dist.topology (an earlier probe's file)");
   cmd->add_option("--timeout", a->dist.timeout_s, "seconds before a silent peer counts as lost")->capture_default_str();
   cmd->callback([a] {
     for (int64_t s : a->probe.sizes)
       if (s < 4) throw UserError("probe: --sizes must be >= 4 bytes");
     if (a->probe.sizes.size() < 2) throw UserError("probe: give at least two --sizes (the fit needs them)");
+    dist::validate(a->dist.wan);
+    for (double mb : a->probe.allreduce_mb)
+      if (mb <= 0) throw UserError("probe: --allreduce-mb sizes must be > 0");
     dist::World w = dist::init_world(a->dist, "cpu");
     dist::ProbeResult r = dist::probe_links(w, a->probe);
     if (w.world.rank != 0) return;

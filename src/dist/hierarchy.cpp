@@ -16,30 +16,43 @@
 
 namespace slm::dist {
 
+// Gloo keeps about 2 MiB of a collective in flight per connection (two 1 MiB pieces).
+constexpr double kBytesInFlight = 2 << 20;
+
 void validate(const WanOptions& o) {
   if (o.ranks_per_site < 0) throw UserError("dist: ranks_per_site must be >= 0 (0 = flat collectives)");
   if (o.compress && o.ranks_per_site == 0) throw UserError("dist: compress needs ranks_per_site > 0");
   if (o.channels < 0 || o.channels > 16) throw UserError("dist: channels must be 0..16 (0 = auto)");
-  if (o.chunk_mb <= 0) throw UserError("dist: chunk_mb must be > 0");
+  if (o.chunk_mb < 0) throw UserError("dist: chunk_mb must be >= 0 (0 = auto)");
 }
 
-WanOptions resolve_channels(WanOptions o) {
-  if (o.channels > 0) return o;
-  o.channels = 1;
-  if (o.topology.empty()) return o;
+WideLink wide_link(const std::string& topology) {
+  WideLink w;
   nlohmann::json t;
   try {
-    t = nlohmann::json::parse(read_file(o.topology));
+    t = nlohmann::json::parse(read_file(topology));
   } catch (const std::exception& e) {
-    throw UserError(fmt::format("dist.topology: {}: not a topology file of `slm probe` ({})", o.topology,
+    throw UserError(fmt::format("dist.topology: {}: not a topology file of `slm probe` ({})", topology,
                                 std::string(e.what()).substr(0, 80)));
   }
-  double bdp = 0;  // bytes in flight needed on the slowest class: bandwidth x round trip
   const nlohmann::json classes = t.value("classes", nlohmann::json::object());
   for (const auto& [name, c] : classes.items())
-    bdp = std::max(bdp, c.value("beta_Bps", 0.0) * 2 * c.value("alpha_s", 0.0));
-  o.channels = std::clamp<int64_t>(static_cast<int64_t>(std::ceil(bdp / (2 << 20))), 1, 8);
+    if (c.value("alpha_s", 0.0) >= w.alpha_s) w = {c.value("alpha_s", 0.0), c.value("beta_Bps", 0.0)};
+  return w;
+}
+
+WanOptions resolve_wan(WanOptions o) {
+  if (o.link.alpha_s == 0 && !o.topology.empty() && o.topology != "probe") o.link = wide_link(o.topology);
+  if (o.channels > 0) return o;
+  const double bdp = o.link.beta_Bps * 2 * o.link.alpha_s;  // bytes in flight to fill the slowest link
+  o.channels = std::clamp<int64_t>(static_cast<int64_t>(std::ceil(bdp / kBytesInFlight)), 1, 8);
   return o;
+}
+
+int64_t min_chunk_bytes(const WideLink& w, int ranks) {
+  const double per_link = w.alpha_s > 0 && w.beta_Bps > 0 ? std::min(w.alpha_s * w.beta_Bps, kBytesInFlight / 2)
+                                                          : kBytesInFlight / 2;
+  return static_cast<int64_t>(ranks * per_link);
 }
 
 namespace {
@@ -48,6 +61,7 @@ namespace {
 std::shared_ptr<Wan> with_channels(World& w, const Group& g, const WanOptions& o) {
   auto wan = std::make_shared<Wan>();
   wan->chunk_bytes = static_cast<int64_t>(o.chunk_mb * 1024 * 1024);
+  wan->min_chunk_bytes = min_chunk_bytes(o.link, g.size);
   for (int64_t c = 1; c < o.channels; ++c)
     wan->channels.push_back(new_group(w, fmt::format("{}.ch{}", g.name, c), g.ranks, /*own_connections=*/true));
   return wan;
@@ -56,7 +70,7 @@ std::shared_ptr<Wan> with_channels(World& w, const Group& g, const WanOptions& o
 }  // namespace
 
 void make_wan_group(World& w, Group& g, const WanOptions& o_in) {
-  const WanOptions o = resolve_channels(o_in);
+  const WanOptions o = resolve_wan(o_in);
   if (g.size == 1 || (o.channels == 1 && o.ranks_per_site == 0)) return;
   if (o.ranks_per_site == 0) {
     g.wan = with_channels(w, g, o);
@@ -111,6 +125,15 @@ std::string describe_wan(const Group& g) {
 
 namespace {
 
+// Elements per chunk: chunk_mb, or (auto) the tensor cut into one chunk per concurrent slot (Gloo runs
+// two collectives at once per process group): the fewest chunks, so the fewest latency-bound ring
+// rounds, that keep every connection busy; but at least min_chunk_bytes (hierarchy.h).
+int64_t chunk_elements(const Wan& wan, const at::Tensor& t) {
+  if (wan.chunk_bytes > 0) return wan.chunk_bytes / t.element_size();
+  const int64_t slots = 2 * (static_cast<int64_t>(wan.channels.size()) + 1);
+  return std::max<int64_t>(wan.min_chunk_bytes / t.element_size(), (t.numel() + slots - 1) / slots);
+}
+
 // Sum over the cross-site group of a shard, optionally sent as bf16.
 void cross_sum(at::Tensor shard, const Wan& wan) {
   if (!wan.compress) {
@@ -134,7 +157,7 @@ Pending wan_all_reduce(const at::Tensor& t_in, const Group& g) {
   const Wan& wan = *keep;
   at::Tensor t = t_in;
   if (!wan.hierarchical) {  // chunks over the channels, all in flight at once
-    const int64_t chunk = std::max<int64_t>(1, wan.chunk_bytes / t.element_size());
+    const int64_t chunk = std::max<int64_t>(1, chunk_elements(wan, t));
     at::Tensor flat = t.view({-1});
     std::vector<Pending> parts;
     Group plain = g;

@@ -7,9 +7,11 @@
 #include <chrono>
 #include <cmath>
 #include <fmt/format.h>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "dist/collectives.h"
+#include "dist/hierarchy.h"
 
 namespace slm::dist {
 namespace {
@@ -131,20 +133,34 @@ ProbeResult probe_links(World& w, const ProbeConfig& c) {
       r.pairs.push_back(p);
     }
   r.classes = classify_links(r.pairs);
-  for (const char* op : {"all-reduce", "all-gather"})
-    for (int64_t bytes : {int64_t{4}, int64_t{1} << 20}) {
-      const int64_t numel = std::max<int64_t>(n, bytes / 4 / n * n);
-      at::Tensor t = at::zeros({numel}, at::kFloat), out = at::zeros({numel}, at::kFloat);
-      std::vector<double> times;
-      for (int i = 0; i < c.repeats; ++i) {
-        barrier(g);
-        const auto t0 = Clock::now();
-        if (std::string(op) == "all-reduce") all_reduce_sum(t, g);
-        else all_gather_into(out, t.narrow(0, 0, numel / n), g);
-        times.push_back(max(since(t0), g));  // the slowest rank
-      }
-      r.collectives.push_back({op, bytes, median(times)});
+  // Collectives: median over the repeats of the slowest rank's time.
+  auto timed = [&](const std::string& op, int64_t bytes, const std::function<void()>& run) {
+    std::vector<double> times;
+    for (int i = 0; i < c.repeats; ++i) {
+      barrier(g);
+      const auto t0 = Clock::now();
+      run();
+      times.push_back(max(since(t0), g));
     }
+    r.collectives.push_back({op, bytes, median(times)});
+  };
+  for (int64_t bytes : {int64_t{4}, int64_t{1} << 20}) {
+    const int64_t numel = std::max<int64_t>(n, bytes / 4 / n * n);
+    at::Tensor t = at::zeros({numel}, at::kFloat), out = at::zeros({numel}, at::kFloat);
+    timed("all-reduce", bytes, [&] { all_reduce_sum(t, g); });
+    timed("all-gather", bytes, [&] { all_gather_into(out, t.narrow(0, 0, numel / n), g); });
+  }
+  if (!c.allreduce_mb.empty()) {  // as gradients travel: hierarchical / channels / bf16 per [dist]
+    Group wan = new_group(w, "probe", g.ranks);
+    make_wan_group(w, wan, w.cfg.wan);
+    const std::string how = describe_wan(wan);
+    for (double mb : c.allreduce_mb) {
+      at::Tensor t = at::zeros({std::max<int64_t>(1, static_cast<int64_t>(mb * (1 << 20) / 4))}, at::kFloat);
+      all_reduce_sum(t, wan);  // warm-up: connections of the extra groups
+      timed(how.empty() ? "all-reduce (flat)" : "all-reduce (" + how + ")", t.numel() * 4,
+            [&] { all_reduce_sum(t, wan); });
+    }
+  }
   r.elapsed_s = max(since(started), g);
   return r;
 }
@@ -176,6 +192,13 @@ std::string probe_matrix(const ProbeResult& r) {
     out += fmt::format("{} of {} bytes over {} ranks: {:.3f} ms\n", t.op, t.bytes, r.world, t.seconds * 1e3);
   out += fmt::format("probe took {:.1f} s\n", r.elapsed_s);
   return out;
+}
+
+WideLink widest_class(const ProbeResult& r) {
+  WideLink w;
+  for (const LinkClass& k : r.classes)
+    if (k.alpha_s >= w.alpha_s) w = {k.alpha_s, k.beta_Bps};
+  return w;
 }
 
 std::string probe_json(const ProbeResult& r) {

@@ -1,6 +1,7 @@
 // dist/probe.h: link probing across the ranks of a job (`slm probe`): round-trip latency and
 // bandwidth for every rank pair (message-size sweep, point to point), timings of all-reduce and
-// all-gather (4 B and 1 MiB) on the world group, α (latency) and β (bandwidth) fitted per pair and per link class.
+// all-gather (4 B and 1 MiB) on the world group (and, on request, all-reduces of given sizes
+// through the configured WAN-aware path), α (latency) and β (bandwidth) fitted per pair and per link class.
 // Owns: ProbeConfig, ProbeResult, probe_links, link classes, the readable matrix and the topology
 // file (JSON) that the planner reads.
 // Pairs are measured concurrently, N/2 disjoint pairs at a time (round-robin tournament, N-1
@@ -12,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "dist/hierarchy.h"
 #include "dist/world.h"
 
 namespace slm::dist {
@@ -19,6 +21,8 @@ namespace slm::dist {
 struct ProbeConfig {
   std::vector<int64_t> sizes = {4, 256 << 10, 2 << 20};  // bytes per message
   int repeats = 3;                                      // round trips per size (the fastest counts), after a warm-up
+  std::vector<double> allreduce_mb;  // also time all-reduces of these sizes (MiB) the way training
+                                     // reduces gradients: with the world's [dist] WAN options
 };
 
 struct PairLink {
@@ -36,7 +40,7 @@ struct LinkClass {
 };
 
 struct CollectiveTiming {
-  std::string op;  // "all-reduce" | "all-gather"
+  std::string op;  // "all-reduce" | "all-gather" | "all-reduce (<describe_wan>)"
   int64_t bytes = 0;
   double seconds = 0;  // median
 };
@@ -58,6 +62,8 @@ void fit_alpha_beta(const std::vector<int64_t>& sizes, const std::vector<double>
                     double* beta_Bps);
 std::vector<LinkClass> classify_links(std::vector<PairLink>& pairs);
 std::string probe_matrix(const ProbeResult& r);
+// The class with the largest α (for the WAN-aware all-reduce: dist/hierarchy.h); zeros if none.
+WideLink widest_class(const ProbeResult& r);
 std::string probe_json(const ProbeResult& r);
 
 }  // namespace slm::dist

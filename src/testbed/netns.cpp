@@ -13,6 +13,8 @@
 #include <thread>
 
 #include "dist/launch.h"
+#include "testbed/cgroup.h"
+#include "testbed/netem.h"
 #include "util/error.h"
 #include "util/files.h"
 
@@ -23,6 +25,8 @@ std::string rank_ns(const TestbedSpec& s, int i) { return fmt::format("{}-r{}", 
 std::string router_ns(const TestbedSpec& s) { return s.name + "-rt"; }
 std::string pid_file(const TestbedSpec& s) { return fmt::format("/run/slm-testbed-{}.pid", s.name); }
 std::string log_file(const TestbedSpec& s) { return fmt::format("/run/slm-testbed-{}.log", s.name); }
+std::string router_dev(const TestbedSpec& s, int i) { return fmt::format("{}b{}", s.name, i); }
+std::string cgroup_name(const TestbedSpec& s, int site) { return fmt::format("slm-{}-{}", s.name, site); }
 
 // Runs a shell command; returns its exit status and combined output.
 std::pair<int, std::string> shell(const std::string& cmd) {
@@ -93,6 +97,50 @@ void start_delayer(const TestbedSpec& s, const std::string& delayer, const std::
   throw UserError("testbed: slm-delayer did not start within 5 s");
 }
 
+// Whether the links use sch_netem: asked for, or (auto) the kernel has it (tried on the router's lo).
+bool use_netem(const TestbedSpec& s) {
+  const std::string R = router_ns(s);
+  if (s.delay == "delayer") return false;
+  const bool have_netem = shell(fmt::format("tc -n {} qdisc add dev lo root netem delay 0ms", R)).first == 0;
+  if (have_netem) shell(fmt::format("tc -n {} qdisc del dev lo root", R));
+  if (s.delay == "netem" && !have_netem)
+    throw UserError("testbed: this kernel has no sch_netem (delay = \"netem\"); use delay = \"auto\" or \"delayer\"");
+  return have_netem;
+}
+
+// Links with sch_netem on the router's interfaces (testbed/netem.h).
+void netem_links(const TestbedSpec& s) {
+  std::vector<std::string> devs;
+  for (int i = 0; i < s.world(); ++i) devs.push_back(router_dev(s, i));
+  for (const std::string& c : netem_commands(s, devs)) must(fmt::format("tc -n {} {}", router_ns(s), c));
+  std::fprintf(stderr, "testbed: links made with tc netem\n");
+}
+
+// Links with iptables NFQUEUE rules served by slm-delayer (kernels without sch_netem).
+void delayer_links(const TestbedSpec& s, const std::string& delayer) {
+  const std::string R = router_ns(s);
+  if (s.inside.rate_mbit > 0)
+    for (int i = 0; i < s.world(); ++i)
+      must(fmt::format("tc -n {} qdisc add dev {} root tbf rate {}mbit burst 1mb latency 1s", R, router_dev(s, i),
+                       s.inside.rate_mbit));
+  std::vector<std::string> links;
+  const int S = static_cast<int>(s.sites.size());
+  for (int x = 0; x < S; ++x)
+    for (int y = 0; y < S; ++y) {
+      const LinkSpec l = link_between(s, x, y);
+      const double rate = x == y ? 0 : l.rate_mbit;  // inside a site: tbf above
+      if (l.delay_ms <= 0 && rate <= 0) continue;
+      const int q = static_cast<int>(links.size());
+      must(fmt::format("ip netns exec {} iptables-legacy -w -A FORWARD -s {} -d {} -j NFQUEUE --queue-num {}", R,
+                       site_subnet(x), site_subnet(y), q));
+      links.push_back(fmt::format("{}:{}:{}", q, l.delay_ms, rate));
+      std::fprintf(stderr, "testbed: link %d = %s -> %s, %g ms one way, %s\n", q, s.sites[static_cast<size_t>(x)].name.c_str(),
+                   s.sites[static_cast<size_t>(y)].name.c_str(), l.delay_ms,
+                   rate > 0 ? fmt::format("{} Mbit/s", rate).c_str() : "unlimited");
+    }
+  if (!links.empty()) start_delayer(s, delayer, links);
+}
+
 void up_unchecked(const TestbedSpec& s, const std::string& delayer) {
   const std::string R = router_ns(s);
   must("ip netns add " + R);
@@ -100,7 +148,7 @@ void up_unchecked(const TestbedSpec& s, const std::string& delayer) {
   must(fmt::format("ip netns exec {} sh -c 'echo 1 > /proc/sys/net/ipv4/ip_forward'", R));
   const std::string buf = std::to_string(static_cast<int64_t>(s.tcp_buffer_mb * 1024 * 1024));
   for (int i = 0; i < s.world(); ++i) {
-    const std::string N = rank_ns(s, i), a = fmt::format("{}a{}", s.name, i), b = fmt::format("{}b{}", s.name, i);
+    const std::string N = rank_ns(s, i), a = fmt::format("{}a{}", s.name, i), b = router_dev(s, i);
     must("ip netns add " + N);
     must(fmt::format("ip link add {} type veth peer name {}", a, b));
     must(fmt::format("ip link set {} netns {}", a, N));
@@ -119,26 +167,15 @@ void up_unchecked(const TestbedSpec& s, const std::string& delayer) {
                       "/proc/sys/net/core/rmem_max'",
                       N, buf, buf));  // per namespace on recent kernels; harmless elsewhere
     if (s.inside.rate_mbit > 0)
-      for (auto [ns, dev] : {std::pair{N, std::string("eth0")}, std::pair{R, b}})
-        must(fmt::format("tc -n {} qdisc add dev {} root tbf rate {}mbit burst 1mb latency 1s", ns, dev,
-                         s.inside.rate_mbit));
+      must(fmt::format("tc -n {} qdisc add dev eth0 root tbf rate {}mbit burst 1mb latency 1s", N, s.inside.rate_mbit));
   }
-  std::vector<std::string> links;
-  const int S = static_cast<int>(s.sites.size());
-  for (int x = 0; x < S; ++x)
-    for (int y = 0; y < S; ++y) {
-      const LinkSpec l = link_between(s, x, y);
-      const double rate = x == y ? 0 : l.rate_mbit;  // inside a site: tbf above
-      if (l.delay_ms <= 0 && rate <= 0) continue;
-      const int q = static_cast<int>(links.size());
-      must(fmt::format("ip netns exec {} iptables-legacy -w -A FORWARD -s {} -d {} -j NFQUEUE --queue-num {}", R,
-                       site_subnet(x), site_subnet(y), q));
-      links.push_back(fmt::format("{}:{}:{}", q, l.delay_ms, rate));
-      std::fprintf(stderr, "testbed: link %d = %s -> %s, %g ms one way, %s\n", q, s.sites[static_cast<size_t>(x)].name.c_str(),
-                   s.sites[static_cast<size_t>(y)].name.c_str(), l.delay_ms,
-                   rate > 0 ? fmt::format("{} Mbit/s", rate).c_str() : "unlimited");
+  use_netem(s) ? netem_links(s) : delayer_links(s, delayer);
+  for (size_t x = 0; x < s.sites.size(); ++x)
+    if (s.sites[x].cpus > 0) {
+      make_site_cgroup(cgroup_name(s, static_cast<int>(x)), s.sites[x].cpus);
+      std::fprintf(stderr, "testbed: site %s gets %g CPU cores for its %d ranks\n", s.sites[x].name.c_str(),
+                   s.sites[x].cpus, s.sites[x].ranks);
     }
-  if (!links.empty()) start_delayer(s, delayer, links);
 }
 
 }  // namespace
@@ -161,6 +198,7 @@ void testbed_down(const TestbedSpec& s, const std::string& link_log) {
     shell(fmt::format("for p in $(ip netns pids {}); do kill -9 $p; done", ns));  // jobs left behind
     shell("ip netns delete " + ns);
   }
+  remove_site_cgroups(fmt::format("slm-{}-", s.name));
 }
 
 void testbed_up(const TestbedSpec& s, const std::string& delayer) {
@@ -187,7 +225,15 @@ int testbed_run(const TestbedSpec& s, const std::string& delayer, const std::vec
     o.nproc = s.world();
     o.master = fmt::format("{}:{}", rank_address(s, 0), port);
     o.command = command;
-    for (int i = 0; i < s.world(); ++i) o.prefix.push_back({"ip", "netns", "exec", rank_ns(s, i)});
+    for (int i = 0; i < s.world(); ++i) {
+      // Into the site's cgroup (made by testbed_up) first: `ip netns exec` mounts its own /sys.
+      const int site = site_of(s, i);
+      std::vector<std::string> p;
+      if (s.sites[static_cast<size_t>(site)].cpus > 0) p = cgroup_prefix(cgroup_dir(cgroup_name(s, site)));
+      for (const char* a : {"ip", "netns", "exec"}) p.push_back(a);
+      p.push_back(rank_ns(s, i));
+      o.prefix.push_back(p);
+    }
     rc = dist::launch(o);
   } catch (...) {
     testbed_down(s, link_log);

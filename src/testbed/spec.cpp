@@ -38,7 +38,7 @@ LinkSpec link_of(const toml::table& t, const std::string& where) {
 
 TestbedSpec parse_testbed(const std::string& text, const std::string& where) {
   toml::table t = parse_toml(text, where);
-  reject_unknown_keys(t, {"name", "inside", "site", "link", "tcp_buffer_mb"}, where);
+  reject_unknown_keys(t, {"name", "inside", "site", "link", "tcp_buffer_mb", "delay"}, where);
   TestbedSpec s;
   if (auto* n = t.get("name")) {
     auto v = n->value<std::string>();
@@ -47,6 +47,11 @@ TestbedSpec parse_testbed(const std::string& text, const std::string& where) {
     s.name = *v;
   }
   s.tcp_buffer_mb = number(t, "tcp_buffer_mb", s.tcp_buffer_mb, where);
+  if (auto* n = t.get("delay")) {
+    s.delay = n->value_or(std::string());
+    if (s.delay != "auto" && s.delay != "netem" && s.delay != "delayer")
+      throw UserError(fmt::format("{}: 'delay' must be \"auto\", \"netem\" or \"delayer\"", where));
+  }
   if (auto* in = t.get("inside")) {
     if (!in->as_table()) throw UserError(where + ": [inside] must be a table");
     reject_unknown_keys(*in->as_table(), {"delay_ms", "rate_mbit"}, where + ": [inside]");
@@ -58,12 +63,13 @@ TestbedSpec parse_testbed(const std::string& text, const std::string& where) {
     const std::string w = fmt::format("{}: site {}", where, i);
     const toml::table* st = (*sites)[i].as_table();
     if (!st) throw UserError(w + ": must be a table");
-    reject_unknown_keys(*st, {"name", "ranks"}, w);
+    reject_unknown_keys(*st, {"name", "ranks", "cpus"}, w);
     SiteSpec site;
     site.name = st->get("name") ? st->get("name")->value_or(std::string()) : fmt::format("site{}", i);
     auto ranks = st->get("ranks") ? st->get("ranks")->value<int64_t>() : std::optional<int64_t>(1);
     if (!ranks || *ranks < 1 || *ranks > 63) throw UserError(w + ": 'ranks' must be 1..63");
     site.ranks = static_cast<int>(*ranks);
+    site.cpus = number(*st, "cpus", 0, w);
     for (const SiteSpec& o : s.sites)
       if (o.name == site.name) throw UserError(fmt::format("{}: two sites named '{}'", where, site.name));
     s.sites.push_back(site);

@@ -3,6 +3,7 @@
 // Owns: TestbedSpec, parse_testbed (TOML), the address plan (rank_address, site_subnet), and
 // site_of. Example (2 sites x 2 ranks, 50 ms one-way = 100 ms RTT, 1 Gbit/s between sites):
 //   name = "geo"                       # namespaces geo-r0.., geo-router
+//   delay = "auto"                     # auto | netem | delayer (auto: netem where the kernel has it)
 //   [inside]                           # links inside every site (optional)
 //   delay_ms = 0
 //   rate_mbit = 0                      # 0 = unlimited
@@ -12,6 +13,7 @@
 //   [[site]]
 //   name = "amsterdam"
 //   ranks = 2
+//   cpus = 0.5                         # CPU time (cores) its ranks share: a slower site; 0 = no limit
 //   [[link]]
 //   sites = ["utah", "amsterdam"]
 //   delay_ms = 50                      # one way
@@ -32,6 +34,7 @@ struct LinkSpec {
 struct SiteSpec {
   std::string name;
   int ranks = 1;
+  double cpus = 0;  // CPU time (cores) the site's ranks get together (a cgroup quota); 0 = no limit
 };
 
 struct PairSpec {
@@ -45,6 +48,8 @@ struct TestbedSpec {
   LinkSpec inside;              // every pair of ranks in the same site
   std::vector<PairSpec> pairs;  // site pairs not listed are joined with no delay and no limit
   double tcp_buffer_mb = 64;    // per-namespace TCP buffer maximum (bandwidth-delay product)
+  std::string delay = "auto";   // how delays and site-pair rates are made: "netem" (tc, testbed/netem.h),
+                                // "delayer" (slm-delayer), "auto" = netem where the kernel has it
   int world() const;
 };
 

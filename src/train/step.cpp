@@ -5,10 +5,12 @@
 
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <fmt/format.h>
 
 #include "data/batch_tensor.h"
 #include "dist/collectives.h"
+#include "dist/probe.h"
 #include "parallel/pipeline/stage.h"
 #include "parallel/plan_groups.h"
 #include "parallel/tensor/model.h"
@@ -17,6 +19,7 @@
 #include "train/runtime.h"
 #include "train/trainer.h"
 #include "util/error.h"
+#include "util/files.h"
 
 namespace slm::train {
 using Clock = std::chrono::steady_clock;
@@ -29,6 +32,20 @@ static double seconds_since(Clock::time_point& t) {
 }
 
 Trainer::~Trainer() = default;
+
+// dist.topology = "probe": measure the links now (a few seconds; dist/probe.h) and let the
+// data-parallel all-reduce pick its channels and chunks from them; rank 0 keeps the file.
+static void probe_at_start(Trainer& t) {
+  if (t.world.world.size == 1) return;
+  const dist::ProbeResult r = dist::probe_links(t.world, dist::ProbeConfig{});
+  t.world.cfg.wan.link = dist::widest_class(r);
+  if (t.world.world.rank != 0) return;
+  std::filesystem::create_directories(t.cfg.run.dir);
+  write_file_atomic(t.cfg.run.dir + "/topology.json", dist::probe_json(r));
+  std::fprintf(stderr, "probe: %d ranks in %.1f s; slowest links: %.2f ms one way, %.0f Mbit/s (%s/topology.json)\n",
+               r.world, r.elapsed_s, t.world.cfg.wan.link.alpha_s * 1e3, t.world.cfg.wan.link.beta_Bps * 8 / 1e6,
+               t.cfg.run.dir.c_str());
+}
 
 // The pipeline part of make_trainer: plan, groups, this rank's share of the model.
 static void apply_plan(Trainer& t) {
@@ -71,6 +88,7 @@ std::unique_ptr<Trainer> make_trainer(const Config& cfg_in) {
   t->seq_len = cfg.batch.seq_len > 0 ? cfg.batch.seq_len : cfg.model.block_size;
   t->world = dist::init_world(cfg.dist, t->device);
   dist::require_same(to_toml(cfg), t->world.world, "configuration");
+  if (cfg.dist.wan.topology == "probe") probe_at_start(*t);
   apply_plan(*t);
   parallel::tensor::validate_tp(cfg.model, t->groups.tp.size);
   t->train_loader = std::make_unique<data::Loader>(t->data.train,

@@ -47,3 +47,23 @@ TEST(Probe, ClassesSplitAtTheJump) {
   for (auto& p : pairs) p.alpha_s = 0.0001;  // no jump: one class
   EXPECT_EQ(classify_links(pairs).size(), 1u);
 }
+
+// What the WAN-aware all-reduce takes from a probe (dist/hierarchy.h): the slowest class, the
+// channel count (bandwidth-delay product / 2 MiB, 1..8) and the smallest auto chunk
+// (ranks x min(αβ, 1 MiB)).
+TEST(Probe, WanSettingsFromTheSlowestClass) {
+  ProbeResult r;
+  r.classes = {{"local", 0.0002, 1.25e9, 2}, {"wide", 0.05, 1.25e8, 4}};
+  const WideLink w = widest_class(r);
+  EXPECT_DOUBLE_EQ(w.alpha_s, 0.05);
+  EXPECT_DOUBLE_EQ(w.beta_Bps, 1.25e8);
+  WanOptions o;
+  o.link = w;
+  EXPECT_EQ(resolve_wan(o).channels, 6);  // 12.5 MB in flight
+  o.channels = 2;
+  EXPECT_EQ(resolve_wan(o).channels, 2);  // set by the user: kept
+  EXPECT_EQ(resolve_wan(WanOptions{}).channels, 1);
+  EXPECT_EQ(min_chunk_bytes(w, 4), 4 << 20);                 // long path: Gloo's window bounds it
+  EXPECT_EQ(min_chunk_bytes({0.0002, 1.25e9}, 4), 1000000);  // short path: α·β = 250 kB
+  EXPECT_EQ(min_chunk_bytes({}, 2), 2 << 20);                // unknown: as a long path
+}

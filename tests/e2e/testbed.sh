@@ -5,7 +5,8 @@
 #     inside-site ones below 5 ms, and finds two link classes; the topology file is written.
 #  2. Data-parallel training runs across the testbed (2 steps).
 #  3. Teardown: nothing is left behind after a run, after a failing command, and after `down`.
-#  4. One-line errors: a bad testbed file, a missing file.
+#  4. A slower site (`cpus`, a cgroup CPU quota): its ranks get the configured share; no cgroup left.
+#  5. One-line errors: a bad testbed file, a missing file, netem asked for where the kernel has none.
 source "$(dirname "$0")/lib.sh"
 DELAYER=$(dirname "$SLM")/slm-delayer
 [ "$(id -u)" -eq 0 ] || skip "not root"
@@ -64,7 +65,48 @@ left_behind "after a failing command"
 [ "$(ip netns list | grep -c '^tbt-')" -eq 5 ] || fail "up: expected 4 rank namespaces and a router"
 "$SLM" testbed down geo.toml || fail "testbed down"
 left_behind "after down"
+# A slower site: site b's 2 ranks share 0.2 CPU cores (cgroup quota); each rank busy-loops for
+# 1.5 s and reports the CPU share it got. Netem is taken where the kernel has it, else the delayer.
+cat > slow.toml <<'TOML'
+name = "tbt"
+[[site]]
+name = "a"
+ranks = 1
+[[site]]
+name = "b"
+ranks = 2
+cpus = 0.2
+[[link]]
+sites = ["a", "b"]
+delay_ms = 5
+TOML
+cat > busy.py <<'PY'
+import os, time
+t, c = time.time(), time.process_time()
+while time.time() - t < 1.5: pass
+print("share", os.environ["RANK"], round((time.process_time() - c) / (time.time() - t), 2))
+PY
+if [ -e /sys/fs/cgroup/cpu/cpu.cfs_quota_us ] || grep -qs cpu /sys/fs/cgroup/cgroup.controllers; then
+  "$SLM" testbed run slow.toml -- python3 "$WORK/busy.py" > slow.log 2>&1 || { cat slow.log; fail "slow site"; }
+  cat slow.log
+  grep -q "links made with tc netem\|link 0 = a -> b" slow.log || fail "no link backend reported"
+  python3 - slow.log <<'PY' || fail "site b's ranks were not held to 0.2 cores together"
+import re, sys
+share = {int(r): float(s) for r, s in re.findall(r"share (\d) ([\d.]+)", open(sys.argv[1]).read())}
+assert len(share) == 3 and share[1] + share[2] < 0.3 and share[0] > 0.3, share
+PY
+  ls /sys/fs/cgroup/cpu/ /sys/fs/cgroup/ 2>/dev/null | grep -q "slm-tbt" && fail "cgroups left behind"
+  left_behind "after the slow site"
+else
+  echo "no cgroup cpu controller: slow-site part skipped"
+fi
 printf '[[site]]\nranks = 2\nspeed = 1\n' > bad.toml
 expect_error "bad.toml: site 0: unknown key 'speed'" "$SLM" testbed up bad.toml
 expect_error "nope.toml: no such file" "$SLM" testbed run nope.toml -- true
+ip netns add slmnetem$$
+if ! ip netns exec slmnetem$$ tc qdisc add dev lo root netem delay 0ms 2>/dev/null; then  # asking for netem is an error
+  printf 'delay = "netem"\n[[site]]\n' > netem.toml
+  expect_error "testbed: this kernel has no sch_netem" "$SLM" testbed up netem.toml
+fi
+ip netns delete slmnetem$$
 echo "testbed: RTTs as configured, training runs, nothing left behind"

@@ -7,6 +7,7 @@
 #  - hybrid sharding (parallel.zero_scope = "site": ZeRO 1/2/3 state split inside each site,
 #    replicated across sites): same losses within 1e-5; its checkpoint has one shard per rank of a
 #    site (2, not 4) and one process resumes it with the same losses;
+#  - channels from a topology file, and the links probed at start (dist.topology = probe);
 #  - one-line errors for bad [dist] values.
 # (The collective-level comparison with the flat all-reduce is in tests/tools/dist_check.cpp.)
 source "$(dirname "$0")/lib.sh"
@@ -59,6 +60,9 @@ expect_error "dist: channels must be 0..16 (0 = auto)" "$SLM" train "${COMMON[@]
 printf '{"classes": {"local": {"alpha_s": 0.0002, "beta_Bps": 1e9}, "wide": {"alpha_s": 0.05, "beta_Bps": 1.25e8}}}' > topo.json
 check auto_channels 1e-5 --set dist.topology=topo.json
 grep -q "6 channels" auto_channels.log || { cat auto_channels.log; fail "channels not taken from the topology"; }
+# probed at start (dist.topology = probe): the file in the run folder, same training
+check probed 1e-5 --set dist.topology=probe --set dist.ranks_per_site=2
+grep -q "probe: 4 ranks in" probed.log && [ -s probed/topology.json ] || { cat probed.log; fail "no probe at start"; }
 printf 'nonsense' > bad.json
 expect_error "dist.topology: bad.json: not a topology file" "$SLM" train "${COMMON[@]}" --set dist.topology=bad.json
 echo "WAN-aware all-reduce matches the single-process run"

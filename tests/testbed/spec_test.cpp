@@ -1,7 +1,8 @@
 // tests/testbed/spec_test.cpp: testbed descriptions: parsing, the address plan, link lookup and
-// one-line errors.
+// one-line errors; the tc netem commands made from a description.
 #include <gtest/gtest.h>
 
+#include "testbed/netem.h"
 #include "testbed/spec.h"
 #include "util/error.h"
 
@@ -54,4 +55,39 @@ TEST(TestbedSpec, OneLineErrors) {
   EXPECT_EQ(error("[[site]]\nname = \"a\"\n[[link]]\nsites = [\"a\", \"b\"]\n"), "t.toml: link 0: no site named 'b'");
   EXPECT_EQ(error("[[site]]\nname = \"a\"\n[[site]]\nname = \"b\"\n[[link]]\nsites = [\"a\", \"b\"]\ndelay_ms = -1\n"),
             "t.toml: link 0: 'delay_ms' must be >= 0");
+  EXPECT_EQ(error("delay = \"fast\"\n[[site]]\n"), "t.toml: 'delay' must be \"auto\", \"netem\" or \"delayer\"");
+  EXPECT_EQ(error("[[site]]\ncpus = -1\n"), "t.toml: site 0: 'cpus' must be >= 0");
+}
+
+TEST(TestbedSpec, DelayBackendAndSlowSite) {
+  TestbedSpec s = parse_testbed("delay = \"delayer\"\n" + std::string(kTwoSites).substr(13), "t.toml");
+  EXPECT_EQ(s.delay, "delayer");
+  EXPECT_EQ(parse_testbed(kTwoSites, "t.toml").delay, "auto");
+  s = parse_testbed("[[site]]\nranks = 2\ncpus = 0.5\n[[site]]\n", "t.toml");
+  EXPECT_DOUBLE_EQ(s.sites[0].cpus, 0.5);
+  EXPECT_DOUBLE_EQ(s.sites[1].cpus, 0);
+}
+
+// Rank 2 is the first of amsterdam (site 1): traffic from utah (site 0) gets its own class with a
+// netem child of 50 ms and 1000 / 3 Mbit/s (the pair's rate shared by amsterdam's 3 ranks); the
+// default class carries amsterdam's own traffic with the inside delay.
+TEST(TestbedNetem, ClassPerSourceSite) {
+  TestbedSpec s = parse_testbed(kTwoSites, "t.toml");
+  std::vector<std::string> devs = {"d0", "d1", "d2", "d3", "d4"};
+  std::vector<std::string> c = netem_commands(s, devs);
+  std::vector<std::string> d2;
+  for (const std::string& x : c)
+    if (x.find(" dev d2 ") != std::string::npos) d2.push_back(x);
+  ASSERT_EQ(d2.size(), 6u);
+  EXPECT_EQ(d2[0], "qdisc add dev d2 root handle 1: htb default 1");
+  EXPECT_EQ(d2[1], "class add dev d2 parent 1: classid 1:1 htb rate 100gbit");
+  EXPECT_EQ(d2[2], "qdisc add dev d2 parent 1:1 handle 10: netem delay 0.5ms limit 100000");
+  EXPECT_EQ(d2[3], "class add dev d2 parent 1: classid 1:10 htb rate 333333kbit");
+  EXPECT_EQ(d2[4], "qdisc add dev d2 parent 1:10 handle 1010: netem delay 50ms limit 100000");
+  EXPECT_EQ(d2[5], "filter add dev d2 parent 1: protocol ip prio 1 u32 match ip src 10.77.0.0/24 flowid 1:10");
+  // utah's ranks receive amsterdam's traffic in class 1:11, at 1000 / 2 Mbit/s.
+  bool found = false;
+  for (const std::string& x : c) found = found || x == "class add dev d0 parent 1: classid 1:11 htb rate 500000kbit";
+  EXPECT_TRUE(found);
+  EXPECT_EQ(c.size(), 5 * 6u);
 }

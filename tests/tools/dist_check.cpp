@@ -70,10 +70,13 @@ int main() {
     all_reduce_sum(y, h);
     return (x - y).abs().max().item<double>() <= tol * x.abs().max().item<double>();
   };
-  EXPECT_TRUE_OR_DIE(compare({0, false, 3, 0.001, ""}, 1e-6));
+  EXPECT_TRUE_OR_DIE(compare({0, false, 3, 0.001, "", {}}, 1e-6));
+  // auto chunks (chunk_mb 0) on a link whose α·β is tiny: 1001 values in 8 chunks
+  EXPECT_TRUE_OR_DIE(compare({0, false, 4, 0, "", {1e-4, 1e3}}, 1e-6));
   if (n % 2 == 0 && n >= 4) {
-    EXPECT_TRUE_OR_DIE(compare({n / 2, false, 1, 4, ""}, 1e-5));
-    EXPECT_TRUE_OR_DIE(compare({n / 2, true, 1, 4, ""}, 1e-2));
+    EXPECT_TRUE_OR_DIE(compare({n / 2, false, 1, 4, "", {}}, 1e-5));
+    EXPECT_TRUE_OR_DIE(compare({n / 2, true, 1, 4, "", {}}, 1e-2));
+    EXPECT_TRUE_OR_DIE(compare({n / 2, false, 3, 0, "", {1e-4, 1e3}}, 1e-5));  // hierarchical, chunked across
   }
   barrier(g);
   std::printf("rank %d ok\n", r);
