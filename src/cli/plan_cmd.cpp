@@ -40,8 +40,9 @@ void common_options(CLI::App* cmd, PlanArgs& a) {
   cmd->add_option("--world", a.world, "number of ranks (processes / GPUs)")->required()->check(CLI::PositiveNumber);
 }
 
-void print_plan(const parallel::Plan& p, const train::Config& cfg, int world) {
+void print_plan(parallel::Plan p, const train::Config& cfg, int world) {
   parallel::validate_plan(p, train::model_shape(cfg.model), world);
+  if (cfg.parallel.zero_scope == "site") p.zero_ranks_per_site = cfg.dist.wan.ranks_per_site;
   const int64_t T = cfg.batch.seq_len > 0 ? cfg.batch.seq_len : cfg.model.block_size;
   std::fprintf(stderr, "%s", parallel::describe_plan(p, train::model_shape(cfg.model), T).c_str());
   parallel::check_memory_cap(p, train::model_shape(cfg.model), T, cfg.parallel.memory_cap_gb);

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <numeric>
 #include <set>
 #include <sstream>
@@ -210,6 +211,16 @@ int rank_at(const Plan& p, int stage, int replica, int tp_rank) {
   return s.ranks.at(static_cast<size_t>(replica * s.tp + tp_rank));
 }
 
+int zero_shards(const Plan& p, int rank) {
+  if (p.zero_ranks_per_site <= 0) return p.dp;
+  const RankRole role = role_of(p, rank);
+  std::map<int64_t, int> per_site;  // site -> replicas of this rank's dp group there
+  for (int r = 0; r < p.dp; ++r) ++per_site[rank_at(p, role.pipe, r, role.tp_rank) / p.zero_ranks_per_site];
+  for (const auto& [site, n] : per_site)
+    if (n != per_site.begin()->second) return p.dp;
+  return per_site.size() > 1 ? per_site.begin()->second : p.dp;
+}
+
 MemoryEstimate estimate_memory(const Plan& p, const ModelShape& m, int64_t seq_len, int rank) {
   const RankRole role = role_of(p, rank);
   const double C = static_cast<double>(m.n_embd), T = static_cast<double>(seq_len), H = static_cast<double>(m.n_head);
@@ -232,9 +243,9 @@ MemoryEstimate estimate_memory(const Plan& p, const ModelShape& m, int64_t seq_l
     }
   }
   MemoryEstimate e;
-  const double dp = p.zero >= 1 ? p.dp : 1;
+  const double dp = p.zero >= 1 ? zero_shards(p, rank) : 1;
   e.params = 4 * (trained + head_copy);
-  e.grads = 4 * (p.zero >= 2 ? trained / p.dp : trained) + 4 * head_copy;
+  e.grads = 4 * (p.zero >= 2 ? trained / dp : trained) + 4 * head_copy;
   e.optimizer = 8 * trained / dp;
   auto actions = pipeline::schedule_actions(p.schedule, p.pp, role.pipe, static_cast<int>(p.micro_batches),
                                             p.virtual_stages);
@@ -266,9 +277,9 @@ std::string describe_plan(const Plan& p, const ModelShape& m, int64_t seq_len) {
   int world = 0;
   for (int k = 0; k < p.pp; ++k) world += static_cast<int>(p.stages[static_cast<size_t>(k)].ranks.size());
   o << fmt::format("plan: {} ranks = {} pipeline rank set(s) x {} replica(s); schedule {}, {} micro-batches per "
-                   "replica of [{}] sequences (global batch {}), ZeRO {}\n",
+                   "replica of [{}] sequences (global batch {}), ZeRO {}{}\n",
                    world, p.pp, p.dp, p.schedule, p.micro_batches, fmt::join(p.micro_batch, ", "), p.global_batch(),
-                   p.zero);
+                   p.zero, p.zero > 0 && p.zero_ranks_per_site > 0 ? " (split inside each site)" : "");
   for (size_t k = 0; k < p.stages.size(); ++k) {
     const StagePlan& s = p.stages[k];
     std::string extra = k == 0 ? " + embeddings" : "";

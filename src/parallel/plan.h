@@ -36,6 +36,9 @@ struct Plan {
   std::string schedule = "none";     // none | gpipe | 1f1b | interleaved
   int64_t micro_batches = 1;         // per replica per optimizer step
   std::vector<int64_t> micro_batch;  // per replica: sequences per micro-batch (may differ)
+  int64_t zero_ranks_per_site = 0;   // hybrid sharding ([parallel] zero_scope = "site" with
+                                     // [dist] ranks_per_site): ZeRO state split inside each site.
+                                     // Not part of the plan file; for the memory estimate.
   int64_t global_batch() const;      // micro_batches * sum(micro_batch)
 };
 
@@ -89,6 +92,9 @@ struct MemoryEstimate {
 // by dp where ZeRO shards them) plus activations of the micro-batches the schedule keeps in flight
 // (Korthikanti et al.'s per-layer formula at 4-byte precision; recomputation keeps block inputs only).
 MemoryEstimate estimate_memory(const Plan& p, const ModelShape& m, int64_t seq_len, int rank);
+// How many ranks split `rank`'s ZeRO state: its dp replicas, or with zero_ranks_per_site those in
+// its site when every site holds the same number of them (as dist/hierarchy.cpp then shards).
+int zero_shards(const Plan& p, int rank);
 
 // UserError (one line, naming the rank and its estimate) when some rank's estimate exceeds
 // cap_gb GiB; no-op for cap_gb <= 0.

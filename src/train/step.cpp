@@ -56,6 +56,7 @@ static void apply_plan(Trainer& t) {
   plan = parallel::resolve_plan(cfg.parallel, cfg.model.n_layer, world, cfg.batch.batch_size, cfg.batch.micro_batch);
   const parallel::ModelShape shape = model_shape(cfg.model);
   parallel::validate_plan(plan, shape, world);
+  if (cfg.parallel.zero_scope == "site") plan.zero_ranks_per_site = cfg.dist.wan.ranks_per_site;
   parallel::check_memory_cap(plan, shape, t.seq_len, cfg.parallel.memory_cap_gb);
   t.groups = parallel::make_plan_groups(t.world, plan);
   pipe->role = parallel::role_of(plan, t.world.world.rank);

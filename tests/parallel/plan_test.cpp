@@ -132,6 +132,15 @@ TEST(Plan, MemoryEstimateFollowsZeroAndStages) {
   dp.zero = 2;
   MemoryEstimate e2 = estimate_memory(dp, kModel, 64, 0);
   EXPECT_DOUBLE_EQ(e2.params + e2.grads + e2.optimizer, 4 * P + 12 * P / 4);
+  dp.zero_ranks_per_site = 2;  // hybrid sharding: 2 sites of 2, state split over 2 ranks only
+  EXPECT_EQ(zero_shards(dp, 3), 2);
+  MemoryEstimate h = estimate_memory(dp, kModel, 64, 3);
+  EXPECT_DOUBLE_EQ(h.params + h.grads + h.optimizer, 4 * P + 12 * P / 2);
+  dp.zero_ranks_per_site = 3;  // uneven sites (3 + 1): ZeRO over all replicas, as the runtime does
+  EXPECT_EQ(zero_shards(dp, 0), 4);
+  dp.zero_ranks_per_site = 4;  // one site
+  EXPECT_EQ(zero_shards(dp, 0), 4);
+  dp.zero_ranks_per_site = 0;
   f = {};
   f.pp = 4;
   Plan pp = plan_from_flags(f, 8, 4, 16, 1);
