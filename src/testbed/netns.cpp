@@ -189,6 +189,9 @@ void testbed_down(const TestbedSpec& s, const std::string& link_log) {
     while (std::getline(log, line))
       if (line.find("carried") != std::string::npos) std::fprintf(stderr, "testbed: %s\n", line.substr(13).c_str());
     std::remove(log_file(s).c_str());
+  } else if (!link_log.empty()) {
+    std::fprintf(stderr, "testbed: no link counters for %s (only slm-delayer keeps them: delay = \"delayer\")\n",
+                 link_log.c_str());
   }
   std::istringstream names(shell("ip netns list").second);
   std::string line;

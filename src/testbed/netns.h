@@ -2,11 +2,13 @@
 // a job on it, and tear it down. Needs root; the job's processes need no privilege.
 // Owns: testbed_up, testbed_down, testbed_run. Layout: one network namespace per rank
 // (<name>-r<i>, interface eth0 with the address of spec.h) joined by veth pairs to a router
-// namespace (<name>-rt, IP forwarding on). Delays and site-to-site bandwidth: iptables-legacy in
-// the router sends each delayed site pair's packets to an NFQUEUE served by slm-delayer
-// (testbed/delayer_main.cpp), because this kernel has no sch_netem; rate limits inside a site:
-// tc tbf on both ends of each rank's veth. Every namespace gets TCP buffers of tcp_buffer_mb so
-// that a long fat link is not capped by the bandwidth-delay product.
+// namespace (<name>-rt, IP forwarding on). Delays and site-to-site bandwidth (spec `delay`): tc
+// netem classes on the router's interfaces (testbed/netem.h) where the kernel has sch_netem, else
+// iptables-legacy in the router sends each delayed site pair's packets to an NFQUEUE served by
+// slm-delayer (testbed/delayer_main.cpp); rate limits inside a site: tc tbf on the rank's end
+// (and the router's: tbf with the delayer, the htb default class with netem). Every namespace gets
+// TCP buffers of tcp_buffer_mb so that a long fat link is not capped by the bandwidth-delay
+// product. Sites with `cpus` get a cgroup CPU quota (testbed/cgroup.h) that testbed_run's ranks join.
 #pragma once
 #include <string>
 #include <vector>
@@ -18,8 +20,9 @@ namespace slm::testbed {
 // UserError (one line) when not root, a tool is missing, or a step fails (then everything made
 // so far is removed). `delayer` = path of slm-delayer.
 void testbed_up(const TestbedSpec& s, const std::string& delayer);
-// Removes the delayer, every process left in the namespaces, and the namespaces. Idempotent.
-// link_log: where to keep the delayer's per-link byte counters ("" = drop them).
+// Removes the delayer, every process left in the namespaces, the namespaces and the site cgroups.
+// Idempotent. link_log: where to keep the delayer's per-link byte counters ("" = drop them; the
+// netem links keep none).
 void testbed_down(const TestbedSpec& s, const std::string& link_log = "");
 // up, then `command` once per rank in its namespace (slm launch semantics: rank env variables,
 // "[rank]" prefixes, stop all on a failure), then down, also after a failure or a signal.
