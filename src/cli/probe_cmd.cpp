@@ -26,6 +26,7 @@ void add_probe_command(CLI::App& app) {
   cmd->add_option("--repeats", a->probe.repeats, "round trips per size (the fastest counts)")->capture_default_str()
       ->check(CLI::Range(1, 100));
   cmd->add_option("-o,--out", a->out, "topology file (JSON) written by rank 0")->capture_default_str();
+  cmd->add_flag("!--no-collectives", a->probe.collectives, "skip the all-reduce / all-gather timings on the world");
   cmd->add_option("--allreduce-mb", a->probe.allreduce_mb,
                   "also time all-reduces of these sizes (MiB) through the WAN options below, as training "
                   "reduces gradients")->delimiter(',');

@@ -95,15 +95,17 @@ ProbeResult probe_links(World& w, const ProbeConfig& c) {
   // rtt[a][b][k], filled by the lower rank of each pair, summed over the world at the end.
   at::Tensor rtt = at::zeros({n, n, K}, at::kDouble);
   int tag = 0;
+  barrier(g);
+  // No barrier between rounds: each pair's untimed warm-up round trip waits for the partner.
   for (const auto& round : tournament_rounds(n)) {
-    barrier(g);
     for (const auto& [a, b] : round) {
       if (g.rank != a && g.rank != b) continue;
       const int peer = g.rank == a ? b : a;
       for (int k = 0; k < K; ++k) {
         at::Tensor msg = at::zeros({std::max<int64_t>(1, c.sizes[static_cast<size_t>(k)] / 4)}, at::kFloat);
         std::vector<double> times;
-        for (int i = 0; i < c.repeats + 1; ++i) {  // the first round trip warms the connection up
+        const int warm = k == 0 ? 1 : 0;  // one round trip warms the pair's connection up
+        for (int i = 0; i < c.repeats + warm; ++i) {
           const auto t = Clock::now();
           if (g.rank == a) {
             send_async(msg, peer, tag + k, g).wait();
@@ -112,7 +114,7 @@ ProbeResult probe_links(World& w, const ProbeConfig& c) {
             recv_async(msg, peer, tag + k, g).wait();
             send_async(msg, peer, tag + k, g).wait();
           }
-          if (i > 0) times.push_back(since(t));
+          if (i >= warm) times.push_back(since(t));
         }
         if (g.rank == a) rtt[a][b][k] = *std::min_element(times.begin(), times.end());
       }
@@ -133,18 +135,23 @@ ProbeResult probe_links(World& w, const ProbeConfig& c) {
       r.pairs.push_back(p);
     }
   r.classes = classify_links(r.pairs);
-  // Collectives: median over the repeats of the slowest rank's time.
+  // Collectives: median over the repeats of the slowest rank's time. One barrier before the first
+  // repeat (each collective ends nearly together on every rank) and one reduction of all times.
   auto timed = [&](const std::string& op, int64_t bytes, const std::function<void()>& run) {
-    std::vector<double> times;
+    at::Tensor times = at::zeros({n, c.repeats}, at::kDouble);
+    barrier(g);
     for (int i = 0; i < c.repeats; ++i) {
-      barrier(g);
       const auto t0 = Clock::now();
       run();
-      times.push_back(max(since(t0), g));
+      times[g.rank][i] = since(t0);
     }
-    r.collectives.push_back({op, bytes, median(times)});
+    all_reduce_sum(times, g);
+    at::Tensor slowest = std::get<0>(times.max(0));
+    r.collectives.push_back({op, bytes, median(std::vector<double>(slowest.data_ptr<double>(),
+                                                                   slowest.data_ptr<double>() + c.repeats))});
   };
   for (int64_t bytes : {int64_t{4}, int64_t{1} << 20}) {
+    if (!c.collectives) break;
     const int64_t numel = std::max<int64_t>(n, bytes / 4 / n * n);
     at::Tensor t = at::zeros({numel}, at::kFloat), out = at::zeros({numel}, at::kFloat);
     timed("all-reduce", bytes, [&] { all_reduce_sum(t, g); });

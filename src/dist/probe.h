@@ -20,7 +20,9 @@ namespace slm::dist {
 
 struct ProbeConfig {
   std::vector<int64_t> sizes = {4, 256 << 10, 2 << 20};  // bytes per message
-  int repeats = 3;                                      // round trips per size (the fastest counts), after a warm-up
+  int repeats = 3;                                      // round trips per size (the fastest counts), after
+                                                        // one warm-up round trip per pair
+  bool collectives = true;  // time all-reduce and all-gather (4 B, 1 MiB) on the world group
   std::vector<double> allreduce_mb;  // also time all-reduces of these sizes (MiB) the way training
                                      // reduces gradients: with the world's [dist] WAN options
 };

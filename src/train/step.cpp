@@ -37,7 +37,11 @@ Trainer::~Trainer() = default;
 // data-parallel all-reduce pick its channels and chunks from them; rank 0 keeps the file.
 static void probe_at_start(Trainer& t) {
   if (t.world.world.size == 1) return;
-  const dist::ProbeResult r = dist::probe_links(t.world, dist::ProbeConfig{});
+  dist::ProbeConfig quick;  // two sizes suffice for the α-β fit: a few seconds for 8 ranks
+  quick.sizes = {4, 2 << 20};
+  quick.repeats = 2;
+  quick.collectives = false;
+  const dist::ProbeResult r = dist::probe_links(t.world, quick);
   t.world.cfg.wan.link = dist::widest_class(r);
   if (t.world.world.rank != 0) return;
   std::filesystem::create_directories(t.cfg.run.dir);
