@@ -8,6 +8,7 @@
 #    replicated across sites): same losses within 1e-5; its checkpoint has one shard per rank of a
 #    site (2, not 4) and one process resumes it with the same losses;
 #  - channels from a topology file, and the links probed at start (dist.topology = probe);
+#  - `slm probe --allreduce-mb` times the all-reduce as the [dist] options make it;
 #  - one-line errors for bad [dist] values.
 # (The collective-level comparison with the flat all-reduce is in tests/tools/dist_check.cpp.)
 source "$(dirname "$0")/lib.sh"
@@ -63,6 +64,13 @@ grep -q "6 channels" auto_channels.log || { cat auto_channels.log; fail "channel
 # probed at start (dist.topology = probe): the file in the run folder, same training
 check probed 1e-5 --set dist.topology=probe --set dist.ranks_per_site=2
 grep -q "probe: 4 ranks in" probed.log && [ -s probed/topology.json ] || { cat probed.log; fail "no probe at start"; }
+# slm probe times the all-reduce the way these options make it
+"$SLM" launch -n 4 -- "$SLM" probe --sizes 4,4096 --repeats 1 --no-collectives --allreduce-mb 1 --ranks-per-site 2 \
+  --channels 2 -o probe.json > probe.log 2>&1 || { cat probe.log; fail "slm probe --allreduce-mb"; }
+grep -q "all-reduce (hierarchical all-reduce (2 sites x 2 ranks), 2 channels) of 1048576 bytes" probe.log \
+  || { cat probe.log; fail "configured all-reduce not timed"; }
+grep -q '"op": "all-reduce (hierarchical' probe.json || fail "configured all-reduce timing not in the topology file"
+grep -q '"op": "all-gather"' probe.json && fail "--no-collectives still timed the world collectives"
 printf 'nonsense' > bad.json
 expect_error "dist.topology: bad.json: not a topology file" "$SLM" train "${COMMON[@]}" --set dist.topology=bad.json
 echo "WAN-aware all-reduce matches the single-process run"
