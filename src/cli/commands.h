@@ -4,6 +4,10 @@
 #include <CLI/CLI.hpp>
 
 #include "data/corpus.h"
+#include "parallel/plan.h"
+#include "planner/cost_model.h"
+#include "testbed/spec.h"
+#include "train/config.h"
 
 namespace slm::cli {
 
@@ -17,10 +21,32 @@ void add_launch_command(CLI::App& app);      // launch_cmd.cpp
 void add_plan_commands(CLI::App& app);       // plan_cmd.cpp: plan make, plan check
 void add_testbed_command(CLI::App& app);     // testbed_cmd.cpp: testbed up, down, run
 void add_probe_command(CLI::App& app);       // probe_cmd.cpp
+void add_profile_command(CLI::App& app);     // profile_cmd.cpp
+void add_plan_auto_command(CLI::App& plan);  // plan_auto_cmd.cpp: plan auto (under `slm plan`)
 
 // --dp --tp --pp --virtual-stages --micro-batches --schedule --zero, appended to `sets` as
 // "parallel.<key>=<value>" overrides (plan_cmd.cpp).
 void add_layout_flags(CLI::App* cmd, std::vector<std::string>& sets);
+
+// The configuration's model, with the vocabulary from its dataset when model.vocab_size is 0
+// (GPT-2's 50257 when there is no dataset either) (plan_cmd.cpp).
+train::Config model_config(const std::string& config, const std::vector<std::string>& set);
+
+// What planning needs (plan_auto_cmd.cpp): the cluster file (+ a probe's links), the precision
+// training would use there, and the compute profile (a file, else the device table).
+struct PlanningInputs {
+  testbed::TestbedSpec spec;
+  planner::Cluster cluster;
+  planner::ComputeProfile profile;
+  std::string profile_from, precision;
+  int64_t seq_len = 0;
+};
+PlanningInputs load_planning_inputs(const train::Config& cfg, const std::string& cluster, const std::string& topology,
+                                    const std::string& profile);
+// A plan with the run's [dist]/[parallel]/[model] options as a planner candidate on every rank.
+planner::Candidate candidate_of(const parallel::Plan& plan, const train::Config& cfg, const planner::Cluster& c);
+// One line: the prediction's step time and its terms.
+std::string describe_prediction(const planner::Prediction& p);
 
 // --format, --separator, --jsonl-field (corpus_options.cpp).
 void add_corpus_options(CLI::App* cmd, data::CorpusOptions& o);

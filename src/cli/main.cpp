@@ -30,6 +30,7 @@ int main(int argc, char** argv) {
   slm::cli::add_plan_commands(app);
   slm::cli::add_testbed_command(app);
   slm::cli::add_probe_command(app);
+  slm::cli::add_profile_command(app);
   slm::install_interrupt_handlers();
   try {
     app.parse(argc, argv);

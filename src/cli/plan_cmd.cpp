@@ -18,15 +18,15 @@ namespace slm::cli {
 namespace {
 
 struct PlanArgs {
-  std::string config, plan, out;
+  std::string config, plan, out, cluster, topology, profile;
   std::vector<std::string> set;
   int world = 0;
 };
 
-// The configuration's model, with the vocabulary from its dataset when model.vocab_size is 0
-// (GPT-2's 50257 when there is no dataset either).
-train::Config model_config(const PlanArgs& a) {
-  train::Config cfg = train::load_config(a.config, a.set);
+}  // namespace
+
+train::Config model_config(const std::string& config, const std::vector<std::string>& set) {
+  train::Config cfg = train::load_config(config, set);
   if (cfg.model.vocab_size == 0) {
     cfg.model.vocab_size = 50257;
     if (!cfg.data.dir.empty() && path_exists(cfg.data.dir)) cfg.model.vocab_size = data::read_manifest(cfg.data.dir).vocab_size;
@@ -34,10 +34,29 @@ train::Config model_config(const PlanArgs& a) {
   return cfg;
 }
 
+namespace {
+
+train::Config plan_config(const PlanArgs& a) { return model_config(a.config, a.set); }
+
 void common_options(CLI::App* cmd, PlanArgs& a) {
   cmd->add_option("-c,--config", a.config, "training configuration (model, batch, parallel sections)");
   cmd->add_option("--set", a.set, "override one key, section.key=value (repeatable)");
   cmd->add_option("--world", a.world, "number of ranks (processes / GPUs)")->required()->check(CLI::PositiveNumber);
+  cmd->add_option("--cluster", a.cluster, "also predict the step time on this cluster (see `slm plan auto`)");
+  cmd->add_option("--topology", a.topology, "with --cluster: links measured by `slm probe`");
+  cmd->add_option("--profile", a.profile, "with --cluster: compute measured by `slm profile`");
+}
+
+// With --cluster: the cost model's prediction for this plan (planner/cost_model.h).
+void print_prediction(const parallel::Plan& p, const train::Config& cfg, const PlanArgs& a) {
+  if (a.cluster.empty()) return;
+  PlanningInputs pi = load_planning_inputs(cfg, a.cluster, a.topology, a.profile);
+  if (pi.cluster.world() != a.world)
+    throw UserError(fmt::format("{} has {} ranks, --world is {}", a.cluster, pi.cluster.world(), a.world));
+  planner::CostInputs in{&pi.cluster, &pi.profile, train::model_shape(cfg.model), pi.seq_len, cfg.parallel.bucket_mb,
+                         cfg.parallel.memory_cap_gb, {}};
+  const planner::Candidate k = candidate_of(p, cfg, pi.cluster);
+  std::fprintf(stderr, "  %s (%s)\n", describe_prediction(planner::predict(k, in)).c_str(), planner::describe_candidate(k).c_str());
 }
 
 void print_plan(parallel::Plan p, const train::Config& cfg, int world) {
@@ -68,7 +87,7 @@ void add_layout_flags(CLI::App* cmd, std::vector<std::string>& sets) {
 }
 
 void add_plan_commands(CLI::App& app) {
-  auto* plan = app.add_subcommand("plan", "make, check and print parallel layouts (plans)");
+  auto* plan = app.add_subcommand("plan", "make, check, print and (auto) choose parallel layouts (plans)");
   plan->require_subcommand(1);
   auto a = std::make_shared<PlanArgs>();
   auto* make = plan->add_subcommand("make", "write the plan of the layout flags (even stages) as TOML");
@@ -76,10 +95,11 @@ void add_plan_commands(CLI::App& app) {
   add_layout_flags(make, a->set);
   make->add_option("-o,--out", a->out, "write the plan here (default: stdout)");
   make->callback([a] {
-    train::Config cfg = model_config(*a);
+    train::Config cfg = plan_config(*a);
     parallel::Plan p = parallel::resolve_plan(cfg.parallel, cfg.model.n_layer, a->world, cfg.batch.batch_size,
                                               cfg.batch.micro_batch);
     print_plan(p, cfg, a->world);
+    print_prediction(p, cfg, *a);
     if (a->out.empty()) std::printf("%s", parallel::plan_to_toml(p).c_str());
     else write_file_atomic(a->out, parallel::plan_to_toml(p));
   });
@@ -88,13 +108,15 @@ void add_plan_commands(CLI::App& app) {
   check->add_option("plan", b->plan, "plan file (TOML)")->required();
   common_options(check, *b);
   check->callback([b] {
-    train::Config cfg = model_config(*b);
+    train::Config cfg = plan_config(*b);
     if (!path_exists(b->plan)) throw UserError(fmt::format("{}: no such file", b->plan));
     parallel::Plan p = parallel::parse_plan(read_file(b->plan), b->plan);
     if (p.zero < 0) p.zero = static_cast<int>(cfg.parallel.zero);
     print_plan(p, cfg, b->world);
+    print_prediction(p, cfg, *b);
     std::printf("%s: valid for %d ranks\n", b->plan.c_str(), b->world);
   });
+  add_plan_auto_command(*plan);
 }
 
 }  // namespace slm::cli

@@ -25,7 +25,9 @@ struct TestbedArgs {
 
 testbed::TestbedSpec load(const std::string& file) {
   if (!path_exists(file)) throw UserError(fmt::format("{}: no such file", file));
-  return testbed::parse_testbed(read_file(file), file);
+  testbed::TestbedSpec s = testbed::parse_testbed(read_file(file), file);
+  testbed::check_emulatable(s, file);
+  return s;
 }
 
 // slm-delayer sits next to the slm binary.

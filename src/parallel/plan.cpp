@@ -89,7 +89,8 @@ std::vector<int64_t> int_list(const toml::node* n, const std::string& key, const
 
 Plan parse_plan(const std::string& text, const std::string& where) {
   toml::table t = parse_toml(text, where);
-  reject_unknown_keys(t, {"schedule", "micro_batches", "micro_batch", "zero", "virtual_stages", "stage"}, where);
+  // [set]: settings the layout needs besides the plan (planner/plan_file.h); train/config applies them.
+  reject_unknown_keys(t, {"schedule", "micro_batches", "micro_batch", "zero", "virtual_stages", "stage", "set"}, where);
   Plan p;
   p.zero = -1;
   if (auto* n = t.get("schedule")) p.schedule = get<std::string>(n, "schedule", where);
@@ -124,6 +125,8 @@ Plan resolve_plan(const ParallelConfig& c, int64_t n_layer, int world, int64_t b
     p = plan_from_flags({c.dp, c.tp, c.pp, c.virtual_stages, c.micro_batches, c.schedule, c.zero}, n_layer, world,
                         batch_size, micro_batch);
   } else {
+    if (c.plan == "auto")
+      throw UserError("parallel.plan = \"auto\" is chosen when training starts (slm train) or by `slm plan auto`");
     if (!path_exists(c.plan)) throw UserError(fmt::format("parallel.plan: {}: no such file", c.plan));
     p = parse_plan(read_file(c.plan), c.plan);
     if (p.zero < 0) p.zero = static_cast<int>(c.zero);
@@ -247,10 +250,8 @@ MemoryEstimate estimate_memory(const Plan& p, const ModelShape& m, int64_t seq_l
   e.params = 4 * (trained + head_copy);
   e.grads = 4 * (p.zero >= 2 ? trained / dp : trained) + 4 * head_copy;
   e.optimizer = 8 * trained / dp;
-  auto actions = pipeline::schedule_actions(p.schedule, p.pp, role.pipe, static_cast<int>(p.micro_batches),
-                                            p.virtual_stages);
-  int live = 0, most = 0;
-  for (const auto& a : actions) most = std::max(most, live += a.op == pipeline::Action::F ? 1 : -1);
+  const int most = pipeline::max_in_flight(p.schedule, p.pp, role.pipe, static_cast<int>(p.micro_batches),
+                                           p.virtual_stages);
   const double per_layer = m.recompute ? b * T * C * 4 : 2 * b * T * C * (10 + 24.0 / tp + 5 * H * T / (C * tp));
   e.activations = most * (per_layer * layers / p.virtual_stages + b * T * C * 4) + logits;
   return e;

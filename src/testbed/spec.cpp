@@ -63,13 +63,20 @@ TestbedSpec parse_testbed(const std::string& text, const std::string& where) {
     const std::string w = fmt::format("{}: site {}", where, i);
     const toml::table* st = (*sites)[i].as_table();
     if (!st) throw UserError(w + ": must be a table");
-    reject_unknown_keys(*st, {"name", "ranks", "cpus"}, w);
+    reject_unknown_keys(*st, {"name", "ranks", "cpus", "device", "memory_gb", "price_per_hour"}, w);
     SiteSpec site;
     site.name = st->get("name") ? st->get("name")->value_or(std::string()) : fmt::format("site{}", i);
     auto ranks = st->get("ranks") ? st->get("ranks")->value<int64_t>() : std::optional<int64_t>(1);
-    if (!ranks || *ranks < 1 || *ranks > 63) throw UserError(w + ": 'ranks' must be 1..63");
+    if (!ranks || *ranks < 1 || *ranks > 65536) throw UserError(w + ": 'ranks' must be 1..65536");
     site.ranks = static_cast<int>(*ranks);
     site.cpus = number(*st, "cpus", 0, w);
+    if (auto* d = st->get("device")) {
+      auto v = d->value<std::string>();
+      if (!v || v->empty()) throw UserError(w + ": 'device' must be a non-empty string");
+      site.device = *v;
+    }
+    site.memory_gb = number(*st, "memory_gb", 0, w);
+    site.price_per_hour = number(*st, "price_per_hour", 0, w);
     for (const SiteSpec& o : s.sites)
       if (o.name == site.name) throw UserError(fmt::format("{}: two sites named '{}'", where, site.name));
     s.sites.push_back(site);
@@ -99,6 +106,18 @@ TestbedSpec parse_testbed(const std::string& text, const std::string& where) {
     }
   }
   return s;
+}
+
+void check_emulatable(const TestbedSpec& s, const std::string& where) {
+  for (const SiteSpec& site : s.sites) {
+    if (site.ranks > kMaxEmulatedRanks)
+      throw UserError(fmt::format("{}: site '{}' has {} ranks; the testbed emulates at most {} per site", where,
+                                  site.name, site.ranks, kMaxEmulatedRanks));
+    if (site.device != "cpu")
+      throw UserError(fmt::format("{}: site '{}' has device '{}'; the testbed runs CPU ranks only (this file still "
+                                  "describes that cluster to `slm plan auto`)",
+                                  where, site.name, site.device));
+  }
 }
 
 int site_of(const TestbedSpec& s, int rank) {

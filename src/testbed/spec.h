@@ -14,10 +14,15 @@
 //   name = "amsterdam"
 //   ranks = 2
 //   cpus = 0.5                         # CPU time (cores) its ranks share: a slower site; 0 = no limit
+//   device = "cpu"                     # for the planner (planner/devices.h): "cpu", "T4", "A100-40GB", ...
+//   memory_gb = 16                     # per rank; 0 = the device table's (CPU: unknown = no cap)
+//   price_per_hour = 0.35              # USD per rank-hour; 0 = the device table's assumed price
 //   [[link]]
 //   sites = ["utah", "amsterdam"]
 //   delay_ms = 50                      # one way
 //   rate_mbit = 1000                   # 0 = unlimited
+// The same file is the cluster description the planner reads (planner/cluster.h): for a real
+// cluster it is never brought up, and its links may come from `slm probe` instead.
 // Ranks are numbered site by site. Rank k of site s has address 10.77.s.(4k+2)/30 (its router end
 // 10.77.s.(4k+1)), so site s is 10.77.s.0/24 and a rule per site pair covers all its ranks.
 #pragma once
@@ -35,6 +40,9 @@ struct SiteSpec {
   std::string name;
   int ranks = 1;
   double cpus = 0;  // CPU time (cores) the site's ranks get together (a cgroup quota); 0 = no limit
+  std::string device = "cpu";  // device type of every rank of the site (planner/devices.h)
+  double memory_gb = 0;        // memory per rank, GiB; 0 = the device table's
+  double price_per_hour = 0;   // USD per rank-hour; 0 = the device table's (an assumption)
 };
 
 struct PairSpec {
@@ -55,6 +63,10 @@ struct TestbedSpec {
 
 // UserError (one line, with `where`) for malformed TOML, unknown keys or bad values.
 TestbedSpec parse_testbed(const std::string& toml_text, const std::string& where);
+// UserError unless the spec can be emulated here: at most kMaxEmulatedRanks ranks per site
+// (the address plan), CPU devices only.
+constexpr int kMaxEmulatedRanks = 63;
+void check_emulatable(const TestbedSpec& s, const std::string& where);
 
 int site_of(const TestbedSpec& s, int rank);
 std::string rank_address(const TestbedSpec& s, int rank);    // "10.77.S.(4k+2)"

@@ -83,6 +83,11 @@ std::vector<Field> fields(Config& c) {
       {"dist", "channels", &c.dist.wan.channels},
       {"dist", "chunk_mb", &c.dist.wan.chunk_mb},
       {"dist", "topology", &c.dist.wan.topology},
+      {"planner", "cluster", &c.planner.cluster},
+      {"planner", "profile", &c.planner.profile},
+      {"planner", "objective", &c.planner.objective},
+      {"planner", "strategy", &c.planner.strategy},
+      {"planner", "allow_lossy", &c.planner.allow_lossy},
   };
 }
 
@@ -163,8 +168,9 @@ Config parse_config_text(const std::string& text, const std::string& where) {
   return c;
 }
 
-Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
-  Config c = path.empty() ? Config{} : parse_config_text(read_file(path), path);
+namespace {
+
+void apply_overrides(Config& c, const std::vector<std::string>& overrides) {
   std::vector<Field> fs = fields(c);
   for (const std::string& o : overrides) {
     size_t dot = o.find('.'), eq = o.find('=');
@@ -185,6 +191,35 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
     } catch (const UserError& e) {
       throw UserError(fmt::format("--set \"{}\": {}", o, std::string(e.what()).substr(7)));
     }
+  }
+}
+
+// The plan file's [set] table (planner/plan_file.h), if parallel.plan names a file that has one.
+std::optional<toml::table> plan_settings(const Config& c) {
+  if (c.parallel.plan.empty() || c.parallel.plan == "auto" || !path_exists(c.parallel.plan)) return std::nullopt;
+  toml::table t;
+  try {
+    t = toml::parse(read_file(c.parallel.plan), c.parallel.plan);
+  } catch (const toml::parse_error&) {
+    return std::nullopt;  // parse_plan reports it with its line
+  }
+  const toml::table* s = t.get("set") ? t.get("set")->as_table() : nullptr;
+  if (!s) return std::nullopt;
+  return *s;
+}
+
+}  // namespace
+
+Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
+  Config c = path.empty() ? Config{} : parse_config_text(read_file(path), path);
+  Config base = c;
+  apply_overrides(c, overrides);
+  if (auto s = plan_settings(c)) {
+    const std::string plan = c.parallel.plan;
+    apply_table(base, *s, plan + ": [set]");
+    base.parallel.plan = plan;
+    apply_overrides(base, overrides);
+    return base;
   }
   return c;
 }
@@ -227,6 +262,7 @@ void validate(const Config& c) {
   need(c.checkpoint.every >= 0 && c.checkpoint.keep >= 1,
        "checkpoint: every must be >= 0 and keep >= 1");
   need(!c.data.dir.empty(), "data: dir is not set (a dataset from `slm data prepare`)");
+  planner::validate(c.planner);
 }
 
 std::string to_toml(const Config& c) {

@@ -11,6 +11,7 @@
 #include "dist/world.h"
 #include "model/gpt2.h"
 #include "parallel/config.h"
+#include "planner/config.h"
 
 namespace slm::train {
 
@@ -87,9 +88,11 @@ struct Config {
   CostConfig cost;
   parallel::ParallelConfig parallel;
   dist::DistConfig dist;
+  planner::PlannerConfig planner;
 };
 
-// Defaults, then the TOML file (if not empty), then each "section.key=value" override.
+// Defaults, then the TOML file (if not empty), then the [set] table of the plan file that
+// parallel.plan names (planner/plan_file.h), then each "section.key=value" override.
 // UserError names the file, section and key.
 Config load_config(const std::string& path, const std::vector<std::string>& overrides);
 // Cross-field checks (model validity, batch divisibility, known enum values); one-line errors.

@@ -147,6 +147,8 @@ int run_training(const Config& cfg_in, bool resume, int64_t stop_at) {
   const double bubble_theory =
       parallel::pipeline::theoretical_bubble(plan.pp, static_cast<int>(plan.micro_batches), plan.virtual_stages);
   double spent_usd = 0, first_loss = -1;
+  std::vector<double> step_times;  // for the check against the planner's prediction
+  bool prediction_checked = t->predicted_step_s <= 0;
   const int64_t first = t->step;
   auto started = std::chrono::steady_clock::now();
   auto say = [&](const std::string& line) {
@@ -197,6 +199,21 @@ int run_training(const Config& cfg_in, bool resume, int64_t stop_at) {
          {"cost_usd", spent_usd},
          {"tokens_per_usd", s.tokens / (step_s / 3600.0 * dev.price_per_hour * devices)},
          {"loss_drop_per_usd", (first_loss - s.loss) / spent_usd}});
+    if (t->predicted_step_s > 0) {
+      log({{"step", t->step}, {"predicted_step_s", t->predicted_step_s}});
+      step_times.push_back(step_s);
+      // After the first step (warm-up) and three more: the median against the planner's prediction.
+      if (!prediction_checked && step_times.size() == 4) {
+        prediction_checked = true;
+        std::vector<double> v(step_times.begin() + 1, step_times.end());
+        std::sort(v.begin(), v.end());
+        const double off = v[1] / t->predicted_step_s - 1;
+        if (std::abs(off) > 0.25)
+          say(fmt::format("warning: steps take {:.3f} s, {:+.0f}% off the planner's prediction of {:.3f} s (the "
+                          "profile or the links may have changed: `slm profile`, `slm probe`)",
+                          v[1], 100 * off, t->predicted_step_s));
+      }
+    }
     if (s.loss_scale > 0) log({{"step", t->step}, {"loss_scale", s.loss_scale}, {"skipped", s.skipped}});
     if (s.skipped) say(fmt::format("step {}: gradients not finite, update skipped{}", t->step,
                                    s.loss_scale > 0 ? fmt::format(" (loss scale {} -> {})", s.loss_scale, t->scaler.scale) : ""));

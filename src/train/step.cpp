@@ -14,6 +14,7 @@
 #include "parallel/pipeline/stage.h"
 #include "parallel/plan_groups.h"
 #include "parallel/tensor/model.h"
+#include "train/auto_plan.h"
 #include "train/optim.h"
 #include "train/precision.h"
 #include "train/runtime.h"
@@ -35,20 +36,40 @@ Trainer::~Trainer() = default;
 
 // dist.topology = "probe": measure the links now (a few seconds; dist/probe.h) and let the
 // data-parallel all-reduce pick its channels and chunks from them; rank 0 keeps the file.
-static void probe_at_start(Trainer& t) {
-  if (t.world.world.size == 1) return;
+static dist::ProbeResult probe_at_start(Trainer& t) {
+  if (t.world.world.size == 1) return {};
   dist::ProbeConfig quick;  // two sizes suffice for the α-β fit: a few seconds for 8 ranks
   quick.sizes = {4, 2 << 20};
   quick.repeats = 2;
   quick.collectives = false;
   const dist::ProbeResult r = dist::probe_links(t.world, quick);
   t.world.cfg.wan.link = dist::widest_class(r);
-  if (t.world.world.rank != 0) return;
+  if (t.world.world.rank != 0) return r;
   std::filesystem::create_directories(t.cfg.run.dir);
   write_file_atomic(t.cfg.run.dir + "/topology.json", dist::probe_json(r));
   std::fprintf(stderr, "probe: %d ranks in %.1f s; slowest links: %.2f ms one way, %.0f Mbit/s (%s/topology.json)\n",
                r.world, r.elapsed_s, t.world.cfg.wan.link.alpha_s * 1e3, t.world.cfg.wan.link.beta_Bps * 8 / 1e6,
                t.cfg.run.dir.c_str());
+  return r;
+}
+
+// parallel.plan = "auto": profile, search, and set the run up with the best layout; rank 0 keeps
+// the plan (with its [set] table) and says what was chosen and why.
+static void plan_auto(Trainer& t, const dist::ProbeResult& probe) {
+  std::string reason;
+  const std::string precision = resolve_precision(t.cfg.system.precision, t.device, &reason);
+  const AutoPlan a = plan_at_start(t.cfg, t.world, probe, t.device, precision, t.seq_len);
+  t.planned = a.chosen.plan;
+  t.predicted_step_s = a.predicted.step_s;
+  if (t.world.world.rank != 0) return;
+  std::filesystem::create_directories(t.cfg.run.dir);
+  write_file_atomic(t.cfg.run.dir + "/plan.toml", a.toml);
+  std::fprintf(stderr,
+               "plan auto: %s\n  predicted %.3f s/step (%.0f tokens/s, bubble %.0f%%, %.1f MiB across sites), %lld "
+               "layouts in %.2f s; profile %s in %.1f s; plan in %s/plan.toml\n",
+               planner::describe_candidate(a.chosen).c_str(), a.predicted.step_s, a.predicted.tokens_per_s,
+               100 * a.predicted.bubble, a.predicted.cross_site_bytes / (1 << 20), static_cast<long long>(a.evaluated),
+               a.search_s, a.profile_source.c_str(), a.profile_s, t.cfg.run.dir.c_str());
 }
 
 // The pipeline part of make_trainer: plan, groups, this rank's share of the model.
@@ -57,7 +78,9 @@ static void apply_plan(Trainer& t) {
   const int world = t.world.world.size;
   auto pipe = std::make_unique<parallel::pipeline::Pipeline>();
   parallel::Plan& plan = pipe->plan;
-  plan = parallel::resolve_plan(cfg.parallel, cfg.model.n_layer, world, cfg.batch.batch_size, cfg.batch.micro_batch);
+  plan = t.planned ? *t.planned
+                   : parallel::resolve_plan(cfg.parallel, cfg.model.n_layer, world, cfg.batch.batch_size,
+                                            cfg.batch.micro_batch);
   const parallel::ModelShape shape = model_shape(cfg.model);
   parallel::validate_plan(plan, shape, world);
   if (cfg.parallel.zero_scope == "site") plan.zero_ranks_per_site = cfg.dist.wan.ranks_per_site;
@@ -93,7 +116,10 @@ std::unique_ptr<Trainer> make_trainer(const Config& cfg_in) {
   t->seq_len = cfg.batch.seq_len > 0 ? cfg.batch.seq_len : cfg.model.block_size;
   t->world = dist::init_world(cfg.dist, t->device);
   dist::require_same(to_toml(cfg), t->world.world, "configuration");
-  if (cfg.dist.wan.topology == "probe") probe_at_start(*t);
+  if (cfg.dist.wan.topology == "probe" || cfg.parallel.plan == "auto") {
+    const dist::ProbeResult probe = probe_at_start(*t);
+    if (cfg.parallel.plan == "auto") plan_auto(*t, probe);
+  }
   apply_plan(*t);
   parallel::tensor::validate_tp(cfg.model, t->groups.tp.size);
   t->train_loader = std::make_unique<data::Loader>(t->data.train,

@@ -65,3 +65,20 @@ TEST(Schedule, RejectsBadCombinations) {
   EXPECT_THROW(schedule_actions("interleaved", 2, 0, 3, 2), slm::UserError);  // M % P != 0
   EXPECT_THROW(schedule_actions("1f1b", 2, 0, 4, 2), slm::UserError);
 }
+
+TEST(Schedule, MaxInFlightMatchesTheActionLists) {
+  // The memory estimate counts live forwards without building the lists: same numbers.
+  for (const char* name : {"none", "gpipe", "1f1b", "interleaved"})
+    for (int P : {1, 2, 3, 4})
+      for (int M : {1, 2, 4, 8, 12})
+        for (int v : {1, 2, 3}) {
+          const std::string n = name;
+          if ((n == "interleaved") != (v > 1) || (n == "none" && P > 1) || (n == "interleaved" && (P < 2 || M % P)))
+            continue;
+          for (int r = 0; r < P; ++r) {
+            int live = 0, most = 0;
+            for (const Action& a : schedule_actions(n, P, r, M, v)) most = std::max(most, live += a.op == Action::F ? 1 : -1);
+            EXPECT_EQ(max_in_flight(n, P, r, M, v), most) << n << " P=" << P << " M=" << M << " v=" << v << " r=" << r;
+          }
+        }
+}

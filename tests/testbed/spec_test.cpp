@@ -50,7 +50,7 @@ TEST(TestbedSpec, OneLineErrors) {
   };
   EXPECT_EQ(error("[[site]]\nranks = 2\nspeed = 3\n"), "t.toml: site 0: unknown key 'speed'");
   EXPECT_EQ(error("name = \"x\"\n"), "t.toml: no [[site]] tables");
-  EXPECT_EQ(error("[[site]]\nranks = 0\n"), "t.toml: site 0: 'ranks' must be 1..63");
+  EXPECT_EQ(error("[[site]]\nranks = 0\n"), "t.toml: site 0: 'ranks' must be 1..65536");
   EXPECT_EQ(error("name = \"Too-Long-Name\"\n[[site]]\n"), "t.toml: 'name' must be 1-8 lowercase letters or digits");
   EXPECT_EQ(error("[[site]]\nname = \"a\"\n[[link]]\nsites = [\"a\", \"b\"]\n"), "t.toml: link 0: no site named 'b'");
   EXPECT_EQ(error("[[site]]\nname = \"a\"\n[[site]]\nname = \"b\"\n[[link]]\nsites = [\"a\", \"b\"]\ndelay_ms = -1\n"),

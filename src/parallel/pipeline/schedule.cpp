@@ -54,6 +54,12 @@ std::vector<Action> schedule_actions(const std::string& name, int ranks, int ran
   return one_f_one_b((ranks - rank - 1) * 2 + (chunks - 1) * ranks, micro * chunks, inter_f, inter_b, ranks, chunks);
 }
 
+int max_in_flight(const std::string& name, int ranks, int rank, int micro, int chunks) {
+  if (name == "gpipe") return micro;
+  if (name == "1f1b" || name == "none") return std::min(ranks - rank, micro);
+  return std::min((ranks - rank - 1) * 2 + (chunks - 1) * ranks + 1, micro * chunks);
+}
+
 std::string to_string(const std::vector<Action>& actions, int chunks) {
   std::string s;
   for (const Action& a : actions) {
@@ -65,8 +71,22 @@ std::string to_string(const std::vector<Action>& actions, int chunks) {
 }
 
 Simulation simulate(const std::vector<std::vector<Action>>& per_rank, int chunks, double tf, double tb) {
+  const size_t S = per_rank.size() * static_cast<size_t>(chunks);
+  return simulate(per_rank, chunks, StageCosts{std::vector<double>(S, tf), std::vector<double>(S, tb),
+                                               std::vector<double>(S, 0.0), std::vector<double>(S, 0.0)});
+}
+
+Simulation simulate(const std::vector<std::vector<Action>>& per_rank, int chunks, const StageCosts& c) {
   const int P = static_cast<int>(per_rank.size()), S = P * chunks;
-  std::map<std::tuple<int, int, int>, double> done;  // (op, micro, virtual stage) -> end time
+  int M = 0;
+  for (const auto& list : per_rank)
+    for (const Action& a : list) M = std::max(M, a.micro + 1);
+  // arrive[op][micro * S + stage]: when that action's result is available where it is needed
+  // (F: at the next stage, B: at the previous one, after the transfer; 2: the forward's end on
+  // its own rank, which its backward needs); -1 = not done yet.
+  const size_t n = static_cast<size_t>(M) * static_cast<size_t>(S);
+  std::vector<double> arrive[3] = {std::vector<double>(n, -1.0), std::vector<double>(n, -1.0),
+                                   std::vector<double>(n, -1.0)};
   std::vector<size_t> next(static_cast<size_t>(P), 0);
   std::vector<double> free_at(static_cast<size_t>(P), 0), busy(static_cast<size_t>(P), 0);
   std::vector<int> in_flight(static_cast<size_t>(P), 0);
@@ -80,18 +100,23 @@ Simulation simulate(const std::vector<std::vector<Action>>& per_rank, int chunks
         const int vs = a.chunk * P + r;
         double ready = free_at[static_cast<size_t>(r)];
         auto need = [&](int op, int stage) {
-          auto it = done.find({op, a.micro, stage});
-          if (it == done.end()) return false;
-          ready = std::max(ready, it->second);
+          const double t = arrive[op][static_cast<size_t>(a.micro) * static_cast<size_t>(S) + static_cast<size_t>(stage)];
+          if (t < 0) return false;
+          ready = std::max(ready, t);
           return true;
         };
+        // A backward needs the stage's own forward (done: local) and the next stage's backward.
         bool ok = a.op == Action::F ? (vs == 0 || need(Action::F, vs - 1))
-                                    : need(Action::F, vs) && (vs == S - 1 || need(Action::B, vs + 1));
+                                    : need(2, vs) && (vs == S - 1 || need(Action::B, vs + 1));
         if (!ok) break;
-        const double cost = a.op == Action::F ? tf : tb;
-        free_at[static_cast<size_t>(r)] = ready + cost;
+        const size_t k = static_cast<size_t>(vs);
+        const double cost = a.op == Action::F ? c.fwd[k] : c.bwd[k];
+        const double end = ready + cost;
+        free_at[static_cast<size_t>(r)] = end;
         busy[static_cast<size_t>(r)] += cost;
-        done[{a.op, a.micro, vs}] = ready + cost;
+        const double send = a.op == Action::F ? c.send_fwd[k] : c.send_bwd[k];
+        arrive[a.op][static_cast<size_t>(a.micro) * static_cast<size_t>(S) + k] = end + send;
+        if (a.op == Action::F) arrive[2][static_cast<size_t>(a.micro) * static_cast<size_t>(S) + k] = end;
         in_flight[static_cast<size_t>(r)] += a.op == Action::F ? 1 : -1;
         sim.max_in_flight = std::max(sim.max_in_flight, in_flight[static_cast<size_t>(r)]);
         ++i, progress = true;
@@ -106,7 +131,9 @@ Simulation simulate(const std::vector<std::vector<Action>>& per_rank, int chunks
       return sim;
     }
   for (double t : free_at) sim.makespan = std::max(sim.makespan, t);
-  for (int r = 0; r < P; ++r) sim.bubble.push_back(1.0 - busy[static_cast<size_t>(r)] / sim.makespan);
+  sim.finish = free_at;
+  for (int r = 0; r < P; ++r)
+    sim.bubble.push_back(sim.makespan > 0 ? 1.0 - busy[static_cast<size_t>(r)] / sim.makespan : 0.0);
   return sim;
 }
 

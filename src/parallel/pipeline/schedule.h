@@ -27,6 +27,9 @@ void validate_schedule(const std::string& name, int ranks, int micro, int chunks
 // Rank `rank`'s actions (0 <= rank < ranks). "none" (one stage) is F0 B0 F1 B1 ...: one
 // micro-batch's activations alive at a time.
 std::vector<Action> schedule_actions(const std::string& name, int ranks, int rank, int micro, int chunks);
+// Most forwards of `rank` whose backward has not run yet (the activations it keeps), without
+// building the list: min(warm-up + 1, forwards) for the 1F1B family, M for GPipe.
+int max_in_flight(const std::string& name, int ranks, int rank, int micro, int chunks);
 // "F0 F1 B0 ..." (chunk shown as F0.1 when chunks > 1).
 std::string to_string(const std::vector<Action>& actions, int chunks);
 
@@ -35,12 +38,22 @@ struct Simulation {
   std::string message;
   double makespan = 0;          // time units until the last action ends
   std::vector<double> bubble;   // per rank: idle fraction of the makespan
+  std::vector<double> finish;   // per rank: when its last action ends
   int max_in_flight = 0;        // most forwards whose backward has not run, on any rank (memory)
+};
+
+// Costs per virtual stage (P * chunks entries): compute of a forward and a backward, and the
+// time for its output to reach the next stage (send_fwd) and its input gradient to reach the
+// previous one (send_bwd); sends are asynchronous: the sender goes on at once.
+struct StageCosts {
+  std::vector<double> fwd, bwd, send_fwd, send_bwd;
 };
 
 // Runs all ranks' lists with forward cost tf and backward cost tb per chunk, free and
 // asynchronous sends, and receives that block in list order (the executor's semantics).
 Simulation simulate(const std::vector<std::vector<Action>>& per_rank, int chunks, double tf, double tb);
+// The same with per-stage costs and transfer times (the planner's cost model).
+Simulation simulate(const std::vector<std::vector<Action>>& per_rank, int chunks, const StageCosts& costs);
 
 // (P-1) / (v*M + P-1): the idle fraction of every schedule here with equal stages (for
 // interleaved, with v chunks per rank); 0 for one rank.

@@ -1,0 +1,312 @@
+// cli/plan_auto_cmd.cpp: `slm plan auto`: choose the layout for a cluster. Reads the cluster
+// description (the testbed TOML with devices, planner/cluster.h), optionally the links of
+// `slm probe` (topology.json) and the compute of `slm profile` (profile.json; without one, the
+// device table's assumptions), searches every layout (planner/search.h), prints the top K with
+// their predictions and why the other layout families lost, and writes the best plan with the
+// settings it needs ([set], planner/plan_file.h). --measure K runs the top K on the real ranks
+// (the testbed when the file can be emulated and we are root, else `slm launch` on this machine)
+// for a few steps, prints predicted against measured, and writes the measured best.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "planner/comm_cost.h"
+#include "planner/devices.h"
+#include "planner/plan_file.h"
+#include "planner/search.h"
+#include "testbed/spec.h"
+#include "train/hardware.h"
+#include "train/precision.h"
+#include "train/profile.h"
+#include "train/runtime.h"
+#include "train/trainer.h"
+#include "util/error.h"
+#include "util/files.h"
+
+namespace slm::cli {
+namespace {
+namespace fs = std::filesystem;
+
+struct AutoArgs {
+  std::string config, cluster, topology, profile, out, strategy = "search", objective;
+  std::vector<std::string> set;
+  int top = 5, measure = 0, measure_steps = 6;
+  bool json = false, allow_lossy = false, all_ranks = false;
+};
+
+std::string mib(double b) { return fmt::format("{:.1f}", b / (1 << 20)); }
+std::string gib(double b) { return fmt::format("{:.2f}", b / (1024.0 * 1024 * 1024)); }
+
+// The precision training would use on these devices: the config's, or for "auto" this machine's
+// choice on CPU clusters and bf16 (fp16 without bf16 units) on GPUs.
+std::string planning_precision(const train::Config& cfg, const planner::Cluster& c) {
+  if (cfg.system.precision != "auto") return cfg.system.precision;
+  const planner::DeviceSpec* d = planner::find_device(c.ranks[0].device);
+  if (d && d->name != "cpu") return d->bf16_tflops > 0 ? "bf16" : "fp16";
+  std::string why;
+  return train::resolve_precision("auto", "cpu", &why);
+}
+
+nlohmann::json to_json(const planner::Ranked& r, const planner::Cluster& cl) {
+  const planner::Prediction& p = r.p;
+  return {{"layout", planner::describe_candidate(r.c)}, {"sites", planner::sites_used(cl, r.c.ranks)},
+          {"ranks", r.c.ranks},    {"step_s", p.step_s},  {"tokens_per_s", p.tokens_per_s},
+          {"tflops_per_device", p.tflops_per_device},     {"tokens_per_dollar", p.tokens_per_dollar},
+          {"price_per_hour", p.price_per_hour},           {"memory_bytes_max", *std::max_element(p.memory_bytes.begin(), p.memory_bytes.end())},
+          {"cross_site_bytes", p.cross_site_bytes},       {"bubble", p.bubble},
+          {"pipeline_s", p.pipeline_s}, {"dp_comm_s", p.dp_comm_s}, {"optimizer_s", p.optimizer_s},
+          {"zero_gather_s", p.zero_gather_s}, {"tied_s", p.tied_s}, {"fits", p.fits}};
+}
+
+void print_table(const std::vector<planner::Ranked>& rows, const planner::Cluster& cl) {
+  std::printf("  #  %-72s %8s %9s %8s %10s %8s %9s %6s  %s\n", "layout", "step s", "tokens/s", "TFLOP/s", "tokens/$",
+              "GiB max", "MiB site", "bubble", "sites");
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const planner::Prediction& p = rows[i].p;
+    const double mem = *std::max_element(p.memory_bytes.begin(), p.memory_bytes.end());
+    std::printf("  %zu  %-72s %8.3f %9.0f %8.4f %10.3g %8s %9s %5.0f%%  %s\n", i + 1,
+                planner::describe_candidate(rows[i].c).c_str(), p.step_s, p.tokens_per_s, p.tflops_per_device,
+                p.tokens_per_dollar, gib(mem).c_str(), mib(p.cross_site_bytes).c_str(), 100 * p.bubble,
+                planner::sites_used(cl, rows[i].c.ranks).c_str());
+  }
+}
+
+std::string quote(const std::string& s) {
+  std::string o = "'";
+  for (char c : s) o += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return o + "'";
+}
+
+// Median step time (steps 2..) of a short run of `plan_file` on every rank of the cluster.
+double measure_plan(const AutoArgs& a, const std::string& plan_file, const std::string& dir, bool testbed, int world) {
+  char buf[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  const std::string self = n > 0 ? std::string(buf, static_cast<size_t>(n)) : "slm";
+  std::string train = quote(self) + " train";
+  if (!a.config.empty()) train += " -c " + quote(a.config);
+  for (const std::string& s : a.set) train += " --set " + quote(s);
+  train += fmt::format(" --set parallel.plan={} --set run.dir={} --set schedule.max_steps={} --set eval.every=0 "
+                       "--set checkpoint.every=0 --set log.every=1",
+                       quote(plan_file), quote(dir + "/run"), a.measure_steps);
+  const std::string launcher = testbed ? quote(self) + " testbed run " + quote(a.cluster) + " -- "
+                                       : fmt::format("{} launch -n {} -- ", quote(self), world);
+  const std::string cmd = launcher + train + " > " + quote(dir + "/log") + " 2>&1";
+  if (std::system(cmd.c_str()) != 0) return -1;
+  std::vector<double> steps;
+  std::ifstream in(dir + "/run/metrics.jsonl");
+  for (std::string line; std::getline(in, line);) {
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_object() && j.contains("step_s")) steps.push_back(j["step_s"].get<double>());
+  }
+  if (steps.size() < 2) return -1;
+  steps.erase(steps.begin());  // the first step warms up
+  std::sort(steps.begin(), steps.end());
+  return steps[steps.size() / 2];
+}
+
+}  // namespace
+
+PlanningInputs load_planning_inputs(const train::Config& cfg, const std::string& cluster, const std::string& topology,
+                                    const std::string& profile) {
+  PlanningInputs p;
+  if (cluster.empty()) throw UserError("plan: --cluster FILE is required (the testbed TOML with devices)");
+  if (!path_exists(cluster)) throw UserError(fmt::format("{}: no such file", cluster));
+  p.spec = testbed::parse_testbed(read_file(cluster), cluster);
+  p.cluster = planner::cluster_from_spec(p.spec, cluster);
+  if (!topology.empty()) {
+    if (!path_exists(topology)) throw UserError(fmt::format("{}: no such file", topology));
+    planner::apply_topology(p.cluster, read_file(topology), topology);
+  }
+  p.seq_len = cfg.batch.seq_len > 0 ? cfg.batch.seq_len : cfg.model.block_size;
+  p.precision = planning_precision(cfg, p.cluster);
+  const planner::ProfileShape shape = train::profile_shape(cfg.model, p.seq_len, p.precision);
+  if (!profile.empty()) {
+    if (!path_exists(profile)) throw UserError(fmt::format("{}: no such file", profile));
+    p.profile = planner::parse_profile(read_file(profile), profile);
+    planner::check_profile(p.profile, shape, p.cluster.world(), profile);
+    p.profile_from = profile + " (" + p.profile.ranks[0].source + ")";
+  } else {
+    // The device table; CPU ranks from this machine's one-core GEMM peak (measured once, cached).
+    train::configure_cpu_threads(1, 1);
+    const double core = train::describe_device("cpu", p.precision == "bf16" ? "bf16" : "fp32", 1, 0, 0).peak_flops;
+    std::vector<int64_t> sizes;
+    for (int64_t b = 1; b <= std::max<int64_t>(cfg.batch.batch_size, 1); b *= 2) sizes.push_back(b);
+    p.profile = planner::profile_from_devices(p.cluster, shape, core, sizes);
+    p.profile_from = fmt::format("device table (assumed; CPU core peak {:.0f} GFLOP/s measured) - `slm profile` measures",
+                                 core / 1e9);
+  }
+  return p;
+}
+
+planner::Candidate candidate_of(const parallel::Plan& plan, const train::Config& cfg, const planner::Cluster& c) {
+  planner::Candidate k;
+  k.plan = plan;
+  for (int r = 0; r < c.world(); ++r) k.ranks.push_back(r);
+  k.ranks_per_site = cfg.dist.wan.ranks_per_site;
+  k.compress = cfg.dist.wan.compress;
+  k.zero_site = cfg.parallel.zero_scope == "site";
+  k.recompute = cfg.model.recompute;
+  // dist.channels = 0: the runtime's rule for the slowest link of the first dp group.
+  std::vector<int> g;
+  for (int r = 0; r < plan.dp; ++r) g.push_back(parallel::rank_at(plan, 0, r, 0));
+  const planner::RingLinks ring = planner::ring_links(c, g);
+  k.channels = cfg.dist.wan.channels > 0 ? static_cast<int>(cfg.dist.wan.channels)
+                                         : (ring.crosses_sites ? planner::channels_for(ring.slowest) : 1);
+  return k;
+}
+
+std::string describe_prediction(const planner::Prediction& p) {
+  return fmt::format("predicted {:.3f} s per step ({:.0f} tokens/s, {:.4f} TFLOP/s per device, {:.3g} tokens/$): "
+                     "pipeline {:.3f} s, exposed gradient reduction {:.3f} s, optimizer {:.3f} s, ZeRO gather {:.3f} s, "
+                     "tied embedding {:.3f} s; bubble {:.0f}%, {:.1f} MiB across sites{}",
+                     p.step_s, p.tokens_per_s, p.tflops_per_device, p.tokens_per_dollar, p.pipeline_s, p.dp_comm_s,
+                     p.optimizer_s, p.zero_gather_s, p.tied_s, 100 * p.bubble, p.cross_site_bytes / (1 << 20),
+                     p.fits ? "" : fmt::format("; does not fit: rank {} is {:.2f} GiB over", p.tightest_rank,
+                                               p.tightest_over_bytes / (1024.0 * 1024 * 1024)));
+}
+
+namespace {
+
+void run_auto(const AutoArgs& a) {
+  train::Config cfg = model_config(a.config, a.set);
+  model::validate(cfg.model);
+  PlanningInputs pi = load_planning_inputs(cfg, a.cluster, a.topology, a.profile);
+  const testbed::TestbedSpec& spec = pi.spec;
+  planner::Cluster& cl = pi.cluster;
+  planner::ComputeProfile& prof = pi.profile;
+  const std::string& prof_from = pi.profile_from;
+  const std::string& precision = pi.precision;
+  const int64_t T = pi.seq_len;
+  planner::CostInputs in{&cl, &prof, train::model_shape(cfg.model), T, cfg.parallel.bucket_mb, cfg.parallel.memory_cap_gb, {}};
+  planner::SearchOptions o;
+  o.objective = a.objective.empty() ? cfg.planner.objective : a.objective;
+  if (o.objective != "time" && o.objective != "cost") throw UserError("plan auto: --objective must be time or cost");
+  o.allow_lossy = a.allow_lossy || cfg.planner.allow_lossy;
+  o.subsets = !a.all_ranks;
+  o.batch_size = cfg.batch.batch_size, o.micro_batch = cfg.batch.micro_batch;
+  o.top = std::max(a.top, a.measure);
+  const planner::Ranked heuristic = planner::study_heuristic(in, o);
+  planner::SearchResult r;
+  if (a.strategy == "study-heuristic") {
+    r.top = {heuristic};
+    r.evaluated = 1;
+  } else if (a.strategy == "search") {
+    r = planner::search_plans(in, o);
+  } else {
+    throw UserError("plan auto: --strategy must be search or study-heuristic");
+  }
+  planner::Ranked chosen = r.top.at(0);
+  // Measure the top K on the real ranks, if asked.
+  std::vector<double> measured(r.top.size(), -1);
+  if (a.measure > 0) {
+    const bool testbed = ::geteuid() == 0 && [&] {
+      try {
+        testbed::check_emulatable(spec, a.cluster);
+        return true;
+      } catch (const UserError&) {
+        return false;
+      }
+    }();
+    const std::string tmp = fs::temp_directory_path() / fmt::format("slm-plan-measure-{}", ::getpid());
+    for (size_t i = 0; i < r.top.size() && static_cast<int>(i) < a.measure; ++i) {
+      if (r.top[i].c.ranks.size() != static_cast<size_t>(cl.world())) continue;  // a subset: not run here
+      const std::string dir = fmt::format("{}/{}", tmp, i + 1);
+      fs::create_directories(dir);
+      write_file_atomic(dir + "/plan.toml", planner::candidate_to_toml(r.top[i].c, ""));
+      std::fprintf(stderr, "measure %zu/%d: %s ...\n", i + 1, a.measure, planner::describe_candidate(r.top[i].c).c_str());
+      measured[i] = measure_plan(a, dir + "/plan.toml", dir, testbed, cl.world());
+      if (measured[i] < 0) std::fprintf(stderr, "  failed (log: %s/log)\n", dir.c_str());
+    }
+    size_t best = 0;
+    for (size_t i = 0; i < measured.size(); ++i)
+      if (measured[i] > 0 && (measured[best] <= 0 || measured[i] < measured[best])) best = i;
+    if (measured[best] > 0) chosen = r.top[best];
+    std::error_code ec;
+    fs::remove_all(tmp, ec);
+  }
+  const std::string used = chosen.c.ranks.size() == static_cast<size_t>(cl.world())
+                               ? fmt::format("all {} ranks", cl.world())
+                               : fmt::format("{} of the {} ranks: cluster ranks [{}] (sites {}); start only those, "
+                                             "numbered 0..{} in this order",
+                                             chosen.c.ranks.size(), cl.world(), fmt::join(chosen.c.ranks, ", "),
+                                             planner::sites_used(cl, chosen.c.ranks), chosen.c.ranks.size() - 1);
+  const std::string header = fmt::format(
+      "slm plan auto --cluster {}: {}\npredicted {:.3f} s per step, {:.0f} tokens/s, {:.1f} MiB across sites per "
+      "step\nuses {}",
+      a.cluster, planner::describe_candidate(chosen.c), chosen.p.step_s, chosen.p.tokens_per_s,
+      chosen.p.cross_site_bytes / (1 << 20), used);
+  if (!a.out.empty()) write_file_atomic(a.out, planner::candidate_to_toml(chosen.c, header));
+  if (a.json) {
+    nlohmann::json j;
+    j["cluster"] = a.cluster, j["profile"] = prof_from, j["objective"] = o.objective, j["evaluated"] = r.evaluated;
+    j["search_s"] = r.seconds;
+    for (size_t i = 0; i < r.top.size(); ++i) {
+      nlohmann::json row = to_json(r.top[i], cl);
+      if (measured[i] > 0) row["measured_step_s"] = measured[i];
+      j["top"].push_back(row);
+    }
+    for (const planner::Loser& l : r.losers) j["losers"].push_back({{"family", l.family}, {"why", l.why}, {"best", to_json(l.best, cl)}});
+    j["study_heuristic"] = to_json(heuristic, cl);
+    j["chosen"] = to_json(chosen, cl);
+    if (!a.out.empty()) j["plan_file"] = a.out;
+    std::printf("%s\n", j.dump(1).c_str());
+    return;
+  }
+  std::printf("plan auto: %d ranks in %zu sites; links from %s; profile: %s; precision %s\n", cl.world(),
+              cl.sites.size(), cl.links_from.c_str(), prof_from.c_str(), precision.c_str());
+  std::printf("searched %lld layouts in %.3f s; objective: %s; global batch %lld x %lld tokens\n",
+              static_cast<long long>(r.evaluated), r.seconds, o.objective == "cost" ? "tokens per dollar" : "step time",
+              static_cast<long long>(cfg.batch.batch_size), static_cast<long long>(T));
+  print_table(r.top, cl);
+  if (a.measure > 0) {
+    std::printf("measured (%d steps each, median of steps 2..):\n", a.measure_steps);
+    for (size_t i = 0; i < r.top.size() && static_cast<int>(i) < a.measure; ++i)
+      std::printf("  %zu  predicted %.3f s, measured %s\n", i + 1, r.top[i].p.step_s,
+                  measured[i] > 0 ? fmt::format("{:.3f} s ({:+.0f}%)", measured[i], 100 * (r.top[i].p.step_s / measured[i] - 1)).c_str()
+                                  : "- (not run: a subset of the ranks, or it failed)");
+  }
+  if (!r.losers.empty()) std::printf("why the other layouts lost (the best of each):\n");
+  for (const planner::Loser& l : r.losers)
+    std::printf("  %-44s %s (%.3f s)\n", l.family.c_str(), l.why.c_str(), l.best.p.step_s);
+  std::printf("study heuristic: %s: %.3f s per step (%+.0f%% vs the pick)\n",
+              planner::describe_candidate(heuristic.c).c_str(), heuristic.p.step_s,
+              100 * (heuristic.p.step_s / chosen.p.step_s - 1));
+  std::printf("chosen: %s; uses %s\n", planner::describe_candidate(chosen.c).c_str(), used.c_str());
+  if (!a.out.empty()) std::printf("plan: %s (slm train --set parallel.plan=%s)\n", a.out.c_str(), a.out.c_str());
+}
+
+}  // namespace
+
+void add_plan_auto_command(CLI::App& plan) {
+  auto a = std::make_shared<AutoArgs>();
+  auto* cmd = plan.add_subcommand("auto", "choose the fastest (or cheapest) layout for a cluster: predicted step "
+                                          "time of every layout, the best written as a plan");
+  cmd->add_option("-c,--config", a->config, "training configuration (model, batch, parallel sections)");
+  cmd->add_option("--set", a->set, "override one key, section.key=value (repeatable)");
+  cmd->add_option("--cluster", a->cluster, "cluster description: the testbed TOML with device/memory_gb/price_per_hour "
+                                            "per site");
+  cmd->add_option("--topology", a->topology, "links measured by `slm probe` (override the file's)");
+  cmd->add_option("--profile", a->profile, "compute measured by `slm profile` (else the device table)");
+  cmd->add_option("--objective", a->objective, "time (step time) or cost (tokens per dollar); default planner.objective");
+  cmd->add_option("--strategy", a->strategy, "search, or study-heuristic (the reference study's rule)")->capture_default_str();
+  cmd->add_option("--top", a->top, "candidates to show")->capture_default_str()->check(CLI::Range(1, 100));
+  cmd->add_flag("--allow-lossy", a->allow_lossy, "may choose bf16 gradients across sites");
+  cmd->add_flag("--all-ranks", a->all_ranks, "use every rank (never leave a site out)");
+  cmd->add_option("--measure", a->measure, "run the top K for a few steps on the real ranks; pick the measured best")
+      ->check(CLI::Range(0, 20));
+  cmd->add_option("--measure-steps", a->measure_steps, "steps per measured run")->capture_default_str()
+      ->check(CLI::Range(3, 1000));
+  cmd->add_flag("--json", a->json, "print JSON instead of the table");
+  cmd->add_option("-o,--out", a->out, "write the chosen plan (with its [set] settings) here");
+  cmd->callback([a] { run_auto(*a); });
+}
+
+}  // namespace slm::cli

@@ -1,0 +1,137 @@
+// planner/cluster.cpp: see cluster.h.
+#include "planner/cluster.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <numeric>
+
+#include "planner/devices.h"
+#include "util/error.h"
+
+namespace slm::planner {
+namespace {
+
+Link link_of(const testbed::LinkSpec& l) {
+  return {kBaseAlpha + l.delay_ms * 1e-3, l.rate_mbit > 0 ? l.rate_mbit * 1e6 / 8 : kUnlimitedBps};
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+struct ProbedPair {
+  int a = 0, b = 0;
+  double alpha_s = 0, beta_Bps = 0;
+  bool local = true;
+};
+
+std::vector<ProbedPair> read_pairs(const std::string& text, const std::string& where, int* world) {
+  try {
+    const nlohmann::json j = nlohmann::json::parse(text);
+    *world = j.at("world").get<int>();
+    std::vector<ProbedPair> v;
+    if (j.contains("pairs"))
+      for (const auto& p : j.at("pairs"))
+        v.push_back({p.at("a").get<int>(), p.at("b").get<int>(), p.at("alpha_s").get<double>(),
+                     p.at("beta_Bps").get<double>(), p.value("class", std::string("local")) == "local"});
+    for (const ProbedPair& p : v)
+      if (p.a < 0 || p.b < 0 || p.a >= *world || p.b >= *world || p.a == p.b)
+        throw UserError(fmt::format("{}: pair ({}, {}) is outside the probe's {} ranks", where, p.a, p.b, *world));
+    return v;
+  } catch (const nlohmann::json::exception& e) {
+    throw UserError(fmt::format("{}: not a topology file of `slm probe` ({})", where, e.what()));
+  }
+}
+
+void set_links(Cluster& c, const std::vector<ProbedPair>& pairs) {
+  const size_t S = c.sites.size();
+  std::map<std::pair<int, int>, std::vector<ProbedPair>> by_sites;
+  for (const ProbedPair& p : pairs) {
+    int sa = c.ranks[static_cast<size_t>(p.a)].site, sb = c.ranks[static_cast<size_t>(p.b)].site;
+    by_sites[{std::min(sa, sb), std::max(sa, sb)}].push_back(p);
+  }
+  for (const auto& [key, v] : by_sites) {
+    std::vector<double> a, b;
+    for (const ProbedPair& p : v) {
+      a.push_back(p.alpha_s);
+      if (p.beta_Bps > 0) b.push_back(p.beta_Bps);
+    }
+    Link l{median(a), b.empty() ? kUnlimitedBps : median(b)};
+    if (static_cast<size_t>(key.first) < S && static_cast<size_t>(key.second) < S)
+      c.link[static_cast<size_t>(key.first)][static_cast<size_t>(key.second)] =
+          c.link[static_cast<size_t>(key.second)][static_cast<size_t>(key.first)] = l;
+  }
+  c.links_from = "probe (topology.json)";
+}
+
+}  // namespace
+
+const Link& Cluster::between(int a, int b) const {
+  return link[static_cast<size_t>(ranks[static_cast<size_t>(a)].site)][static_cast<size_t>(ranks[static_cast<size_t>(b)].site)];
+}
+
+int Cluster::ranks_in_site(int site) const {
+  return static_cast<int>(std::count_if(ranks.begin(), ranks.end(), [&](const RankSpec& r) { return r.site == site; }));
+}
+
+Cluster cluster_from_spec(const testbed::TestbedSpec& s, const std::string& where) {
+  Cluster c;
+  const size_t S = s.sites.size();
+  c.link.assign(S, std::vector<Link>(S));
+  for (size_t i = 0; i < S; ++i) {
+    const testbed::SiteSpec& site = s.sites[i];
+    const DeviceSpec* d = find_device(site.device);
+    if (!d)
+      throw UserError(fmt::format("{}: site '{}': unknown device '{}' (known: {})", where, site.name, site.device,
+                                  fmt::join(device_names(), ", ")));
+    c.sites.push_back(site.name);
+    for (int k = 0; k < site.ranks; ++k)
+      c.ranks.push_back({static_cast<int>(i), d->name, site.memory_gb > 0 ? site.memory_gb : d->memory_gb,
+                         site.price_per_hour > 0 ? site.price_per_hour : d->price_per_hour,
+                         site.cpus > 0 ? site.cpus / site.ranks : 0});
+    for (size_t j = 0; j < S; ++j) c.link[i][j] = link_of(testbed::link_between(s, static_cast<int>(i), static_cast<int>(j)));
+  }
+  return c;
+}
+
+void apply_topology(Cluster& c, const std::string& text, const std::string& where) {
+  int world = 0;
+  const std::vector<ProbedPair> pairs = read_pairs(text, where, &world);
+  if (world != c.world())
+    throw UserError(fmt::format("{}: the probe measured {} ranks, the cluster has {}", where, world, c.world()));
+  set_links(c, pairs);
+}
+
+Cluster cluster_from_probe(const std::string& text, const std::string& device, const std::string& where) {
+  int world = 0;
+  const std::vector<ProbedPair> pairs = read_pairs(text, where, &world);
+  std::vector<int> parent(static_cast<size_t>(world));
+  std::iota(parent.begin(), parent.end(), 0);
+  auto root = [&](int x) {
+    while (parent[static_cast<size_t>(x)] != x) x = parent[static_cast<size_t>(x)];
+    return x;
+  };
+  for (const ProbedPair& p : pairs)
+    if (p.local) parent[static_cast<size_t>(std::max(root(p.a), root(p.b)))] = std::min(root(p.a), root(p.b));
+  const DeviceSpec* d = find_device(device);
+  Cluster c;
+  std::map<int, int> site_of_root;
+  for (int r = 0; r < world; ++r) {
+    auto [it, fresh] = site_of_root.emplace(root(r), static_cast<int>(c.sites.size()));
+    if (fresh) c.sites.push_back(fmt::format("site{}", it->second));
+    if (!c.ranks.empty() && it->second < c.ranks.back().site)
+      throw UserError(fmt::format("{}: rank {} is in the site of lower ranks; number ranks site by site", where, r));
+    c.ranks.push_back({it->second, d ? d->name : device, 0, d ? d->price_per_hour : 0});
+  }
+  const size_t S = c.sites.size();
+  c.link.assign(S, std::vector<Link>(S, Link{kBaseAlpha, kUnlimitedBps}));
+  set_links(c, pairs);
+  return c;
+}
+
+}  // namespace slm::planner

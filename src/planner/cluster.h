@@ -1,0 +1,54 @@
+// planner/cluster.h: the cluster the planner plans for: ranks (site, device, memory, price) and the
+// α-β links between and inside sites. Owns: Link, RankSpec, Cluster, cluster_from_spec (the
+// testbed/cluster TOML, testbed/spec.h), apply_topology (links measured by `slm probe` override
+// the file), cluster_from_probe (no file: sites are the groups of ranks joined by "local" links).
+// Pure: no torch, no c10d.
+// Example: 2 sites x 2 T4 joined at 10 ms one way, 1 Gbit/s -> ranks 0,1 in site 0, 2,3 in site 1;
+// link(1, 2) = {alpha 10.05 ms, beta 125 MB/s}; link(0, 1) = the [inside] link.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "testbed/spec.h"
+
+namespace slm::planner {
+
+struct Link {
+  double alpha_s = 0;   // one-way latency per message (software included)
+  double beta_Bps = 0;  // bandwidth, bytes/s
+};
+
+// A link with no delay and no rate limit in a cluster file: the measured Gloo loopback here
+// (4 B all-reduce ~50 µs per hop, ~1.25 GB/s), stated in docs/planner.md.
+constexpr double kBaseAlpha = 50e-6;
+constexpr double kUnlimitedBps = 1.25e9;
+
+struct RankSpec {
+  int site = 0;
+  std::string device = "cpu";
+  double memory_gb = 0;       // 0 = unknown: no cap
+  double price_per_hour = 0;  // USD
+  double cores = 0;           // CPU ranks: cores it gets (a site's cpus / its ranks); 0 = one
+};
+
+struct Cluster {
+  std::vector<std::string> sites;
+  std::vector<RankSpec> ranks;         // numbered site by site
+  std::vector<std::vector<Link>> link; // [site a][site b]; [a][a] = inside site a
+  std::string links_from = "cluster file";  // or "probe (topology.json)"
+  int world() const { return static_cast<int>(ranks.size()); }
+  const Link& between(int rank_a, int rank_b) const;
+  int ranks_in_site(int site) const;
+};
+
+// Device defaults from planner/devices.h (memory, price) where the file leaves them 0.
+// UserError (one line) for an unknown device name, listing the known ones.
+Cluster cluster_from_spec(const testbed::TestbedSpec& s, const std::string& where);
+// Replaces every site pair's link (and each site's inside link) by the median α, β of the probed
+// rank pairs between them. UserError when the probe's world differs or the JSON is malformed.
+void apply_topology(Cluster& c, const std::string& topology_json, const std::string& where);
+// Sites = connected components of the probe's "local" pairs (ranks in order); every rank gets
+// `device` (memory unknown, the table's price). Links as in apply_topology.
+Cluster cluster_from_probe(const std::string& topology_json, const std::string& device, const std::string& where);
+
+}  // namespace slm::planner

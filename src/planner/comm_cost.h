@@ -1,0 +1,40 @@
+// planner/comm_cost.h: how long one collective or transfer takes over α-β links, as Gloo and
+// dist/ really run them. Owns: flow_Bps, p2p_s, ring_all_reduce_s, ring_all_gather_s,
+// RingLinks (the slowest hop of a group's ring and how many flows share it), ring_links.
+// Pure functions, unit-tested against hand-computed values (tests/planner/cost_model_test.cpp).
+// Worked example: 100 MB all-reduced by 4 ranks whose ring crosses a 50 ms, 1 Gbit/s link on one
+// connection: 2·3·50 ms latency + 1.5·100 MB / min(125 MB/s, 0.9 MB / 50 ms = 18 MB/s) = 8.6 s
+// (measured: 8.97 s, measured-facts.md).
+#pragma once
+#include <vector>
+
+#include "planner/cluster.h"
+
+namespace slm::planner {
+
+// Bytes a Gloo connection keeps in flight per one-way delay: ~2 MiB per round trip (two 1 MiB
+// pieces), fitted to the measured 100 MB all-reduces at 10 and 50 ms one way (0.85-0.9 MB).
+constexpr double kWindowBytes = 0.9e6;
+
+// What one flow moves per second over l when `flows` flows share it: its share of the link's rate,
+// or the window of its `connections` per one-way delay, whichever is smaller.
+double flow_Bps(const Link& l, int connections = 1, int flows = 1);
+
+// The slowest hop of a ring over `ranks` (in order, wrapping) and the flows sharing its bandwidth.
+struct RingLinks {
+  Link slowest;          // largest α; ties broken by the smallest β
+  bool crosses_sites = false;
+  int site_edges = 0;    // ring edges whose ends are in different sites
+};
+RingLinks ring_links(const Cluster& c, const std::vector<int>& ranks);
+
+// One message of `bytes` from a to b when `flows` transfers share the link: α + flows·bytes / rate.
+double p2p_s(const Link& l, double bytes, int flows = 1);
+// Ring all-reduce of `bytes` over P ranks: 2(P-1) hops, each paying the slowest link's α, and
+// 2(P-1)/P · bytes through each link at flow_Bps(connections, flows) (`flows` rings share it).
+double ring_all_reduce_s(int P, const Link& slowest, double bytes, int connections = 1, int flows = 1);
+// Ring all-gather into `bytes_out` (the whole gathered size) over P ranks: (P-1) hops and
+// (P-1)/P · bytes_out through each link.
+double ring_all_gather_s(int P, const Link& slowest, double bytes_out, int connections = 1, int flows = 1);
+
+}  // namespace slm::planner

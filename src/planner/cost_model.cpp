@@ -1,0 +1,423 @@
+// planner/cost_model.cpp: see cost_model.h. Each term is one formula with a comment naming what it
+// models; sizes in bytes (fp32 activations, gradients and parameters: 4 B each).
+#include "planner/cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <limits>
+#include <map>
+#include <set>
+
+#include "parallel/pipeline/schedule.h"
+#include "planner/comm_cost.h"
+
+namespace slm::planner {
+namespace {
+
+using parallel::Plan;
+using parallel::StagePlan;
+
+struct Ctx {
+  const Candidate& c;
+  const CostInputs& in;
+  const Cluster& cl;
+  double C, T, V;
+  int cluster_rank(int plan_rank) const { return c.ranks[static_cast<size_t>(plan_rank)]; }
+  int site(int plan_rank) const { return cl.ranks[static_cast<size_t>(cluster_rank(plan_rank))].site; }
+  const RankProfile& prof(int plan_rank) const {
+    return in.profile->ranks[static_cast<size_t>(cluster_rank(plan_rank))];
+  }
+  std::vector<int> to_cluster(const std::vector<int>& plan_ranks) const {
+    std::vector<int> v;
+    for (int r : plan_ranks) v.push_back(cluster_rank(r));
+    return v;
+  }
+};
+
+// Parameters of a stage held by one of its tp ranks (as parallel::estimate_memory counts them).
+double stage_params(const Ctx& x, const StagePlan& s, size_t k, size_t stages) {
+  const double t = s.tp, L = static_cast<double>(s.end - s.first), C = x.C;
+  double n = L * (12 * C * C / t + 7 * C / t + 6 * C);
+  if (k == 0) n += x.V * C / t + static_cast<double>(x.in.model.block_size) * C;
+  if (k + 1 == stages) n += 2 * C;
+  return n;
+}
+
+// Members of the group of plan ranks holding (stage k, tp rank j) in every replica.
+std::vector<int> dp_group(const Plan& p, int k, int j) {
+  std::vector<int> g;
+  for (int r = 0; r < p.dp; ++r) g.push_back(parallel::rank_at(p, k, r, j));
+  return g;
+}
+
+// The hierarchical split of a dp group, as dist::make_wan_group makes it: L ranks in each of S
+// sites (equal counts), else none (S = 0).
+struct Hier {
+  int S = 0, L = 0;
+  Link local, cross;
+};
+Hier hierarchy_of(const Ctx& x, const std::vector<int>& group) {
+  Hier h;
+  if (x.c.ranks_per_site <= 0 || group.size() < 2) return h;
+  std::map<int64_t, std::vector<int>> by_site;  // runtime rule: site = plan rank / ranks_per_site
+  for (int r : group) by_site[r / x.c.ranks_per_site].push_back(r);
+  if (by_site.size() < 2) return h;
+  for (const auto& [s, v] : by_site)
+    if (v.size() != by_site.begin()->second.size()) return h;
+  h.S = static_cast<int>(by_site.size());
+  h.L = static_cast<int>(by_site.begin()->second.size());
+  h.local = ring_links(x.cl, x.to_cluster(by_site.begin()->second)).slowest;
+  std::vector<int> cross;
+  for (const auto& [s, v] : by_site) cross.push_back(v[0]);
+  h.cross = ring_links(x.cl, x.to_cluster(cross)).slowest;
+  if (h.L == 1) h.local = Link{0, kUnlimitedBps};
+  return h;
+}
+
+// Gradient reduction of one stage's dp group after a backward of `bwd_s`: exposed time and bytes
+// across sites. Buckets become ready evenly through the backward; a flat all-reduce of a bucket
+// starts when it is ready and the previous one is done; the hierarchical path sums in the site
+// during backward but does its cross-site step and site all-gather after it (dist/hierarchy.cpp
+// runs them when the reduction is waited for).
+struct Reduce {
+  double exposed_s = 0, cross_bytes = 0;
+};
+Reduce reduce_grads(const Ctx& x, const std::vector<int>& group, double bytes, double bwd_s, int flows) {
+  Reduce out;
+  const int P = static_cast<int>(group.size());
+  if (P < 2 || bytes <= 0) return out;
+  const double bucket = x.in.bucket_mb * 1024 * 1024;
+  const int nb = std::max(1, static_cast<int>(std::ceil(bytes / bucket)));
+  const double bb = bytes / nb;
+  const Hier h = hierarchy_of(x, group);
+  const RingLinks ring = ring_links(x.cl, x.to_cluster(group));
+  const int ch = x.c.channels;
+  // Per bucket: the part overlapped with backward (flat: all of it; hierarchical: the site sum),
+  // and the part after it (hierarchical: cross-site sum + site all-gather).
+  double during = 0, after = 0;
+  if (h.S == 0) {
+    during = ring_all_reduce_s(P, ring.slowest, bb, ch, ring.crosses_sites ? flows : 1);
+    out.cross_bytes = ring.site_edges * 2.0 * (P - 1) / P * bytes * flows;
+  } else {
+    const int cross_flows = h.L * flows;  // every site position's ring shares the site link
+    during = ring_all_reduce_s(h.L, h.local, bb);
+    const double shard = bb / h.L;
+    if (x.c.compress) {  // all-gather of the shards' bf16 bits, summed locally
+      after = ring_all_gather_s(h.S, h.cross, h.S * shard / 2, 1, cross_flows);
+      out.cross_bytes = h.S * (h.S - 1.0) * (bytes / h.L / 2) * h.L * flows;
+    } else {
+      after = ring_all_reduce_s(h.S, h.cross, shard, ch, cross_flows);
+      out.cross_bytes = h.S * 2.0 * (h.S - 1) / h.S * (bytes / h.L) * h.L * flows;
+    }
+    after += ring_all_gather_s(h.L, h.local, bb);
+  }
+  double end = 0;
+  for (int i = 0; i < nb; ++i) end = std::max(end, bwd_s * (i + 1) / nb) + during;
+  out.exposed_s = std::max(0.0, end - bwd_s) + nb * after;
+  return out;
+}
+
+// Forward and backward time of virtual stage k for replica `rep` (its slowest tp rank), with the
+// tp all-reduces and, for ZeRO-3, the per-block parameter gathers and gradient reductions.
+struct StageTime {
+  double fwd = 0, bwd = 0, cross_bytes = 0;
+};
+StageTime stage_time(const Ctx& x, int k, int rep, double b) {
+  const Plan& p = x.c.plan;
+  const StagePlan& s = p.stages[static_cast<size_t>(k)];
+  const size_t S = p.stages.size();
+  const bool first = k == 0, last = static_cast<size_t>(k) + 1 == S;
+  const double L = static_cast<double>(s.end - s.first), t = s.tp;
+  std::vector<int> tp_group;
+  for (int j = 0; j < s.tp; ++j) tp_group.push_back(parallel::rank_at(p, k, rep, j));
+  StageTime st;
+  for (int r : tp_group) {
+    const RankProfile& pr = x.prof(r);
+    const double bf = at_batch(pr.micro_batch, pr.block_fwd_s, b), bb = at_batch(pr.micro_batch, pr.block_bwd_s, b);
+    double f = L * bf / t, g = L * (bb + (x.c.recompute ? bf : 0)) / t;  // recomputation: a forward again
+    if (first) f += at_batch(pr.micro_batch, pr.embed_s, b) / 2, g += at_batch(pr.micro_batch, pr.embed_s, b) / 2;
+    if (last) f += at_batch(pr.micro_batch, pr.head_fwd_s, b) / t, g += at_batch(pr.micro_batch, pr.head_bwd_s, b) / t;
+    st.fwd = std::max(st.fwd, f), st.bwd = std::max(st.bwd, g);
+  }
+  const double act = b * x.T * x.C * 4;  // one activation (B, T, C)
+  if (s.tp > 1) {
+    // Megatron f/g: 2 all-reduces of the activation per block forward (attention, MLP), 2 backward;
+    // the vocabulary-parallel embedding 1 forward; the vocabulary-parallel loss 3 of (B, T).
+    const RingLinks ring = ring_links(x.cl, x.to_cluster(tp_group));
+    const double ar = ring_all_reduce_s(s.tp, ring.slowest, act, 1, ring.crosses_sites ? p.dp : 1);
+    st.fwd += 2 * L * ar + (first ? ar : 0) + (last ? 3 * ring_all_reduce_s(s.tp, ring.slowest, b * x.T * 4) : 0);
+    st.bwd += 2 * L * ar;
+    st.cross_bytes += ring.site_edges * 2.0 * (s.tp - 1) / s.tp * act * (4 * L + (first ? 1 : 0));
+  }
+  if (p.zero == 3 && p.dp > 1) {
+    // Each block's parameters gathered before its forward and again before its backward
+    // (prefetched: hidden behind the neighbouring block's compute), its gradient reduced after.
+    const std::vector<int> g = dp_group(p, k, 0);
+    const RingLinks ring = ring_links(x.cl, x.to_cluster(g));
+    const double block_bytes = (12 * x.C * x.C + 13 * x.C) * 4, P = p.dp;
+    const double gather = ring_all_gather_s(p.dp, ring.slowest, block_bytes);
+    const double reduce = ring_all_reduce_s(p.dp, ring.slowest, block_bytes);
+    const double f1 = st.fwd / std::max(1.0, L), b1 = st.bwd / std::max(1.0, L);
+    const double b1r = x.c.recompute ? b1 : b1 + f1;  // ZeRO-3 recomputes each block in backward
+    st.fwd = L * std::max(f1, gather);
+    st.bwd = L * std::max(b1r, gather + reduce);
+    st.cross_bytes += ring.site_edges * L * block_bytes * ((P - 1) / P * 2 + 2 * (P - 1) / P);
+  }
+  return st;
+}
+
+}  // namespace
+
+double model_flops(const parallel::ModelShape& m, int64_t batch, int64_t seq_len) {
+  const double B = static_cast<double>(batch), s = static_cast<double>(seq_len), h = static_cast<double>(m.n_embd);
+  const double L = static_cast<double>(m.n_layer), V = static_cast<double>(m.vocab_padded);
+  return (m.recompute ? 96 : 72) * B * s * h * h * L * (1 + s / (6 * h)) + 6 * B * s * h * V;
+}
+
+Prediction predict(const Candidate& c, const CostInputs& in) {
+  Ctx x{c, in, *in.cluster, static_cast<double>(in.model.n_embd), static_cast<double>(in.seq_len),
+        static_cast<double>(in.model.vocab_padded)};
+  const Plan& p = c.plan;
+  const size_t S = p.stages.size();
+  const int P = p.pp, v = p.virtual_stages, M = static_cast<int>(p.micro_batches);
+  Prediction out;
+  // 1. Each replica's pipeline (replicas with the same costs are simulated once).
+  std::vector<std::vector<parallel::pipeline::Action>> lists;
+  for (int r = 0; r < P; ++r) lists.push_back(parallel::pipeline::schedule_actions(p.schedule, P, r, M, v));
+  std::map<std::vector<double>, parallel::pipeline::Simulation> sims;
+  std::vector<double> finish(static_cast<size_t>(P), 0), last_bwd(static_cast<size_t>(P), 0);
+  double bubble_sum = 0;
+  const std::vector<int> rep_of = representative_of(c, in);
+  std::vector<int> copies(static_cast<size_t>(p.dp), 0);  // replicas each representative stands for
+  for (int r = 0; r < p.dp; ++r) ++copies[static_cast<size_t>(rep_of[static_cast<size_t>(r)])];
+  for (int rep = 0; rep < p.dp; ++rep) {
+    if (rep_of[static_cast<size_t>(rep)] != rep) continue;
+    const double b = static_cast<double>(p.micro_batch[static_cast<size_t>(rep)]);
+    const double n_same = copies[static_cast<size_t>(rep)];
+    parallel::pipeline::StageCosts sc;
+    double cross = 0;
+    for (size_t k = 0; k < S; ++k) {
+      const StageTime st = stage_time(x, static_cast<int>(k), rep, b);
+      sc.fwd.push_back(st.fwd), sc.bwd.push_back(st.bwd);
+      cross += st.cross_bytes * M;
+      double send = 0;
+      if (k + 1 < S) {  // activation to the next stage (gradient back): 1/tp each with equal tp
+        const StagePlan &a = p.stages[k], &n = p.stages[k + 1];
+        const int from = parallel::rank_at(p, static_cast<int>(k), rep, 0), to = parallel::rank_at(p, static_cast<int>(k) + 1, rep, 0);
+        const bool crosses = x.site(from) != x.site(to);
+        const double bytes = b * x.T * x.C * 4 / (a.tp == n.tp ? a.tp : 1);
+        send = p2p_s(x.cl.between(x.cluster_rank(from), x.cluster_rank(to)), bytes, crosses ? p.dp * a.tp : 1);
+        if (a.tp == n.tp && a.tp > 1) {  // receivers all-gather the pieces over their tp group
+          std::vector<int> g;
+          for (int j = 0; j < n.tp; ++j) g.push_back(x.cluster_rank(parallel::rank_at(p, static_cast<int>(k) + 1, rep, j)));
+          send += ring_all_gather_s(n.tp, ring_links(x.cl, g).slowest, b * x.T * x.C * 4);
+        }
+        if (crosses) cross += 2.0 * M * b * x.T * x.C * 4;
+      }
+      sc.send_fwd.push_back(send);
+    }
+    sc.send_bwd.assign(S, 0);
+    for (size_t k = 1; k < S; ++k) sc.send_bwd[k] = sc.send_fwd[k - 1];
+    std::vector<double> key = sc.fwd;
+    key.insert(key.end(), sc.bwd.begin(), sc.bwd.end());
+    key.insert(key.end(), sc.send_fwd.begin(), sc.send_fwd.end());
+    auto it = sims.find(key);
+    if (it == sims.end()) it = sims.emplace(key, parallel::pipeline::simulate(lists, v, sc)).first;
+    const auto& sim = it->second;
+    for (int r = 0; r < P; ++r) {
+      finish[static_cast<size_t>(r)] = std::max(finish[static_cast<size_t>(r)], sim.finish[static_cast<size_t>(r)]);
+      double lb = 0;  // the rank's last backward: its chunks' backward of one micro-batch
+      for (int ck = 0; ck < v; ++ck) lb += sc.bwd[static_cast<size_t>(ck * P + r)];
+      last_bwd[static_cast<size_t>(r)] = std::max(last_bwd[static_cast<size_t>(r)], lb);
+    }
+    for (double bu : sim.bubble) bubble_sum += bu * n_same / (P * p.dp);
+    out.pipeline_s = std::max(out.pipeline_s, sim.makespan);
+    out.cross_site_bytes += cross * n_same;
+  }
+  out.bubble = bubble_sum;
+  // 2. Data-parallel reduction per pipeline rank (its chunks' parameters), then the optimizer and
+  //    ZeRO-1/2's all-gather of the updated shard.
+  double end = 0;
+  for (int r = 0; r < P; ++r) {
+    const StagePlan& s = p.stages[static_cast<size_t>(r)];
+    double params = 0;
+    for (int ck = 0; ck < v; ++ck)
+      params += stage_params(x, p.stages[static_cast<size_t>(ck * P + r)], static_cast<size_t>(ck * P + r), S);
+    const std::vector<int> group = dp_group(p, r, 0);
+    const double bytes = 4 * params;
+    Reduce red;
+    if (p.zero < 3) {
+      red = reduce_grads(x, group, bytes, last_bwd[static_cast<size_t>(r)], s.tp);
+      if (p.zero == 2) red.exposed_s *= M, red.cross_bytes *= M;  // ZeRO-2 reduces every micro-batch
+    }
+    const Hier h = hierarchy_of(x, group);
+    const int shards = p.zero >= 1 ? (c.zero_site && h.S > 0 ? h.L : p.dp) : 1;
+    double gather = 0;
+    if ((p.zero == 1 || p.zero == 2) && shards > 1) {
+      std::vector<int> zg = group;
+      if (c.zero_site && h.S > 0) zg.resize(static_cast<size_t>(h.L));  // the site's ranks
+      const RingLinks ring = ring_links(x.cl, x.to_cluster(zg));
+      gather = ring_all_gather_s(shards, ring.slowest, bytes, 1, ring.crosses_sites ? s.tp : 1);
+      red.cross_bytes += ring.site_edges * (shards - 1.0) / shards * bytes * s.tp;
+    }
+    double optim = 0;
+    for (int pr : s.ranks) optim = std::max(optim, params / shards * x.prof(pr).optim_s_per_param);
+    out.cross_site_bytes += red.cross_bytes;
+    out.dp_comm_s = std::max(out.dp_comm_s, red.exposed_s);
+    out.zero_gather_s = std::max(out.zero_gather_s, gather);
+    out.optimizer_s = std::max(out.optimizer_s, optim);
+    end = std::max(end, finish[static_cast<size_t>(r)] + red.exposed_s + optim + gather);
+  }
+  // 3. Tied embedding across a pipeline: the head's gradient to the first stage, weights back.
+  if (S > 1) {
+    const StagePlan& f = p.stages.front();
+    const int a = f.ranks[0], b = p.stages[static_cast<size_t>(P - 1)].ranks[0];
+    const bool crosses = x.site(a) != x.site(b);
+    const double bytes = x.V * x.C * 4 / f.tp;
+    out.tied_s = 2 * p2p_s(x.cl.between(x.cluster_rank(a), x.cluster_rank(b)), bytes, crosses ? p.dp * f.tp : 1);
+    if (crosses) out.cross_site_bytes += 2 * bytes * p.dp * f.tp;
+  }
+  out.step_s = end + out.tied_s;
+  // Throughput, cost.
+  const double tokens = static_cast<double>(p.global_batch()) * x.T;
+  out.tokens_per_s = tokens / out.step_s;
+  parallel::ModelShape m = in.model;
+  m.recompute = c.recompute;
+  out.tflops_per_device = model_flops(m, p.global_batch(), in.seq_len) / out.step_s / c.ranks.size() / 1e12;
+  for (int r : c.ranks) out.price_per_hour += x.cl.ranks[static_cast<size_t>(r)].price_per_hour;
+  out.tokens_per_dollar = out.price_per_hour > 0 ? out.tokens_per_s * 3600 / out.price_per_hour : 0;
+  // Memory per rank against its cap.
+  Plan pm = p;
+  if (c.zero_site) pm.zero_ranks_per_site = c.ranks_per_site;
+  const double gib = 1024.0 * 1024 * 1024;
+  std::map<std::pair<int, int64_t>, double> cache;  // (pipeline rank, micro-batch) -> estimate
+  out.memory_bytes.assign(c.ranks.size(), 0);
+  double best_margin = -1e300;
+  for (int r = 0; r < P; ++r)
+    for (int rep = 0; rep < p.dp; ++rep) {
+      const int64_t mb = p.micro_batch[static_cast<size_t>(rep)];
+      auto key = std::make_pair(r, pm.zero_ranks_per_site > 0 ? int64_t(-1 - rep) : mb);
+      auto it = cache.find(key);
+      if (it == cache.end())
+        it = cache.emplace(key, parallel::estimate_memory(pm, m, in.seq_len, parallel::rank_at(pm, r, rep, 0)).total()).first;
+      for (int j = 0; j < p.stages[static_cast<size_t>(r)].tp; ++j) {
+        const int pr = parallel::rank_at(pm, r, rep, j), cr = x.cluster_rank(pr);
+        const double need = it->second + x.prof(pr).overhead_bytes;
+        out.memory_bytes[static_cast<size_t>(pr)] = need;
+        double cap = x.cl.ranks[static_cast<size_t>(cr)].memory_gb * gib;
+        if (in.memory_cap_gb > 0) cap = cap > 0 ? std::min(cap, in.memory_cap_gb * gib) : in.memory_cap_gb * gib;
+        if (cap <= 0) continue;
+        if (need - cap > best_margin) {
+          best_margin = need - cap;
+          out.tightest_rank = cr, out.tightest_over_bytes = need - cap, out.tightest_cap_bytes = cap;
+        }
+      }
+    }
+  out.fits = out.tightest_rank < 0 || out.tightest_over_bytes <= 0;
+  return out;
+}
+
+void assign_rank_classes(CostInputs& in) {
+  const Cluster& c = *in.cluster;
+  std::map<std::string, int> ids;
+  in.rank_class.clear();
+  for (int r = 0; r < c.world(); ++r) {
+    const RankProfile& p = in.profile->ranks[static_cast<size_t>(r)];
+    ComputeProfile one;
+    one.ranks = {p};
+    const RankSpec& s = c.ranks[static_cast<size_t>(r)];
+    const std::string key = profile_to_json(one) + fmt::format("|{}|{}|{}", s.device, s.memory_gb, s.price_per_hour);
+    in.rank_class.push_back(ids.emplace(key, static_cast<int>(ids.size())).first->second);
+  }
+}
+
+std::vector<int> representative_of(const Candidate& c, const CostInputs& in) {
+  const Plan& p = c.plan;
+  std::vector<int> rep(static_cast<size_t>(p.dp));
+  if (in.rank_class.empty()) {
+    for (int r = 0; r < p.dp; ++r) rep[static_cast<size_t>(r)] = r;
+    return rep;
+  }
+  std::map<std::vector<int64_t>, int> seen;
+  for (int r = 0; r < p.dp; ++r) {
+    std::vector<int64_t> sig{p.micro_batch[static_cast<size_t>(r)]};
+    for (size_t k = 0; k < p.stages.size(); ++k)
+      for (int j = 0; j < p.stages[k].tp; ++j) {
+        const int cr = c.ranks[static_cast<size_t>(parallel::rank_at(p, static_cast<int>(k), r, j))];
+        sig.push_back(in.rank_class[static_cast<size_t>(cr)]);
+        sig.push_back(in.cluster->ranks[static_cast<size_t>(cr)].site);
+      }
+    rep[static_cast<size_t>(r)] = seen.emplace(sig, r).first->second;
+  }
+  return rep;
+}
+
+double stage_compute_s(const Candidate& c, const CostInputs& in, int k, int replica) {
+  Ctx x{c, in, *in.cluster, static_cast<double>(in.model.n_embd), static_cast<double>(in.seq_len),
+        static_cast<double>(in.model.vocab_padded)};
+  const StageTime st = stage_time(x, k, replica, static_cast<double>(c.plan.micro_batch[static_cast<size_t>(replica)]));
+  return st.fwd + st.bwd;
+}
+
+double stage_memory_over(const Candidate& c, const CostInputs& in, int k) {
+  const Plan& p = c.plan;
+  parallel::ModelShape m = in.model;
+  m.recompute = c.recompute;
+  Plan pm = p;
+  if (c.zero_site) pm.zero_ranks_per_site = c.ranks_per_site;
+  const double gib = 1024.0 * 1024 * 1024;
+  double worst = -std::numeric_limits<double>::infinity();
+  const int pipe = k % p.pp;
+  std::map<int64_t, double> by_mb;  // without hybrid sharding the estimate depends on the micro-batch only
+  for (int rep = 0; rep < p.dp; ++rep) {
+    const int64_t mb = p.micro_batch[static_cast<size_t>(rep)];
+    auto it = by_mb.find(mb);
+    if (it == by_mb.end() || pm.zero_ranks_per_site > 0)
+      it = by_mb.insert_or_assign(mb, parallel::estimate_memory(pm, m, in.seq_len, parallel::rank_at(pm, pipe, rep, 0)).total()).first;
+    const double need = it->second;
+    for (int j = 0; j < p.stages[static_cast<size_t>(pipe)].tp; ++j) {
+      const int cr = c.ranks[static_cast<size_t>(parallel::rank_at(pm, pipe, rep, j))];
+      double cap = in.cluster->ranks[static_cast<size_t>(cr)].memory_gb * gib;
+      if (in.memory_cap_gb > 0) cap = cap > 0 ? std::min(cap, in.memory_cap_gb * gib) : in.memory_cap_gb * gib;
+      if (cap > 0) worst = std::max(worst, need + in.profile->ranks[static_cast<size_t>(cr)].overhead_bytes - cap);
+    }
+  }
+  return worst;
+}
+
+std::string family_of(const Candidate& c) {
+  const Plan& p = c.plan;
+  std::vector<std::string> parts;
+  if (p.pp > 1) parts.push_back(fmt::format("pp {}", p.pp));
+  if (p.stages[0].tp > 1) parts.push_back(fmt::format("tp {}", p.stages[0].tp));
+  if (p.dp > 1 || parts.empty()) parts.push_back(fmt::format("dp {}", p.dp));
+  std::string f = fmt::format("{}", fmt::join(parts, " x "));
+  if (p.zero > 0) f += fmt::format(", ZeRO-{}{}", p.zero, c.zero_site ? " in site" : "");
+  if (c.ranks_per_site > 0) f += c.compress ? ", hierarchical bf16" : ", hierarchical";
+  return f;
+}
+
+std::string describe_candidate(const Candidate& c) {
+  const Plan& p = c.plan;
+  std::vector<int64_t> layers;
+  for (int k = 0; k < p.pp; ++k) {
+    int64_t n = 0;
+    for (int ck = 0; ck < p.virtual_stages; ++ck) {
+      const StagePlan& s = p.stages[static_cast<size_t>(ck * p.pp + k)];
+      n += s.end - s.first;
+    }
+    layers.push_back(n);
+  }
+  std::set<int64_t> mbs(p.micro_batch.begin(), p.micro_batch.end());
+  std::string mb = mbs.size() == 1 ? fmt::format("{}", *mbs.begin()) : fmt::format("[{}]", fmt::join(p.micro_batch, ","));
+  std::string d = fmt::format("{}; {} x {} micro-batches of {}", family_of(c), p.schedule, p.micro_batches, mb);
+  if (p.pp > 1) d += fmt::format(", layers {}", fmt::join(layers, "+"));
+  if (p.virtual_stages > 1) d += fmt::format(" ({} chunks per rank)", p.virtual_stages);
+  if (c.channels > 1) d += fmt::format(", {} channels", c.channels);
+  if (c.recompute) d += ", recompute";
+  return d;
+}
+
+}  // namespace slm::planner

@@ -1,0 +1,17 @@
+// planner/plan_file.h: the file `slm plan auto` writes: the plan (parallel/plan.h TOML) plus a
+// [set] table with the other settings the layout needs ([set.dist] ranks_per_site, compress,
+// channels; [set.parallel] zero_scope; [set.model] recompute), so that one file reproduces the
+// layout: `slm train --set parallel.plan=plan.toml` applies [set] before the command line's --set.
+// Owns: candidate_to_toml, validate (PlannerConfig). Pure.
+#pragma once
+#include <string>
+
+#include "planner/cluster.h"
+#include "planner/cost_model.h"
+
+namespace slm::planner {
+
+// `header` lines are written as comments first (the prediction, the ranks to start).
+std::string candidate_to_toml(const Candidate& c, const std::string& header);
+
+}  // namespace slm::planner

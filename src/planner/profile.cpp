@@ -1,0 +1,112 @@
+// planner/profile.cpp: see profile.h.
+#include "planner/profile.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "planner/devices.h"
+#include "util/error.h"
+
+namespace slm::planner {
+
+std::string profile_to_json(const ComputeProfile& p) {
+  nlohmann::json j;
+  j["version"] = 1;
+  j["shape"] = {{"n_embd", p.shape.n_embd},           {"n_head", p.shape.n_head},
+                {"vocab_padded", p.shape.vocab_padded}, {"seq_len", p.shape.seq_len},
+                {"precision", p.shape.precision}};
+  j["ranks"] = nlohmann::json::array();
+  for (const RankProfile& r : p.ranks)
+    j["ranks"].push_back({{"device", r.device},           {"micro_batch", r.micro_batch},
+                          {"block_fwd_s", r.block_fwd_s}, {"block_bwd_s", r.block_bwd_s},
+                          {"embed_s", r.embed_s},         {"head_fwd_s", r.head_fwd_s},
+                          {"head_bwd_s", r.head_bwd_s},   {"optim_s_per_param", r.optim_s_per_param},
+                          {"overhead_bytes", r.overhead_bytes}, {"source", r.source}});
+  return j.dump(1) + "\n";
+}
+
+ComputeProfile parse_profile(const std::string& text, const std::string& where) {
+  ComputeProfile p;
+  try {
+    const nlohmann::json j = nlohmann::json::parse(text);
+    const auto& s = j.at("shape");
+    p.shape = {s.at("n_embd").get<int64_t>(), s.at("n_head").get<int64_t>(), s.at("vocab_padded").get<int64_t>(),
+               s.at("seq_len").get<int64_t>(), s.at("precision").get<std::string>()};
+    for (const auto& r : j.at("ranks")) {
+      RankProfile rp;
+      rp.device = r.at("device").get<std::string>();
+      rp.micro_batch = r.at("micro_batch").get<std::vector<int64_t>>();
+      rp.block_fwd_s = r.at("block_fwd_s").get<std::vector<double>>();
+      rp.block_bwd_s = r.at("block_bwd_s").get<std::vector<double>>();
+      rp.embed_s = r.at("embed_s").get<std::vector<double>>();
+      rp.head_fwd_s = r.at("head_fwd_s").get<std::vector<double>>();
+      rp.head_bwd_s = r.at("head_bwd_s").get<std::vector<double>>();
+      rp.optim_s_per_param = r.at("optim_s_per_param").get<double>();
+      rp.overhead_bytes = r.value("overhead_bytes", 0.0);
+      rp.source = r.value("source", std::string("measured"));
+      const size_t n = rp.micro_batch.size();
+      for (const auto* v : {&rp.block_fwd_s, &rp.block_bwd_s, &rp.embed_s, &rp.head_fwd_s, &rp.head_bwd_s})
+        if (v->size() != n) throw UserError(fmt::format("{}: rank {}: one time per micro-batch size expected", where, p.ranks.size()));
+      if (n == 0 || !std::is_sorted(rp.micro_batch.begin(), rp.micro_batch.end()) || rp.micro_batch[0] < 1)
+        throw UserError(fmt::format("{}: rank {}: micro_batch must be ascending sizes >= 1", where, p.ranks.size()));
+      p.ranks.push_back(rp);
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw UserError(fmt::format("{}: not a profile of `slm profile` ({})", where, e.what()));
+  }
+  if (p.ranks.empty()) throw UserError(where + ": the profile has no ranks");
+  return p;
+}
+
+void check_profile(const ComputeProfile& p, const ProfileShape& w, int world, const std::string& where) {
+  const ProfileShape& h = p.shape;
+  if (!(h == w))
+    throw UserError(fmt::format("{} was measured for n_embd {}, n_head {}, vocabulary {}, seq_len {}, {}; this run "
+                                "has n_embd {}, n_head {}, vocabulary {}, seq_len {}, {} (run `slm profile` again)",
+                                where, h.n_embd, h.n_head, h.vocab_padded, h.seq_len, h.precision, w.n_embd,
+                                w.n_head, w.vocab_padded, w.seq_len, w.precision));
+  if (static_cast<int>(p.ranks.size()) != world)
+    throw UserError(fmt::format("{} has {} ranks, the cluster has {}", where, p.ranks.size(), world));
+}
+
+double at_batch(const std::vector<int64_t>& sizes, const std::vector<double>& t, double b) {
+  const size_t n = sizes.size();
+  if (b <= static_cast<double>(sizes[0])) return t[0] / static_cast<double>(sizes[0]) * b;
+  if (b >= static_cast<double>(sizes[n - 1])) return t[n - 1] / static_cast<double>(sizes[n - 1]) * b;
+  size_t i = 1;
+  while (static_cast<double>(sizes[i]) < b) ++i;
+  const double x0 = static_cast<double>(sizes[i - 1]), x1 = static_cast<double>(sizes[i]);
+  return t[i - 1] + (t[i] - t[i - 1]) * (b - x0) / (x1 - x0);
+}
+
+ComputeProfile profile_from_devices(const Cluster& c, const ProfileShape& s, double cpu_peak_flops,
+                                    const std::vector<int64_t>& sizes) {
+  ComputeProfile p;
+  p.shape = s;
+  const double C = static_cast<double>(s.n_embd), T = static_cast<double>(s.seq_len), V = static_cast<double>(s.vocab_padded);
+  for (const RankSpec& r : c.ranks) {
+    DeviceSpec d = *find_device(r.device);
+    if (d.name == "cpu") d.fp32_tflops = d.bf16_tflops = cpu_peak_flops * (r.cores > 0 ? r.cores : 1) / 1e12;
+    RankProfile rp;
+    rp.device = d.name + " (device table)";
+    rp.source = "device table";
+    rp.micro_batch = sizes;
+    for (int64_t b64 : sizes) {
+      const double b = static_cast<double>(b64), flops = achieved_flops(d, s.precision, b * T);
+      const double block = (24 * b * T * C * C + 4 * b * T * T * C) / flops;
+      const double head = 2 * b * T * C * V / flops;
+      rp.block_fwd_s.push_back(block);
+      rp.block_bwd_s.push_back(2 * block);
+      rp.embed_s.push_back(3 * b * T * C * 4 / (d.memory_bw_GBps * 1e9));  // gathers and scatters rows
+      rp.head_fwd_s.push_back(head);
+      rp.head_bwd_s.push_back(2 * head);
+    }
+    rp.optim_s_per_param = 28 / (d.memory_bw_GBps * 1e9);
+    rp.overhead_bytes = d.overhead_gb * (1 << 30);
+    p.ranks.push_back(rp);
+  }
+  return p;
+}
+
+}  // namespace slm::planner

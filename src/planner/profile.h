@@ -1,0 +1,61 @@
+// planner/profile.h: measured compute per rank, what the cost model is driven by. Owns:
+// ProfileShape (the model and precision a profile was measured for), RankProfile, ComputeProfile,
+// profile_to_json / parse_profile, check_profile (one-line error for another model or world),
+// at_batch (interpolation over micro-batch sizes), profile_from_devices (the device table's
+// estimate when nothing was measured). Pure: no torch. The measuring side is train/profile.h
+// (`slm profile`, and `parallel.plan = "auto"` at start).
+// Times are seconds per micro-batch of b sequences of seq_len tokens on one rank, at tp 1.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "planner/cluster.h"
+
+namespace slm::planner {
+
+struct ProfileShape {
+  int64_t n_embd = 0, n_head = 0, vocab_padded = 0, seq_len = 0;
+  std::string precision = "fp32";
+  bool operator==(const ProfileShape& o) const {
+    return n_embd == o.n_embd && n_head == o.n_head && vocab_padded == o.vocab_padded && seq_len == o.seq_len &&
+           precision == o.precision;
+  }
+};
+
+struct RankProfile {
+  std::string device;                  // e.g. "AMD EPYC 7B13 x1 threads" or "T4 (device table)"
+  std::vector<int64_t> micro_batch;    // sizes measured, ascending
+  std::vector<double> block_fwd_s;     // one transformer block, forward, per size
+  std::vector<double> block_bwd_s;     // its backward
+  std::vector<double> embed_s;         // token + position embeddings, forward + backward
+  std::vector<double> head_fwd_s;      // final LayerNorm + tied head + cross-entropy, forward
+  std::vector<double> head_bwd_s;      // its backward
+  double optim_s_per_param = 0;        // AdamW step, seconds per parameter
+  double overhead_bytes = 0;           // the runtime's memory before any model state
+  std::string source = "measured";     // "measured" | "cached" | "device table"
+};
+
+struct ComputeProfile {
+  ProfileShape shape;
+  std::vector<RankProfile> ranks;  // by global rank
+};
+
+std::string profile_to_json(const ComputeProfile& p);
+// UserError (one line, with `where`) for malformed JSON or inconsistent lengths.
+ComputeProfile parse_profile(const std::string& text, const std::string& where);
+// UserError unless p was measured for `want` on `world` ranks ("profile.json was measured for
+// n_embd 256, seq_len 128, fp32; this run has n_embd 768 ...").
+void check_profile(const ComputeProfile& p, const ProfileShape& want, int world, const std::string& where);
+// t at micro-batch b: linear between measured sizes; outside them, proportional to b per sequence
+// from the nearest measured size (below the smallest: no cheaper than its per-sequence time x b).
+double at_batch(const std::vector<int64_t>& sizes, const std::vector<double>& t, double b);
+// Every rank of c from the device table (planner/devices.h): block forward = 24·b·T·C² + 4·b·T²·C
+// FLOPs, backward twice that, head 2·b·T·C·V (backward twice), at achieved_flops; the optimizer
+// reads and writes 28 bytes per parameter at the memory bandwidth. "cpu" ranks run at
+// cpu_peak_flops (a measured one-core GEMM peak) times their cores (RankSpec::cores, else 1).
+// sizes: the micro-batch sizes to tabulate.
+ComputeProfile profile_from_devices(const Cluster& c, const ProfileShape& s, double cpu_peak_flops,
+                                    const std::vector<int64_t>& sizes);
+
+}  // namespace slm::planner

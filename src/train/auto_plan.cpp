@@ -1,0 +1,97 @@
+// train/auto_plan.cpp: see auto_plan.h.
+#include "train/auto_plan.h"
+
+#include <chrono>
+#include <fmt/format.h>
+
+#include "planner/plan_file.h"
+#include "planner/search.h"
+#include "testbed/spec.h"
+#include "train/profile.h"
+#include "train/runtime.h"
+#include "train/trainer.h"
+#include "util/error.h"
+#include "util/files.h"
+
+namespace slm::train {
+
+std::vector<int64_t> profile_sizes(int64_t batch_size, int64_t micro_batch) {
+  std::vector<int64_t> s;
+  for (int64_t b = 1; b <= std::min<int64_t>(batch_size, 8); b *= 2) s.push_back(b);
+  if (micro_batch > s.back() && micro_batch <= 32) s.push_back(micro_batch);
+  return s;
+}
+
+AutoPlan plan_at_start(Config& cfg, dist::World& w, const dist::ProbeResult& probe, const std::string& device,
+                       const std::string& precision, int64_t seq_len) {
+  using Clock = std::chrono::steady_clock;
+  AutoPlan a;
+  const planner::PlannerConfig& pc = cfg.planner;
+  const std::string probe_text = dist::probe_json(probe);
+  planner::Cluster cluster;
+  if (!pc.cluster.empty()) {
+    if (!path_exists(pc.cluster)) throw UserError(fmt::format("planner.cluster: {}: no such file", pc.cluster));
+    cluster = planner::cluster_from_spec(testbed::parse_testbed(read_file(pc.cluster), pc.cluster), pc.cluster);
+    if (cluster.world() != w.world.size)
+      throw UserError(fmt::format("planner.cluster: {} describes {} ranks, the job has {}", pc.cluster, cluster.world(),
+                                  w.world.size));
+    if (w.world.size > 1) planner::apply_topology(cluster, probe_text, "the probe at start");
+  } else if (w.world.size > 1) {
+    cluster = planner::cluster_from_probe(probe_text, device == "cpu" ? "cpu" : "cuda", "the probe at start");
+  } else {
+    cluster.sites = {"local"};
+    cluster.ranks = {{0, "cpu", 0, 0}};
+    cluster.link = {{planner::Link{planner::kBaseAlpha, planner::kUnlimitedBps}}};
+  }
+  // Every rank's compute: a file, or measured now on every rank at once (as they will train).
+  const planner::ProfileShape shape = profile_shape(cfg.model, seq_len, precision);
+  planner::ComputeProfile prof;
+  auto t0 = Clock::now();
+  if (!pc.profile.empty()) {
+    if (!path_exists(pc.profile)) throw UserError(fmt::format("planner.profile: {}: no such file", pc.profile));
+    prof = planner::parse_profile(read_file(pc.profile), pc.profile);
+    planner::check_profile(prof, shape, w.world.size, pc.profile);
+    a.profile_source = pc.profile;
+  } else {
+    configure_cpu_threads(cfg.system.threads, w.env.local_world);
+    ProfileRequest req{cfg.model, seq_len, device, precision, profile_sizes(cfg.batch.batch_size, cfg.batch.micro_batch),
+                       3, true, w.env.local_world};
+    const planner::RankProfile mine = profile_this_rank(req);
+    prof.shape = shape;
+    prof.ranks = gather_profile(mine, w.world);
+    a.profile_source = mine.source;
+  }
+  a.profile_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  planner::CostInputs in{&cluster, &prof, model_shape(cfg.model), seq_len, cfg.parallel.bucket_mb,
+                         cfg.parallel.memory_cap_gb, {}};
+  planner::SearchOptions o;
+  o.objective = pc.objective, o.allow_lossy = pc.allow_lossy, o.subsets = false;
+  o.batch_size = cfg.batch.batch_size, o.micro_batch = cfg.batch.micro_batch, o.top = 1;
+  t0 = Clock::now();
+  if (pc.strategy == "study-heuristic") {
+    planner::Ranked h = planner::study_heuristic(in, o);
+    if (h.c.ranks.size() != static_cast<size_t>(w.world.size))
+      throw UserError(fmt::format("planner: the study heuristic uses {} of the {} ranks; start only those (slm plan "
+                                  "auto --strategy study-heuristic says which)",
+                                  h.c.ranks.size(), w.world.size));
+    a.chosen = h.c, a.predicted = h.p, a.evaluated = 1;
+  } else {
+    const planner::SearchResult r = planner::search_plans(in, o);
+    a.chosen = r.top.at(0).c, a.predicted = r.top.at(0).p, a.evaluated = r.evaluated;
+  }
+  a.search_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  const planner::Candidate& c = a.chosen;
+  cfg.parallel.zero = c.plan.zero;
+  cfg.parallel.zero_scope = c.zero_site ? "site" : "dp";
+  cfg.dist.wan.ranks_per_site = c.ranks_per_site;
+  cfg.dist.wan.compress = c.compress;
+  cfg.dist.wan.channels = c.channels;
+  cfg.model.recompute = c.recompute;
+  w.cfg.wan.ranks_per_site = c.ranks_per_site, w.cfg.wan.compress = c.compress, w.cfg.wan.channels = c.channels;
+  a.toml = planner::candidate_to_toml(
+      c, fmt::format("chosen by parallel.plan = \"auto\" ({} layouts predicted); predicted {:.3f} s per step\n{}",
+                     a.evaluated, a.predicted.step_s, planner::describe_candidate(c)));
+  return a;
+}
+
+}  // namespace slm::train

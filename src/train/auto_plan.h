@@ -1,0 +1,32 @@
+// train/auto_plan.h: `parallel.plan = "auto"`: at the start of training, measure the links (the
+// quick probe) and every rank's compute (train/profile.h, cached), describe the cluster (the
+// [planner] cluster file, or sites from the probe), search (planner/search.h) and set the run up
+// with the best layout. Every rank searches the same inputs, so every rank picks the same plan.
+// Owns: AutoPlan, plan_at_start. Uses every rank of the job (leaving sites out is for
+// `slm plan auto`, which tells which ranks to start).
+#pragma once
+#include <string>
+
+#include "dist/probe.h"
+#include "dist/world.h"
+#include "parallel/plan.h"
+#include "planner/cost_model.h"
+#include "train/config.h"
+
+namespace slm::train {
+
+struct AutoPlan {
+  planner::Candidate chosen;
+  planner::Prediction predicted;
+  int64_t evaluated = 0;       // layouts predicted
+  double search_s = 0, profile_s = 0;
+  std::string profile_source;  // "measured" | "cached" | the file
+  std::string toml;            // the plan file with its [set] table (written to the run folder)
+};
+
+// Collective over w.world. Sets cfg's parallel.zero, zero_scope, dist ranks_per_site / compress /
+// channels and model.recompute to the chosen layout's; `precision` is the run's.
+AutoPlan plan_at_start(Config& cfg, dist::World& w, const dist::ProbeResult& probe, const std::string& device,
+                       const std::string& precision, int64_t seq_len);
+
+}  // namespace slm::train

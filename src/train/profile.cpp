@@ -1,0 +1,199 @@
+// train/profile.cpp: see profile.h.
+#include "train/profile.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <torch/cuda.h>
+#include <torch/torch.h>
+
+#include "dist/collectives.h"
+#include "parallel/flat.h"
+#include "train/hardware.h"
+#include "train/optim.h"
+#include "train/precision.h"
+#include "train/runtime.h"
+#include "util/files.h"
+
+namespace slm::train {
+namespace {
+using Clock = std::chrono::steady_clock;
+
+void sync(const std::string& device) {
+  if (device != "cpu") torch::cuda::synchronize();
+}
+
+// Median of `repeats` timings of f after one warm-up.
+template <class F>
+double median_time(int repeats, const std::string& device, F&& f) {
+  f();
+  std::vector<double> t;
+  for (int i = 0; i < repeats; ++i) {
+    sync(device);
+    auto t0 = Clock::now();
+    f();
+    sync(device);
+    t.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+// Resident memory now (CPU), bytes: the runtime's own share before any model state.
+double resident_bytes() {
+  std::ifstream in("/proc/self/statm");
+  long pages = 0, resident = 0;
+  in >> pages >> resident;
+  return static_cast<double>(resident) * 4096.0;
+}
+
+// This process's cgroup and its CPU quota: a testbed site's ranks share one (testbed/cgroup.h).
+std::string cpu_quota() {
+  std::ifstream in("/proc/self/cgroup");
+  std::string out;
+  for (std::string line; std::getline(in, line);) {
+    const auto colon = line.rfind(':');
+    if (colon == std::string::npos) continue;
+    const std::string path = line.substr(colon + 1);
+    for (const std::string& f : {"/sys/fs/cgroup" + path + "/cpu.max", "/sys/fs/cgroup/cpu" + path + "/cpu.cfs_quota_us",
+                                "/sys/fs/cgroup/cpu,cpuacct" + path + "/cpu.cfs_quota_us"}) {
+      std::ifstream q(f);
+      std::string v;
+      if (q && std::getline(q, v)) out += path + "=" + v + ";";
+    }
+  }
+  return out;
+}
+
+std::string cache_path() {
+  const char* home = std::getenv("HOME");
+  return std::string(home ? home : "/tmp") + "/.cache/slmtrain/profile.json";
+}
+
+nlohmann::json to_json(const planner::RankProfile& r) {
+  planner::ComputeProfile p;
+  p.ranks = {r};
+  return nlohmann::json::parse(planner::profile_to_json(p))["ranks"][0];
+}
+
+planner::RankProfile from_json(const nlohmann::json& j) {
+  nlohmann::json whole = {{"shape", {{"n_embd", 1}, {"n_head", 1}, {"vocab_padded", 1}, {"seq_len", 1}, {"precision", "x"}}},
+                          {"ranks", {j}}};
+  return planner::parse_profile(whole.dump(), "profile cache").ranks.at(0);
+}
+
+planner::RankProfile measure(const ProfileRequest& r) {
+  planner::RankProfile out;
+  out.overhead_bytes = resident_bytes();
+  model::GPT2Config c = r.model;
+  c.n_layer = 1;
+  c.dropout = 0;
+  model::GPT2 m = model::init_gpt2(c, 1);
+  if (r.device != "cpu")
+    for (auto& [name, p] : model::named_parameters(m)) p.set_data(p.data().to(r.device));
+  const int64_t T = r.seq_len, C = c.n_embd;
+  auto opts = torch::TensorOptions().device(r.device);
+  for (int64_t b : r.micro_batch) {
+    AutocastGuard autocast(r.precision, r.device);
+    at::Tensor x = torch::randn({b, T, C}, opts).requires_grad_(true);
+    at::Tensor idx = torch::randint(c.vocab_size, {b, T}, opts.dtype(torch::kLong));
+    at::Tensor out_grad = torch::randn({b, T, C}, opts);
+    at::Tensor y;
+    out.block_fwd_s.push_back(median_time(r.repeats, r.device, [&] { y = model::block_forward(m.h[0], x, c, true); }));
+    out.block_bwd_s.push_back(median_time(r.repeats, r.device, [&] {
+      y = model::block_forward(m.h[0], x, c, true);
+      y.backward(out_grad);
+    }) - out.block_fwd_s.back());
+    out.embed_s.push_back(median_time(r.repeats, r.device, [&] { model::embed(m, idx, true).sum().backward(); }));
+    at::Tensor loss;
+    out.head_fwd_s.push_back(median_time(r.repeats, r.device, [&] { loss = model::head_loss(m, x, idx); }));
+    out.head_bwd_s.push_back(median_time(r.repeats, r.device, [&] {
+      loss = model::head_loss(m, x, idx);
+      loss.backward();
+    }) - out.head_fwd_s.back());
+    for (auto* v : {&out.block_bwd_s, &out.head_bwd_s}) v->back() = std::max(v->back(), 1e-6);
+  }
+  // AdamW over this one-block model's parameters (the optimizer is memory-bound: per parameter).
+  auto named = model::named_parameters(m);
+  parallel::FlatLayout layout = parallel::make_layout(named, 1);
+  at::Tensor flat = torch::randn({layout.numel}, opts), grad = torch::randn({layout.numel}, opts);
+  AdamW adam = make_adamw(layout, {parallel::Segment{0, 0, layout.numel}}, flat);
+  OptimConfig oc;
+  out.optim_s_per_param =
+      median_time(r.repeats, r.device, [&] { adamw_step(adam, flat, grad, oc, 1e-4); }) / static_cast<double>(layout.numel);
+  out.micro_batch = r.micro_batch;
+  return out;
+}
+
+}  // namespace
+
+planner::ProfileShape profile_shape(const model::GPT2Config& m, int64_t seq_len, const std::string& precision) {
+  return {m.n_embd, m.n_head, m.padded_vocab(), seq_len, precision};
+}
+
+planner::RankProfile profile_this_rank(const ProfileRequest& r) {
+  const DeviceInfo dev = describe_device(r.device, r.precision, cpu_threads(), 0, 0);
+  const planner::ProfileShape s = profile_shape(r.model, r.seq_len, r.precision);
+  const std::string key = fmt::format("{} | ranks here {} | cpu {} | C {} H {} Vp {} T {} {} | b {}", dev.name,
+                                      r.local_ranks, cpu_quota(), s.n_embd, s.n_head, s.vocab_padded, s.seq_len,
+                                      s.precision, fmt::join(r.micro_batch, ","));
+  nlohmann::json cache = nlohmann::json::object();
+  try {
+    if (path_exists(cache_path())) cache = nlohmann::json::parse(read_file(cache_path()));
+  } catch (...) {  // an unreadable cache is measured again
+  }
+  if (r.use_cache && cache.contains(key)) {
+    try {
+      planner::RankProfile p = from_json(cache[key]);
+      p.source = "cached";
+      return p;
+    } catch (...) {
+    }
+  }
+  planner::RankProfile p = measure(r);
+  p.device = dev.name;
+  cache[key] = to_json(p);
+  try {
+    std::filesystem::create_directories(std::filesystem::path(cache_path()).parent_path());
+    write_file_atomic(cache_path(), cache.dump(1) + "\n");
+  } catch (...) {  // caching is best effort
+  }
+  return p;
+}
+
+std::vector<planner::RankProfile> gather_profile(const planner::RankProfile& mine, const dist::Group& g) {
+  constexpr size_t kName = 80;
+  const size_t n = mine.micro_batch.size(), width = kName + 5 * n + 2;
+  std::vector<double> all(width * static_cast<size_t>(g.size), 0.0);
+  double* me = all.data() + width * static_cast<size_t>(g.rank);
+  for (size_t i = 0; i < kName && i < mine.device.size(); ++i) me[i] = static_cast<unsigned char>(mine.device[i]);
+  for (size_t k = 0; k < n; ++k) {
+    me[kName + k] = mine.block_fwd_s[k], me[kName + n + k] = mine.block_bwd_s[k], me[kName + 2 * n + k] = mine.embed_s[k];
+    me[kName + 3 * n + k] = mine.head_fwd_s[k], me[kName + 4 * n + k] = mine.head_bwd_s[k];
+  }
+  me[kName + 5 * n] = mine.optim_s_per_param, me[kName + 5 * n + 1] = mine.overhead_bytes;
+  all = dist::sum(all, g);
+  std::vector<planner::RankProfile> out;
+  for (int r = 0; r < g.size; ++r) {
+    const double* v = all.data() + width * static_cast<size_t>(r);
+    planner::RankProfile p;
+    for (size_t i = 0; i < kName && v[i] != 0; ++i) p.device += static_cast<char>(v[i]);
+    p.micro_batch = mine.micro_batch;
+    for (size_t k = 0; k < n; ++k) {
+      p.block_fwd_s.push_back(v[kName + k]), p.block_bwd_s.push_back(v[kName + n + k]);
+      p.embed_s.push_back(v[kName + 2 * n + k]), p.head_fwd_s.push_back(v[kName + 3 * n + k]);
+      p.head_bwd_s.push_back(v[kName + 4 * n + k]);
+    }
+    p.optim_s_per_param = v[kName + 5 * n], p.overhead_bytes = v[kName + 5 * n + 1];
+    p.source = mine.source;
+    out.push_back(p);
+  }
+  return out;
+}
+
+}  // namespace slm::train

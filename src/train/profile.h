@@ -1,0 +1,35 @@
+// train/profile.h: measuring one rank's compute for the planner (`slm profile`, and
+// `parallel.plan = "auto"` at the start of training). Owns: profile_this_rank (times a transformer
+// block forward and backward, the embeddings, head + loss and the AdamW step on this rank's device,
+// precision and thread count, at each micro-batch size; a few seconds), its cache
+// (~/.cache/slmtrain/profile.json, keyed by device, threads, ranks on the machine, CPU quota,
+// model shape and precision), and gather_profile (every rank's result on every rank).
+// The numbers go into planner::ComputeProfile (planner/profile.h).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "dist/group.h"
+#include "model/gpt2.h"
+#include "planner/profile.h"
+
+namespace slm::train {
+
+struct ProfileRequest {
+  model::GPT2Config model;
+  int64_t seq_len = 0;
+  std::string device = "cpu", precision = "fp32";
+  std::vector<int64_t> micro_batch;  // sizes to time, ascending
+  int repeats = 3;                   // timed runs per size after one warm-up (the median counts)
+  bool use_cache = true;
+  int local_ranks = 1;               // ranks sharing this machine (part of the cache key)
+};
+
+planner::RankProfile profile_this_rank(const ProfileRequest& r);
+// Collective over g: every rank's profile, by rank, on every rank (device names cut to 80 chars).
+std::vector<planner::RankProfile> gather_profile(const planner::RankProfile& mine, const dist::Group& g);
+// The shape key of a profile for this model.
+planner::ProfileShape profile_shape(const model::GPT2Config& m, int64_t seq_len, const std::string& precision);
+
+}  // namespace slm::train

@@ -1,0 +1,119 @@
+# tests/e2e/planner.sh: the automatic layout planner end to end.
+#  1. `slm profile` under `slm launch -n 2`: one entry per rank, cached the second time.
+#  2. `slm plan auto` for a 2-site cluster file with that profile: the table, the reasons the
+#     other layouts lost, the study heuristic, a plan file with its [set] table that `slm plan
+#     check` accepts, --json; a far, slow site is left out unless --all-ranks.
+#  3. Training with the written plan (2 ranks) and with `parallel.plan = "auto"` on 4 local
+#     ranks: the same losses as one process (fp32, same global batch); the log names the chosen
+#     plan and its prediction, the metrics carry predicted_step_s, the run keeps plan.toml.
+#  4. One-line errors: unknown device, a profile of another model, nothing fits (names the
+#     tightest rank), a bad objective, a missing cluster file.
+source "$(dirname "$0")/lib.sh"
+TOL=1e-5
+cd "$WORK"
+export HOME=$WORK  # a fresh profile cache
+make_dataset "$(real_corpus)" 512 0.02
+COMMON=(-c /dev/null --set data.dir=data --set model.n_layer=4 --set model.n_head=2 --set model.n_embd=64
+        --set model.block_size=32 --set batch.batch_size=8 --set batch.micro_batch=2
+        --set optim.lr=3e-3 --set schedule.warmup_steps=2 --set schedule.max_steps=6
+        --set eval.every=0 --set log.every=2 --set checkpoint.every=0 --set parallel.bucket_mb=0.1
+        --set system.precision=fp32)
+
+# 1. profile
+"$SLM" launch -n 2 -- "$SLM" profile "${COMMON[@]}" -o profile.json > prof.log 2>&1 || { cat prof.log; fail "slm profile"; }
+grep -q "profile: 2 ranks, n_embd 64, seq_len 32, fp32" prof.log || { cat prof.log; fail "profile summary"; }
+python3 - <<'PY' || fail "profile.json"
+import json
+p = json.load(open("profile.json"))
+assert len(p["ranks"]) == 2 and p["shape"]["n_embd"] == 64, p["shape"]
+for r in p["ranks"]:
+    assert all(t > 0 for t in r["block_fwd_s"] + r["block_bwd_s"] + r["head_fwd_s"]), r
+    assert r["micro_batch"] == [1, 2, 4, 8] and r["optim_s_per_param"] > 0
+print("profile ok:", [round(r["block_fwd_s"][-1] * 1e3, 3) for r in p["ranks"]], "ms per block forward at 8")
+PY
+"$SLM" launch -n 2 -- "$SLM" profile "${COMMON[@]}" -o profile2.json > prof2.log 2>&1 || fail "profile again"
+grep -q "(cached)" prof2.log || { cat prof2.log; fail "the second profile is not cached"; }
+
+# 2. plan auto for 2 sites x 1 rank, 20 ms apart
+cat > two.toml <<'TOML'
+[[site]]
+name = "a"
+ranks = 1
+[[site]]
+name = "b"
+ranks = 1
+[[link]]
+sites = ["a", "b"]
+delay_ms = 10
+rate_mbit = 1000
+TOML
+"$SLM" plan auto "${COMMON[@]}" --cluster two.toml --profile profile.json --all-ranks --top 3 -o plan.toml > auto.txt 2> auto.err \
+  || { cat auto.err; fail "plan auto"; }
+cat auto.txt
+grep -q "^searched [0-9]* layouts" auto.txt || fail "plan auto: no search line"
+grep -q "^  1  " auto.txt || fail "plan auto: no table"
+grep -q "why the other layouts lost" auto.txt || fail "plan auto: no reasons"
+grep -q "^study heuristic: " auto.txt || fail "plan auto: no heuristic"
+grep -q "^\[set.dist\]" plan.toml && grep -q "^channels = " plan.toml || fail "plan file lacks [set]"
+"$SLM" plan check plan.toml "${COMMON[@]}" --world 2 > /dev/null 2>&1 || fail "plan check of plan auto's output"
+"$SLM" plan auto "${COMMON[@]}" --cluster two.toml --profile profile.json --all-ranks --json > auto.json || fail "--json"
+python3 - <<'PY' || fail "plan auto --json"
+import json
+j = json.load(open("auto.json"))
+assert j["evaluated"] > 10 and len(j["top"]) >= 1 and j["top"][0]["step_s"] > 0, j
+assert j["top"][0]["step_s"] <= min(r["step_s"] for r in j["top"])
+print("json ok:", j["top"][0]["layout"], j["top"][0]["step_s"])
+PY
+# A far, slow site (1 Mbit/s, 100 ms one way, 1000x slower compute) is left out.
+cat > far.toml <<'TOML'
+[[site]]
+name = "near"
+ranks = 1
+[[site]]
+name = "far"
+ranks = 1
+[[link]]
+sites = ["near", "far"]
+delay_ms = 100
+rate_mbit = 1
+TOML
+python3 - <<'PY'
+import json
+p = json.load(open("profile.json"))
+r = p["ranks"][1]
+for k in ("block_fwd_s", "block_bwd_s", "embed_s", "head_fwd_s", "head_bwd_s"):
+    r[k] = [t * 1000 for t in r[k]]
+json.dump(p, open("slow.json", "w"))
+PY
+"$SLM" plan auto "${COMMON[@]}" --cluster far.toml --profile slow.json -o near.toml > far.txt 2>&1 || { cat far.txt; fail "plan auto far"; }
+grep -q "^chosen: .*uses 1 of the 2 ranks: cluster ranks \[0\] (sites near)" far.txt || { cat far.txt; fail "the far site was not left out"; }
+
+# 3. training: one process, the written plan on 2 ranks, and plan = auto on 4 ranks
+"$SLM" train "${COMMON[@]}" --set run.dir=ref > ref.log 2>&1 || { cat ref.log; fail "reference run"; }
+"$SLM" launch -n 2 -- "$SLM" train "${COMMON[@]}" --set run.dir=planned --set parallel.plan=plan.toml > planned.log 2>&1 \
+  || { cat planned.log; fail "training with plan auto's file"; }
+same_losses ref planned "$TOL"
+"$SLM" launch -n 4 -- "$SLM" train "${COMMON[@]}" --set run.dir=auto --set parallel.plan=auto > autorun.log 2>&1 \
+  || { cat autorun.log; fail "parallel.plan = auto"; }
+grep -q "plan auto: " autorun.log && grep -q "predicted .* s/step" autorun.log || { cat autorun.log; fail "no plan line"; }
+same_losses ref auto "$TOL"
+[ -f auto/plan.toml ] || fail "auto run keeps no plan.toml"
+grep -q '"predicted_step_s"' auto/metrics.jsonl || fail "metrics lack predicted_step_s"
+"$SLM" plan check auto/plan.toml "${COMMON[@]}" --world 4 > /dev/null 2>&1 || fail "the auto run's plan.toml"
+# The study's rule on one site: data parallel over the 4 ranks, same losses.
+"$SLM" launch -n 4 -- "$SLM" train "${COMMON[@]}" --set run.dir=heur --set parallel.plan=auto \
+  --set planner.strategy=study-heuristic > heur.log 2>&1 || { cat heur.log; fail "study heuristic"; }
+grep -q "plan auto: dp 4" heur.log || { cat heur.log; fail "heuristic on one site is not dp 4"; }
+same_losses ref heur "$TOL"
+
+# 4. errors
+printf '[[site]]\nranks = 2\ndevice = "V100"\n' > bad.toml
+expect_error "unknown device 'V100'" "$SLM" plan auto "${COMMON[@]}" --cluster bad.toml
+expect_error "profile.json was measured for n_embd 64" "$SLM" plan auto "${COMMON[@]}" --set model.n_embd=128 \
+  --cluster two.toml --profile profile.json
+printf '[[site]]\nranks = 2\nmemory_gb = 0.0001\n' > tiny.toml
+expect_error "no layout fits; the closest" "$SLM" plan auto "${COMMON[@]}" --cluster tiny.toml --profile profile.json
+expect_error "--objective must be time or cost" "$SLM" plan auto "${COMMON[@]}" --cluster two.toml --objective speed
+expect_error "nope.toml: no such file" "$SLM" plan auto "${COMMON[@]}" --cluster nope.toml
+expect_error "planner: objective \"fast\"" "$SLM" train "${COMMON[@]}" --set planner.objective=fast
+echo "planner e2e: all ok"

@@ -1,0 +1,207 @@
+// tests/planner/cost_model_test.cpp: each cost term against hand-computed values: α-β transfers and
+// ring collectives, the data-parallel step (compute + exposed all-reduce + optimizer), a two-stage
+// pipeline over a slow link, memory against caps, bytes across sites, the stage split DP, the
+// profile interpolation and file checks, and the cluster file with devices and a probe.
+#include <gtest/gtest.h>
+
+#include "parallel/plan.h"
+#include "planner/cluster.h"
+#include "planner/comm_cost.h"
+#include "planner/devices.h"
+#include "planner/stage_split.h"
+#include "planner_test_util.h"
+#include "testbed/spec.h"
+#include "util/error.h"
+
+namespace slm::planner {
+namespace {
+
+using test::make_cluster;
+using test::make_model;
+using test::make_profile;
+
+TEST(CommCost, RingAllReduceMatchesTheWorkedExample) {
+  const Link wan{0.05, 125e6};  // 50 ms one way, 1 Gbit/s
+  // 2(P-1) α + 2(P-1)/P · n / min(β, window / α)
+  EXPECT_NEAR(ring_all_reduce_s(4, wan, 100e6), 6 * 0.05 + 1.5 * 100e6 / (kWindowBytes / 0.05), 1e-9);
+  EXPECT_NEAR(ring_all_reduce_s(4, wan, 100e6, 8), 6 * 0.05 + 1.5 * 100e6 / 125e6, 1e-9);  // 8 channels fill it
+  EXPECT_NEAR(ring_all_reduce_s(4, wan, 100e6, 8, 2), 6 * 0.05 + 1.5 * 100e6 / 62.5e6, 1e-9);  // two rings share it
+  EXPECT_NEAR(ring_all_gather_s(4, wan, 100e6, 8), 3 * 0.05 + 0.75 * 100e6 / 125e6, 1e-9);
+  EXPECT_NEAR(p2p_s({0.01, 1e9}, 1e6), 0.01 + 1e6 / std::min(1e9, kWindowBytes / 0.01), 1e-12);
+  EXPECT_EQ(ring_all_reduce_s(1, wan, 1e6), 0);
+}
+
+TEST(CommCost, RingLinksFindTheSlowHopAndSiteCrossings) {
+  const Cluster c = make_cluster({2, 2}, {1e-4, 1e9}, {0.02, 1e8});
+  RingLinks r = ring_links(c, {0, 1, 2, 3});
+  EXPECT_TRUE(r.crosses_sites);
+  EXPECT_EQ(r.site_edges, 2);  // 1 -> 2 and 3 -> 0
+  EXPECT_DOUBLE_EQ(r.slowest.alpha_s, 0.02);
+  r = ring_links(c, {2, 3});
+  EXPECT_FALSE(r.crosses_sites);
+  EXPECT_DOUBLE_EQ(r.slowest.alpha_s, 1e-4);
+}
+
+TEST(CostModel, DataParallelStepIsComputePlusExposedReductionPlusOptimizer) {
+  const Cluster c = make_cluster({2}, {1e-3, 1e8}, {});
+  const ComputeProfile prof = make_profile(2, 0.1);
+  CostInputs in{&c, &prof, make_model(2), 16, 25, 0, {}};
+  Candidate k;
+  k.ranks = {0, 1};
+  k.plan = parallel::plan_from_flags({.dp = 2}, 2, 2, 2, 1);  // 1 sequence per replica
+  const Prediction p = predict(k, in);
+  const double fwd = 2 * 0.1 + 0.2, bwd = 2 * 0.2 + 0.4;  // 2 blocks + head
+  const double C = 64, V = 128, params = 2 * (12 * C * C + 13 * C) + V * C + 16 * C + 2 * C;
+  const double reduce = 2 * 1e-3 + 4 * params / std::min(1e8, kWindowBytes / 1e-3);  // P = 2: one bucket
+  EXPECT_NEAR(p.pipeline_s, fwd + bwd, 1e-12);
+  EXPECT_NEAR(p.dp_comm_s, reduce, 1e-9);  // ready at the end of backward: nothing to hide it
+  EXPECT_NEAR(p.optimizer_s, params * 1e-9, 1e-12);
+  EXPECT_NEAR(p.step_s, fwd + bwd + reduce + params * 1e-9, 1e-9);
+  EXPECT_NEAR(p.tokens_per_s, 2 * 16 / p.step_s, 1e-9);
+  EXPECT_EQ(p.cross_site_bytes, 0);
+  EXPECT_NEAR(p.price_per_hour, 2.0, 1e-12);
+}
+
+TEST(CostModel, TwoStagePipelineOverASlowLink) {
+  const Link wan{0.05, 1e7};
+  const Cluster c = make_cluster({1, 1}, {1e-4, 1e9}, wan);
+  const ComputeProfile prof = make_profile(2, 0.1);
+  CostInputs in{&c, &prof, make_model(2), 16, 25, 0, {}};
+  Candidate k;
+  k.ranks = {0, 1};
+  k.plan = parallel::plan_from_flags({.pp = 2, .micro_batches = 1, .schedule = "gpipe"}, 2, 2, 1, 1);
+  const Prediction p = predict(k, in);
+  const double act = 1 * 16 * 64 * 4, send = p2p_s(wan, act);
+  // F0 -> send -> F1(+head) B1(+head) -> send -> B0
+  const double expect = 0.1 + send + (0.1 + 0.2) + (0.2 + 0.4) + send + 0.2;
+  EXPECT_NEAR(p.pipeline_s, expect, 1e-9);
+  const double wte = 128 * 64 * 4;
+  EXPECT_NEAR(p.tied_s, 2 * p2p_s(wan, wte), 1e-9);
+  EXPECT_NEAR(p.cross_site_bytes, 2 * act + 2 * wte, 1e-6);
+  EXPECT_NEAR(p.bubble, 1 - ((0.1 + 0.2) / expect + (0.9) / expect) / 2, 1e-9);
+}
+
+TEST(CostModel, HierarchicalReductionMovesAShardAcrossSites) {
+  const Cluster c = make_cluster({2, 2}, {1e-4, 1e9}, {0.01, 1e8});
+  const ComputeProfile prof = make_profile(4, 0.01);
+  CostInputs in{&c, &prof, make_model(2), 16, 25, 0, {}};
+  Candidate flat;
+  flat.ranks = {0, 1, 2, 3};
+  flat.plan = parallel::plan_from_flags({.dp = 4}, 2, 4, 4, 1);
+  Candidate hier = flat;
+  hier.ranks_per_site = 2;
+  const double C = 64, V = 128, bytes = 4 * (2 * (12 * C * C + 13 * C) + V * C + 16 * C + 2 * C);
+  EXPECT_NEAR(predict(flat, in).cross_site_bytes, 2 * 1.5 * bytes, 1e-6);  // 2 ring edges, 2(P-1)/P each
+  EXPECT_NEAR(predict(hier, in).cross_site_bytes, 2 * bytes, 1e-6);        // 2 shards of 1/2, both ways
+  hier.compress = true;
+  EXPECT_NEAR(predict(hier, in).cross_site_bytes, bytes, 1e-6);            // bf16: half
+}
+
+TEST(CostModel, MemoryAgainstTheRankCaps) {
+  const Cluster c = make_cluster({2}, {1e-4, 1e9}, {}, /*memory_gb=*/1e-3);  // ~1 MiB per rank
+  const ComputeProfile prof = make_profile(2, 0.01);
+  CostInputs in{&c, &prof, make_model(2), 16, 25, 0, {}};
+  Candidate k;
+  k.ranks = {0, 1};
+  k.plan = parallel::plan_from_flags({.dp = 2}, 2, 2, 2, 1);
+  const Prediction p = predict(k, in);
+  const double est = parallel::estimate_memory(k.plan, in.model, 16, 0).total();
+  EXPECT_NEAR(p.memory_bytes[0], est, 1e-6);
+  EXPECT_FALSE(p.fits);
+  EXPECT_NEAR(p.tightest_over_bytes, est - 1e-3 * 1024 * 1024 * 1024, 1);
+  in.memory_cap_gb = 0;
+  Cluster big = make_cluster({2}, {1e-4, 1e9}, {}, 1);
+  in.cluster = &big;
+  EXPECT_TRUE(predict(k, in).fits);
+}
+
+TEST(StageSplit, SlowerStageGetsFewerLayers) {
+  // Stage 1 is three times slower per layer: 18 + 6 balances 18 = 3 x 6.
+  auto cost = [](int s, int64_t a, int64_t e) { return static_cast<double>(e - a) * (s == 1 ? 3.0 : 1.0); };
+  EXPECT_EQ(split_layers(24, 2, cost), (std::vector<int64_t>{0, 18, 24}));
+  EXPECT_EQ(split_layers(24, 3, [](int, int64_t a, int64_t e) { return double(e - a); }),
+            (std::vector<int64_t>{0, 8, 16, 24}));
+  // A stage that cannot hold more than 4 layers.
+  auto capped = [](int s, int64_t a, int64_t e) {
+    return s == 0 && e - a > 4 ? std::numeric_limits<double>::infinity() : double(e - a);
+  };
+  EXPECT_EQ(split_layers(12, 2, capped), (std::vector<int64_t>{0, 4, 12}));
+  EXPECT_TRUE(split_layers(12, 2, [](int, int64_t, int64_t) { return std::numeric_limits<double>::infinity(); }).empty());
+  EXPECT_TRUE(split_layers(2, 3, [](int, int64_t, int64_t) { return 1.0; }).empty());
+}
+
+TEST(Profile, InterpolatesAndChecksTheModel) {
+  EXPECT_DOUBLE_EQ(at_batch({2, 4}, {1.0, 3.0}, 3), 2.0);
+  EXPECT_DOUBLE_EQ(at_batch({2, 4}, {1.0, 3.0}, 8), 6.0);  // per sequence of the largest
+  EXPECT_DOUBLE_EQ(at_batch({2, 4}, {1.0, 3.0}, 1), 0.5);
+  const ComputeProfile p = make_profile(2, 0.1);
+  const ComputeProfile q = parse_profile(profile_to_json(p), "p.json");
+  EXPECT_EQ(q.ranks.size(), 2u);
+  EXPECT_EQ(q.ranks[1].block_bwd_s, p.ranks[1].block_bwd_s);
+  EXPECT_NO_THROW(check_profile(q, p.shape, 2, "p.json"));
+  ProfileShape other = p.shape;
+  other.n_embd = 768;
+  try {
+    check_profile(q, other, 2, "p.json");
+    FAIL();
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("p.json was measured for n_embd 64"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(check_profile(q, p.shape, 4, "p.json"), UserError);
+  EXPECT_THROW(parse_profile("{\"shape\": 1}", "p.json"), UserError);
+  EXPECT_THROW(parse_profile("not json", "p.json"), UserError);
+}
+
+TEST(Cluster, FromTheTestbedFileWithDevicesAndAProbe) {
+  const std::string toml =
+      "[[site]]\nname = \"utah\"\nranks = 2\ndevice = \"T4\"\n"
+      "[[site]]\nname = \"ams\"\nranks = 2\ndevice = \"a100\"\nmemory_gb = 30\nprice_per_hour = 1.5\n"
+      "[[link]]\nsites = [\"utah\", \"ams\"]\ndelay_ms = 51.5\nrate_mbit = 1000\n";
+  const Cluster c = cluster_from_spec(testbed::parse_testbed(toml, "c.toml"), "c.toml");
+  ASSERT_EQ(c.world(), 4);
+  EXPECT_EQ(c.ranks[0].device, "T4");
+  EXPECT_DOUBLE_EQ(c.ranks[0].memory_gb, find_device("T4")->memory_gb);
+  EXPECT_DOUBLE_EQ(c.ranks[0].price_per_hour, 0.35);
+  EXPECT_EQ(c.ranks[3].device, "A100-40GB");
+  EXPECT_DOUBLE_EQ(c.ranks[3].memory_gb, 30);
+  EXPECT_DOUBLE_EQ(c.ranks[3].price_per_hour, 1.5);
+  EXPECT_NEAR(c.between(1, 2).alpha_s, kBaseAlpha + 0.0515, 1e-12);
+  EXPECT_NEAR(c.between(1, 2).beta_Bps, 125e6, 1e-3);
+  EXPECT_NEAR(c.between(0, 1).beta_Bps, kUnlimitedBps, 1e-3);
+  try {
+    cluster_from_spec(testbed::parse_testbed("[[site]]\ndevice = \"V100\"\n", "c.toml"), "c.toml");
+    FAIL();
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown device 'V100' (known: T4"), std::string::npos) << e.what();
+  }
+  // A probe overrides the links: medians of the rank pairs between the sites.
+  Cluster d = c;
+  const std::string probe = R"({"world": 4, "pairs": [
+    {"a": 0, "b": 1, "alpha_s": 0.0001, "beta_Bps": 1e9, "class": "local"},
+    {"a": 2, "b": 3, "alpha_s": 0.0001, "beta_Bps": 1e9, "class": "local"},
+    {"a": 0, "b": 2, "alpha_s": 0.020, "beta_Bps": 5e7, "class": "wide"},
+    {"a": 1, "b": 3, "alpha_s": 0.022, "beta_Bps": 7e7, "class": "wide"}]})";
+  apply_topology(d, probe, "t.json");
+  EXPECT_NEAR(d.between(1, 2).alpha_s, 0.021, 1e-12);
+  EXPECT_NEAR(d.between(1, 2).beta_Bps, 6e7, 1e-3);
+  EXPECT_THROW(apply_topology(d, R"({"world": 3, "pairs": []})", "t.json"), UserError);
+  // Without a file: sites are the groups of ranks joined by local links.
+  const Cluster e = cluster_from_probe(probe, "cpu", "t.json");
+  ASSERT_EQ(e.sites.size(), 2u);
+  EXPECT_EQ(e.ranks[1].site, 0);
+  EXPECT_EQ(e.ranks[2].site, 1);
+  EXPECT_NEAR(e.between(0, 3).alpha_s, 0.021, 1e-12);
+}
+
+TEST(Devices, TableLookupsAndAchievedSpeed) {
+  ASSERT_NE(find_device("a100-40gb"), nullptr);
+  EXPECT_EQ(find_device("A100")->name, "A100-40GB");
+  EXPECT_EQ(find_device("V100"), nullptr);
+  const DeviceSpec& t4 = *find_device("T4");
+  EXPECT_DOUBLE_EQ(peak_flops(t4, "fp16"), 65e12);
+  EXPECT_DOUBLE_EQ(peak_flops(t4, "bf16"), 8.1e12);  // no bf16 units: fp32
+  EXPECT_DOUBLE_EQ(achieved_flops(t4, "fp16", 512), 65e12 * t4.efficiency / 2);
+}
+
+}  // namespace
+}  // namespace slm::planner

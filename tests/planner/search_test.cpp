@@ -1,0 +1,157 @@
+// tests/planner/search_test.cpp: the search finds the known optimum in small synthetic cases: the
+// stage boundary on the site boundary over a 100 ms link, a memory cap forcing pipelines or
+// ZeRO-3, a 3x slower site getting fewer layers or fewer sequences, a far slow site left out, the
+// cost objective, the study's heuristic, and a one-line error when nothing fits.
+#include <gtest/gtest.h>
+
+#include "planner/search.h"
+#include "planner_test_util.h"
+#include "util/error.h"
+
+namespace slm::planner {
+namespace {
+
+using test::make_cluster;
+using test::make_model;
+using test::make_profile;
+
+SearchOptions opts(int64_t batch) {
+  SearchOptions o;
+  o.batch_size = batch, o.micro_batch = 2, o.top = 3;
+  return o;
+}
+
+TEST(Search, StageBoundaryOnTheSlowLink) {
+  // 2 sites x 2 ranks, 50 ms one way at 100 Mbit/s: gradients of every layer must not cross it.
+  const Cluster c = make_cluster({2, 2}, {1e-4, 1e9}, {0.05, 12.5e6});
+  const ComputeProfile prof = make_profile(4, 0.002);
+  parallel::ModelShape m = make_model(8);
+  m.n_embd = 256;
+  ComputeProfile p = prof;
+  p.shape.n_embd = 256;
+  CostInputs in{&c, &p, m, 16, 25, 0, {}};
+  SearchOptions o = opts(16);
+  o.subsets = false;
+  const SearchResult r = search_plans(in, o);
+  const Candidate& best = r.top.at(0).c;
+  ASSERT_EQ(best.plan.pp, 2) << describe_candidate(best);
+  for (size_t k = 0; k < best.plan.stages.size(); ++k)
+    for (int pr : best.plan.stages[k].ranks)
+      EXPECT_EQ(c.ranks[static_cast<size_t>(best.ranks[static_cast<size_t>(pr)])].site, static_cast<int>(k % 2))
+          << describe_candidate(best);
+  EXPECT_FALSE(r.losers.empty());
+  EXPECT_GT(r.evaluated, 20);
+}
+
+TEST(Search, MemoryCapForcesPipelineOrZero3) {
+  const Cluster big = make_cluster({4}, {1e-4, 1e9}, {});
+  const ComputeProfile prof = make_profile(4, 0.01);
+  parallel::ModelShape m = make_model(8);
+  CostInputs in{&big, &prof, m, 16, 25, 0, {}};
+  // The cap sits between what data parallelism needs and what ZeRO-3 or a 4-stage pipeline needs.
+  parallel::Plan dp = parallel::plan_from_flags({.dp = 4}, 8, 4, 8, 2);
+  dp.zero = 2;
+  const double dp_need = parallel::estimate_memory(dp, m, 16, 0).total();
+  in.memory_cap_gb = dp_need * 0.8 / (1024.0 * 1024 * 1024);
+  const SearchResult r = search_plans(in, opts(8));
+  const Candidate& best = r.top.at(0).c;
+  EXPECT_TRUE(best.plan.pp > 1 || best.plan.zero == 3 || best.plan.stages[0].tp > 1) << describe_candidate(best);
+  EXPECT_TRUE(r.top[0].p.fits);
+  bool dp_lost_on_memory = false;
+  for (const Loser& l : r.losers)
+    if (l.family == "dp 4 on a" || l.family == "dp 4, ZeRO-2 on a")
+      dp_lost_on_memory = dp_lost_on_memory || l.why.find("out of memory") == 0;
+  EXPECT_TRUE(dp_lost_on_memory);
+}
+
+TEST(Search, SlowerSiteGetsLessWork) {
+  // Site b computes 3x slower; fast links. Whatever the layout, b's share must shrink.
+  const Cluster c = make_cluster({1, 1}, {1e-4, 1e9}, {1e-4, 1e9});
+  const ComputeProfile prof = make_profile(2, 0.01, {1.0, 3.0});
+  CostInputs in{&c, &prof, make_model(8), 16, 25, 0, {}};
+  SearchOptions o = opts(16);
+  o.subsets = false;
+  const SearchResult r = search_plans(in, o);
+  const parallel::Plan& p = r.top.at(0).c.plan;
+  if (p.pp == 2) {
+    EXPECT_LT(p.stages[1].end - p.stages[1].first, p.stages[0].end - p.stages[0].first) << describe_candidate(r.top[0].c);
+  } else {
+    ASSERT_EQ(p.dp, 2);
+    EXPECT_LT(p.micro_batch[1], p.micro_batch[0]) << describe_candidate(r.top[0].c);
+  }
+  // Even splits are predicted slower than the pick.
+  Candidate even;
+  even.ranks = {0, 1};
+  even.plan = parallel::plan_from_flags({.dp = 2}, 8, 2, 16, 8);
+  EXPECT_GT(predict(even, in).step_s, r.top[0].p.step_s * 1.2);
+}
+
+TEST(Search, FarSlowSiteIsLeftOut) {
+  // Site b: one rank 10x slower, 100 ms and 10 Mbit/s away. Using it only costs time.
+  const Cluster c = make_cluster({2, 1}, {1e-4, 1e9}, {0.1, 1.25e6});
+  const ComputeProfile prof = make_profile(3, 0.01, {1.0, 1.0, 10.0});
+  CostInputs in{&c, &prof, make_model(4), 16, 25, 0, {}};
+  const SearchResult r = search_plans(in, opts(8));
+  EXPECT_EQ(r.top.at(0).c.ranks, (std::vector<int>{0, 1})) << describe_candidate(r.top[0].c);
+  EXPECT_EQ(sites_used(c, r.top[0].c.ranks), "a");
+}
+
+TEST(Search, CostObjectivePrefersTheCheaperRanks) {
+  // Two equal one-rank sites, b four times the price: for tokens per dollar, b alone loses to a alone.
+  Cluster c = make_cluster({1, 1}, {1e-4, 1e9}, {0.05, 12.5e6});
+  c.ranks[1].price_per_hour = 4;
+  const ComputeProfile prof = make_profile(2, 0.01);
+  CostInputs in{&c, &prof, make_model(4), 16, 25, 0, {}};
+  SearchOptions o = opts(8);
+  o.objective = "cost";
+  const SearchResult r = search_plans(in, o);
+  EXPECT_EQ(r.top.at(0).c.ranks, (std::vector<int>{0}));
+  for (size_t i = 1; i < r.top.size(); ++i) EXPECT_GE(r.top[0].p.tokens_per_dollar, r.top[i].p.tokens_per_dollar);
+}
+
+TEST(Search, LossyOptionsOnlyWhenAllowed) {
+  const Cluster c = make_cluster({2, 2}, {1e-4, 1e9}, {0.05, 12.5e6});
+  const ComputeProfile prof = make_profile(4, 0.01);
+  CostInputs in{&c, &prof, make_model(4), 16, 25, 0, {}};
+  SearchOptions o = opts(8);
+  o.top = 1000;
+  for (const Ranked& k : search_plans(in, o).top) EXPECT_FALSE(k.c.compress);
+  o.allow_lossy = true;
+  bool any = false;
+  for (const Ranked& k : search_plans(in, o).top) any = any || k.c.compress;
+  EXPECT_TRUE(any);
+}
+
+TEST(Search, NothingFitsNamesTheTightestRank) {
+  const Cluster c = make_cluster({2}, {1e-4, 1e9}, {}, /*memory_gb=*/1e-5);
+  const ComputeProfile prof = make_profile(2, 0.01);
+  CostInputs in{&c, &prof, make_model(2), 16, 25, 0, {}};
+  try {
+    search_plans(in, opts(4));
+    FAIL();
+  } catch (const UserError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("plan auto: no layout fits; the closest"), std::string::npos) << m;
+    EXPECT_NE(m.find("on rank"), std::string::npos) << m;
+    EXPECT_NE(m.find("over its"), std::string::npos) << m;
+  }
+}
+
+TEST(Search, StudyHeuristic) {
+  const ComputeProfile prof = make_profile(4, 0.01);
+  const Cluster one = make_cluster({4}, {1e-4, 1e9}, {});
+  CostInputs in{&one, &prof, make_model(4), 16, 25, 0, {}};
+  Ranked h = study_heuristic(in, opts(8));
+  EXPECT_EQ(h.c.plan.dp, 4);
+  EXPECT_EQ(h.c.plan.pp, 1);
+  const Cluster two = make_cluster({2, 2}, {1e-4, 1e9}, {0.01, 1e8});
+  in.cluster = &two;
+  h = study_heuristic(in, opts(8));
+  EXPECT_EQ(h.c.plan.pp, 2);
+  EXPECT_EQ(h.c.plan.stages[0].tp, 2);
+  EXPECT_EQ(h.c.plan.micro_batches, 4);
+  EXPECT_GT(h.p.step_s, 0);
+}
+
+}  // namespace
+}  // namespace slm::planner
