@@ -154,12 +154,14 @@ planner::Candidate candidate_of(const parallel::Plan& plan, const train::Config&
   k.compress = cfg.dist.wan.compress;
   k.zero_site = cfg.parallel.zero_scope == "site";
   k.recompute = cfg.model.recompute;
-  // dist.channels = 0: the runtime's rule for the slowest link of the first dp group.
+  // dist.channels = 0: as the runtime resolves it (dist/hierarchy.h resolve_wan): from the slowest
+  // link when a topology is known (a file, or the probe at start), else one connection.
   std::vector<int> g;
   for (int r = 0; r < plan.dp; ++r) g.push_back(parallel::rank_at(plan, 0, r, 0));
   const planner::RingLinks ring = planner::ring_links(c, g);
   k.channels = cfg.dist.wan.channels > 0 ? static_cast<int>(cfg.dist.wan.channels)
-                                         : (ring.crosses_sites ? planner::channels_for(ring.slowest) : 1);
+               : cfg.dist.wan.topology.empty() || !ring.crosses_sites ? 1
+                                                                      : planner::channels_for(ring.slowest);
   return k;
 }
 

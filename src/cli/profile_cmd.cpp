@@ -54,10 +54,10 @@ void add_profile_command(CLI::App& app) {
     dist::World w = dist::init_world(cfg.dist, device);
     train::configure_cpu_threads(cfg.system.threads, w.env.local_world);
     train::ProfileRequest req{cfg.model, T, device, precision, sizes, a->repeats, !a->no_cache, w.env.local_world};
-    const planner::RankProfile mine = train::profile_this_rank(req);
     planner::ComputeProfile p;
     p.shape = train::profile_shape(cfg.model, T, precision);
-    p.ranks = train::gather_profile(mine, w.world);
+    p.ranks = train::profile_job(req, w.world);
+    const planner::RankProfile& mine = p.ranks[static_cast<size_t>(w.world.rank)];
     if (w.world.rank != 0) return;
     write_file_atomic(a->out, planner::profile_to_json(p));
     std::printf("profile: %zu ranks, n_embd %lld, seq_len %lld, %s, micro-batches %s (%s)\n", p.ranks.size(),
@@ -67,10 +67,10 @@ void add_profile_command(CLI::App& app) {
       const planner::RankProfile& q = p.ranks[r];
       const size_t k = q.micro_batch.size() - 1;
       std::printf("  rank %zu: block fwd+bwd %.2f ms at micro-batch %lld, head %.2f ms, AdamW %.2f ns/param, "
-                  "runtime %.0f MiB (%s)\n",
+                  "runtime %.0f MiB, alone %.2fx faster, blocks in a row x%.2f (%s)\n",
                   r, 1e3 * (q.block_fwd_s[k] + q.block_bwd_s[k]), static_cast<long long>(q.micro_batch[k]),
                   1e3 * (q.head_fwd_s[k] + q.head_bwd_s[k]), 1e9 * q.optim_s_per_param, q.overhead_bytes / (1 << 20),
-                  q.device.c_str());
+                  q.solo_speedup, q.block_scale, q.device.c_str());
     }
     std::printf("profile: %s\n", a->out.c_str());
   });

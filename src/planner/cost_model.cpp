@@ -84,7 +84,7 @@ Hier hierarchy_of(const Ctx& x, const std::vector<int>& group) {
 struct Reduce {
   double exposed_s = 0, cross_bytes = 0;
 };
-Reduce reduce_grads(const Ctx& x, const std::vector<int>& group, double bytes, double bwd_s, int flows) {
+Reduce reduce_grads(const Ctx& x, const std::vector<int>& group, double bytes, double bwd_s, int flows, bool overlap) {
   Reduce out;
   const int P = static_cast<int>(group.size());
   if (P < 2 || bytes <= 0) return out;
@@ -115,7 +115,8 @@ Reduce reduce_grads(const Ctx& x, const std::vector<int>& group, double bytes, d
   }
   double end = 0;
   for (int i = 0; i < nb; ++i) end = std::max(end, bwd_s * (i + 1) / nb) + during;
-  out.exposed_s = std::max(0.0, end - bwd_s) + nb * after;
+  // Without a spare core the reduction does not run beside the backward: all of it is exposed.
+  out.exposed_s = overlap ? std::max(0.0, end - bwd_s) + nb * after : nb * (during + after);
   return out;
 }
 
@@ -123,6 +124,7 @@ Reduce reduce_grads(const Ctx& x, const std::vector<int>& group, double bytes, d
 // tp all-reduces and, for ZeRO-3, the per-block parameter gathers and gradient reductions.
 struct StageTime {
   double fwd = 0, bwd = 0, cross_bytes = 0;
+  double compute_fwd = 0, compute_bwd = 0;  // the compute share of fwd and bwd (cores can speed it up)
 };
 StageTime stage_time(const Ctx& x, int k, int rep, double b) {
   const Plan& p = x.c.plan;
@@ -135,12 +137,14 @@ StageTime stage_time(const Ctx& x, int k, int rep, double b) {
   StageTime st;
   for (int r : tp_group) {
     const RankProfile& pr = x.prof(r);
-    const double bf = at_batch(pr.micro_batch, pr.block_fwd_s, b), bb = at_batch(pr.micro_batch, pr.block_bwd_s, b);
+    const double bf = pr.block_scale * at_batch(pr.micro_batch, pr.block_fwd_s, b);
+    const double bb = pr.block_scale * at_batch(pr.micro_batch, pr.block_bwd_s, b);
     double f = L * bf / t, g = L * (bb + (x.c.recompute ? bf : 0)) / t;  // recomputation: a forward again
     if (first) f += at_batch(pr.micro_batch, pr.embed_s, b) / 2, g += at_batch(pr.micro_batch, pr.embed_s, b) / 2;
     if (last) f += at_batch(pr.micro_batch, pr.head_fwd_s, b) / t, g += at_batch(pr.micro_batch, pr.head_bwd_s, b) / t;
     st.fwd = std::max(st.fwd, f), st.bwd = std::max(st.bwd, g);
   }
+  st.compute_fwd = st.fwd, st.compute_bwd = st.bwd;
   const double act = b * x.T * x.C * 4;  // one activation (B, T, C)
   if (s.tp > 1) {
     // Megatron f/g: 2 all-reduces of the activation per block forward (attention, MLP), 2 backward;
@@ -187,11 +191,19 @@ Prediction predict(const Candidate& c, const CostInputs& in) {
   std::vector<std::vector<parallel::pipeline::Action>> lists;
   for (int r = 0; r < P; ++r) lists.push_back(parallel::pipeline::schedule_actions(p.schedule, P, r, M, v));
   std::map<std::vector<double>, parallel::pipeline::Simulation> sims;
-  std::vector<double> finish(static_cast<size_t>(P), 0), last_bwd(static_cast<size_t>(P), 0);
+  std::vector<double> finish, last_bwd;
   double bubble_sum = 0;
   const std::vector<int> rep_of = representative_of(c, in);
   std::vector<int> copies(static_cast<size_t>(p.dp), 0);  // replicas each representative stands for
   for (int r = 0; r < p.dp; ++r) ++copies[static_cast<size_t>(rep_of[static_cast<size_t>(r)])];
+  // Ranks that share a machine's cores compute faster while others idle (profile.h): busy[host]
+  // = busy rank-seconds per second, from the first pass; factor = the compute time multiplier.
+  std::map<int, double> busy, factor;
+  auto run_pipelines = [&] {
+    sims.clear();
+    finish.assign(static_cast<size_t>(P), 0), last_bwd.assign(static_cast<size_t>(P), 0);
+    bubble_sum = 0, out.pipeline_s = 0, out.cross_site_bytes = 0;
+    busy.clear();
   for (int rep = 0; rep < p.dp; ++rep) {
     if (rep_of[static_cast<size_t>(rep)] != rep) continue;
     const double b = static_cast<double>(p.micro_batch[static_cast<size_t>(rep)]);
@@ -200,7 +212,9 @@ Prediction predict(const Candidate& c, const CostInputs& in) {
     double cross = 0;
     for (size_t k = 0; k < S; ++k) {
       const StageTime st = stage_time(x, static_cast<int>(k), rep, b);
-      sc.fwd.push_back(st.fwd), sc.bwd.push_back(st.bwd);
+      const int host = x.prof(parallel::rank_at(p, static_cast<int>(k), rep, 0)).host;
+      const double f = factor.count(host) ? factor[host] : 1.0;
+      sc.fwd.push_back(st.fwd - (1 - f) * st.compute_fwd), sc.bwd.push_back(st.bwd - (1 - f) * st.compute_bwd);
       cross += st.cross_bytes * M;
       double send = 0;
       if (k + 1 < S) {  // activation to the next stage (gradient back): 1/tp each with equal tp
@@ -235,7 +249,25 @@ Prediction predict(const Candidate& c, const CostInputs& in) {
     for (double bu : sim.bubble) bubble_sum += bu * n_same / (P * p.dp);
     out.pipeline_s = std::max(out.pipeline_s, sim.makespan);
     out.cross_site_bytes += cross * n_same;
+    for (int r = 0; r < P; ++r)  // every rank of this replica's pipeline rank r, all like replicas
+      for (int j = 0; j < p.stages[static_cast<size_t>(r)].tp; ++j)
+        for (int q = 0; q < p.dp; ++q)
+          if (rep_of[static_cast<size_t>(q)] == rep)
+            busy[x.prof(parallel::rank_at(p, r, q, j)).host] += 1 - sim.bubble[static_cast<size_t>(r)];
   }
+  };
+  run_pipelines();
+  // Second pass where cores are shared: between all busy (the profile) and one busy (solo).
+  bool shared = false;
+  for (int pr = 0; pr < static_cast<int>(c.ranks.size()); ++pr) {
+    const RankProfile& rp = x.prof(pr);
+    if (!rp.shares_cores || rp.host_ranks < 2 || factor.count(rp.host)) continue;
+    const double n = rp.host_ranks, solo = 1 / rp.solo_speedup;
+    const double t = std::clamp((busy[rp.host] - 1) / (n - 1), 0.0, 1.0);
+    factor[rp.host] = solo + (1 - solo) * t;
+    shared = shared || factor[rp.host] < 1;
+  }
+  if (shared) run_pipelines();
   out.bubble = bubble_sum;
   // 2. Data-parallel reduction per pipeline rank (its chunks' parameters), then the optimizer and
   //    ZeRO-1/2's all-gather of the updated shard.
@@ -249,7 +281,9 @@ Prediction predict(const Candidate& c, const CostInputs& in) {
     const double bytes = 4 * params;
     Reduce red;
     if (p.zero < 3) {
-      red = reduce_grads(x, group, bytes, last_bwd[static_cast<size_t>(r)], s.tp);
+      bool overlap = true;
+      for (int q : group) overlap = overlap && !x.prof(q).shares_cores;
+      red = reduce_grads(x, group, bytes, last_bwd[static_cast<size_t>(r)], s.tp, overlap);
       if (p.zero == 2) red.exposed_s *= M, red.cross_bytes *= M;  // ZeRO-2 reduces every micro-batch
     }
     const Hier h = hierarchy_of(x, group);

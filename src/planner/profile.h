@@ -32,8 +32,18 @@ struct RankProfile {
   std::vector<double> head_fwd_s;      // final LayerNorm + tied head + cross-entropy, forward
   std::vector<double> head_bwd_s;      // its backward
   double optim_s_per_param = 0;        // AdamW step, seconds per parameter
+  double block_scale = 1;              // blocks in a row / one block alone (weights out of cache,
+                                       // per-block overheads): multiplies the block times
   double overhead_bytes = 0;           // the runtime's memory before any model state
   std::string source = "measured";     // "measured" | "cached" | "device table"
+  // Ranks that share a machine's cores (a testbed, several CPU ranks per node): the times above
+  // were measured with all of them busy; alone a rank runs solo_speedup times faster. The cost
+  // model interpolates by how many are busy (pipeline bubbles free cores) and does not overlap
+  // communication with compute there (no spare core for it).
+  int host = 0;                        // machine index (ranks with the same host name)
+  int host_ranks = 1;                  // ranks of this job on that machine
+  bool shares_cores = false;           // their threads outnumber its cores
+  double solo_speedup = 1;             // block time with all busy / alone
 };
 
 struct ComputeProfile {

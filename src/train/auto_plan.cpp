@@ -56,10 +56,9 @@ AutoPlan plan_at_start(Config& cfg, dist::World& w, const dist::ProbeResult& pro
     configure_cpu_threads(cfg.system.threads, w.env.local_world);
     ProfileRequest req{cfg.model, seq_len, device, precision, profile_sizes(cfg.batch.batch_size, cfg.batch.micro_batch),
                        3, true, w.env.local_world};
-    const planner::RankProfile mine = profile_this_rank(req);
     prof.shape = shape;
-    prof.ranks = gather_profile(mine, w.world);
-    a.profile_source = mine.source;
+    prof.ranks = profile_job(req, w.world);
+    a.profile_source = prof.ranks[0].source;
   }
   a.profile_s = std::chrono::duration<double>(Clock::now() - t0).count();
   planner::CostInputs in{&cluster, &prof, model_shape(cfg.model), seq_len, cfg.parallel.bucket_mb,

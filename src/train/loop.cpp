@@ -188,7 +188,7 @@ int run_training(const Config& cfg_in, bool resume, int64_t stop_at) {
     spent_usd += step_s / 3600.0 * dev.price_per_hour * devices;  // this session's steps
     if (first_loss < 0) first_loss = s.loss;
     const double now_unix = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-    log({{"step", t->step}, {"time", now_unix}, {"loss", s.loss}, {"lr", s.lr}, {"grad_norm", s.grad_norm},
+    nlohmann::json line_json = {{"step", t->step}, {"time", now_unix}, {"loss", s.loss}, {"lr", s.lr}, {"grad_norm", s.grad_norm},
          {"tokens", s.tokens}, {"tokens_per_s", s.tokens / step_s}, {"step_s", step_s},
          {"data_s", s.data_s}, {"compute_s", s.compute_s}, {"schedule_s", s.schedule_s},
          {"optim_s", s.optim_s}, {"comm_s", s.comm_s}, {"tflops_per_device", tflops},
@@ -198,9 +198,10 @@ int run_training(const Config& cfg_in, bool resume, int64_t stop_at) {
          {"mfu", flops / step_s / dev.peak_flops}, {"peak_mem_bytes", peak_memory_bytes()},
          {"cost_usd", spent_usd},
          {"tokens_per_usd", s.tokens / (step_s / 3600.0 * dev.price_per_hour * devices)},
-         {"loss_drop_per_usd", (first_loss - s.loss) / spent_usd}});
+         {"loss_drop_per_usd", (first_loss - s.loss) / spent_usd}};
+    if (t->predicted_step_s > 0) line_json["predicted_step_s"] = t->predicted_step_s;  // parallel.plan = auto
+    log(line_json);
     if (t->predicted_step_s > 0) {
-      log({{"step", t->step}, {"predicted_step_s", t->predicted_step_s}});
       step_times.push_back(step_s);
       // After the first step (warm-up) and three more: the median against the planner's prediction.
       if (!prediction_checked && step_times.size() == 4) {

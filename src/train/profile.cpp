@@ -8,6 +8,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <fstream>
+#include <map>
+#include <thread>
+#include <unistd.h>
 #include <nlohmann/json.hpp>
 #include <torch/cuda.h>
 #include <torch/torch.h>
@@ -118,6 +121,24 @@ planner::RankProfile measure(const ProfileRequest& r) {
     }) - out.head_fwd_s.back());
     for (auto* v : {&out.block_bwd_s, &out.head_bwd_s}) v->back() = std::max(v->back(), 1e-6);
   }
+  // Blocks in a row (up to 8) against one alone, at the second size: weights that no longer stay
+  // in cache and per-block overheads make a model slower than its blocks timed one by one.
+  {
+    model::GPT2Config cc = r.model;
+    cc.n_layer = std::min<int64_t>(r.model.n_layer, 8), cc.dropout = 0;
+    model::GPT2 many = model::init_gpt2(cc, 2);
+    if (r.device != "cpu")
+      for (auto& [name, p] : model::named_parameters(many)) p.set_data(p.data().to(r.device));
+    const size_t k = std::min<size_t>(1, r.micro_batch.size() - 1);
+    const int64_t b = r.micro_batch[k];
+    AutocastGuard autocast(r.precision, r.device);
+    at::Tensor x = torch::randn({b, T, C}, opts).requires_grad_(true), g = torch::randn({b, T, C}, opts);
+    const double t = median_time(std::max(1, r.repeats - 1), r.device, [&] {
+      model::run_blocks(many, x, 0, many.h.size(), true).backward(g);
+    });
+    const double one = out.block_fwd_s[k] + out.block_bwd_s[k];
+    out.block_scale = std::clamp(t / (static_cast<double>(cc.n_layer) * one), 0.5, 3.0);
+  }
   // AdamW over this one-block model's parameters (the optimizer is memory-bound: per parameter).
   auto named = model::named_parameters(m);
   parallel::FlatLayout layout = parallel::make_layout(named, 1);
@@ -136,39 +157,12 @@ planner::ProfileShape profile_shape(const model::GPT2Config& m, int64_t seq_len,
   return {m.n_embd, m.n_head, m.padded_vocab(), seq_len, precision};
 }
 
-planner::RankProfile profile_this_rank(const ProfileRequest& r) {
-  const DeviceInfo dev = describe_device(r.device, r.precision, cpu_threads(), 0, 0);
-  const planner::ProfileShape s = profile_shape(r.model, r.seq_len, r.precision);
-  const std::string key = fmt::format("{} | ranks here {} | cpu {} | C {} H {} Vp {} T {} {} | b {}", dev.name,
-                                      r.local_ranks, cpu_quota(), s.n_embd, s.n_head, s.vocab_padded, s.seq_len,
-                                      s.precision, fmt::join(r.micro_batch, ","));
-  nlohmann::json cache = nlohmann::json::object();
-  try {
-    if (path_exists(cache_path())) cache = nlohmann::json::parse(read_file(cache_path()));
-  } catch (...) {  // an unreadable cache is measured again
-  }
-  if (r.use_cache && cache.contains(key)) {
-    try {
-      planner::RankProfile p = from_json(cache[key]);
-      p.source = "cached";
-      return p;
-    } catch (...) {
-    }
-  }
-  planner::RankProfile p = measure(r);
-  p.device = dev.name;
-  cache[key] = to_json(p);
-  try {
-    std::filesystem::create_directories(std::filesystem::path(cache_path()).parent_path());
-    write_file_atomic(cache_path(), cache.dump(1) + "\n");
-  } catch (...) {  // caching is best effort
-  }
-  return p;
-}
+namespace {
 
+// Every rank's profile on every rank (fixed-width doubles summed over g).
 std::vector<planner::RankProfile> gather_profile(const planner::RankProfile& mine, const dist::Group& g) {
   constexpr size_t kName = 80;
-  const size_t n = mine.micro_batch.size(), width = kName + 5 * n + 2;
+  const size_t n = mine.micro_batch.size(), width = kName + 5 * n + 4;
   std::vector<double> all(width * static_cast<size_t>(g.size), 0.0);
   double* me = all.data() + width * static_cast<size_t>(g.rank);
   for (size_t i = 0; i < kName && i < mine.device.size(); ++i) me[i] = static_cast<unsigned char>(mine.device[i]);
@@ -177,6 +171,7 @@ std::vector<planner::RankProfile> gather_profile(const planner::RankProfile& min
     me[kName + 3 * n + k] = mine.head_fwd_s[k], me[kName + 4 * n + k] = mine.head_bwd_s[k];
   }
   me[kName + 5 * n] = mine.optim_s_per_param, me[kName + 5 * n + 1] = mine.overhead_bytes;
+  me[kName + 5 * n + 2] = mine.solo_speedup, me[kName + 5 * n + 3] = mine.block_scale;
   all = dist::sum(all, g);
   std::vector<planner::RankProfile> out;
   for (int r = 0; r < g.size; ++r) {
@@ -190,10 +185,108 @@ std::vector<planner::RankProfile> gather_profile(const planner::RankProfile& min
       p.head_bwd_s.push_back(v[kName + 4 * n + k]);
     }
     p.optim_s_per_param = v[kName + 5 * n], p.overhead_bytes = v[kName + 5 * n + 1];
+    p.solo_speedup = v[kName + 5 * n + 2], p.block_scale = v[kName + 5 * n + 3];
     p.source = mine.source;
     out.push_back(p);
   }
   return out;
+}
+
+
+// Block forward + backward at the largest size, alone (the others wait at a barrier).
+double solo_block_s(const ProfileRequest& r) {
+  model::GPT2Config c = r.model;
+  c.n_layer = 1, c.dropout = 0;
+  model::GPT2 m = model::init_gpt2(c, 1);
+  if (r.device != "cpu")
+    for (auto& [name, p] : model::named_parameters(m)) p.set_data(p.data().to(r.device));
+  const int64_t b = r.micro_batch.back();
+  auto opts = torch::TensorOptions().device(r.device);
+  AutocastGuard autocast(r.precision, r.device);
+  at::Tensor x = torch::randn({b, r.seq_len, c.n_embd}, opts).requires_grad_(true);
+  at::Tensor g = torch::randn({b, r.seq_len, c.n_embd}, opts);
+  return median_time(r.repeats, r.device, [&] { model::block_forward(m.h[0], x, c, true).backward(g); });
+}
+
+}  // namespace
+
+std::vector<planner::RankProfile> profile_job(const ProfileRequest& r, const dist::Group& g) {
+  // Which ranks share a machine: host name hashes, cores and threads of every rank.
+  char name[256] = {0};
+  ::gethostname(name, sizeof name - 1);
+  const double me_hash = static_cast<double>(std::hash<std::string>{}(name) % (1ull << 50));
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<double> info(3 * static_cast<size_t>(g.size), 0.0);
+  info[3 * static_cast<size_t>(g.rank)] = me_hash;
+  info[3 * static_cast<size_t>(g.rank) + 1] = cores;
+  info[3 * static_cast<size_t>(g.rank) + 2] = cpu_threads();
+  info = dist::sum(info, g);
+  std::vector<int> host(static_cast<size_t>(g.size)), index_in_host(static_cast<size_t>(g.size));
+  std::vector<double> hashes;
+  std::map<int, int> ranks_on, threads_on;
+  for (int q = 0; q < g.size; ++q) {
+    const double h = info[3 * static_cast<size_t>(q)];
+    auto it = std::find(hashes.begin(), hashes.end(), h);
+    if (it == hashes.end()) it = hashes.insert(hashes.end(), h);
+    host[static_cast<size_t>(q)] = static_cast<int>(it - hashes.begin());
+    index_in_host[static_cast<size_t>(q)] = ranks_on[host[static_cast<size_t>(q)]]++;
+    threads_on[host[static_cast<size_t>(q)]] += static_cast<int>(info[3 * static_cast<size_t>(q) + 2]);
+  }
+  const int my_host = host[static_cast<size_t>(g.rank)];
+  const bool shares = threads_on[my_host] > cores && ranks_on[my_host] > 1;
+  // The cache, unless any rank misses (then every rank measures: the solo rounds are collective).
+  const planner::ProfileShape s = profile_shape(r.model, r.seq_len, r.precision);
+  const DeviceInfo dev = describe_device(r.device, r.precision, cpu_threads(), 0, 0);
+  const std::string key = fmt::format("v2 | {} | ranks here {} | cpu {} | C {} H {} Vp {} T {} {} | b {}", dev.name,
+                                      ranks_on[my_host], cpu_quota(), s.n_embd, s.n_head, s.vocab_padded, s.seq_len,
+                                      s.precision, fmt::join(r.micro_batch, ","));
+  nlohmann::json cache = nlohmann::json::object();
+  try {
+    if (path_exists(cache_path())) cache = nlohmann::json::parse(read_file(cache_path()));
+  } catch (...) {  // an unreadable cache is measured again
+  }
+  planner::RankProfile mine;
+  bool hit = false;
+  if (r.use_cache && cache.contains(key)) {
+    try {
+      mine = from_json(cache[key]);
+      mine.solo_speedup = cache[key].value("solo_speedup", 1.0);
+      mine.source = "cached";
+      hit = true;
+    } catch (...) {
+    }
+  }
+  if (dist::max(hit ? 0.0 : 1.0, g) > 0) {
+    mine = measure(r);
+    mine.device = dev.name;
+    mine.source = "measured";
+    mine.solo_speedup = 1;
+    int most = 0;
+    for (auto& [h, n] : ranks_on) most = std::max(most, n);
+    for (int k = 0; k < most; ++k) {  // one rank per machine at a time runs alone
+      dist::barrier(g);
+      if (shares && index_in_host[static_cast<size_t>(g.rank)] == k) {
+        const size_t last = mine.micro_batch.size() - 1;
+        mine.solo_speedup = std::max(1.0, (mine.block_fwd_s[last] + mine.block_bwd_s[last]) / solo_block_s(r));
+      }
+    }
+    dist::barrier(g);
+    cache[key] = to_json(mine);
+    cache[key]["solo_speedup"] = mine.solo_speedup;
+    try {
+      std::filesystem::create_directories(std::filesystem::path(cache_path()).parent_path());
+      write_file_atomic(cache_path(), cache.dump(1) + "\n");
+    } catch (...) {  // caching is best effort
+    }
+  }
+  std::vector<planner::RankProfile> all = gather_profile(mine, g);
+  for (int q = 0; q < g.size; ++q) {
+    planner::RankProfile& p = all[static_cast<size_t>(q)];
+    p.host = host[static_cast<size_t>(q)];
+    p.host_ranks = ranks_on[p.host];
+    p.shares_cores = threads_on[p.host] > static_cast<int>(info[3 * static_cast<size_t>(q) + 1]) && p.host_ranks > 1;
+  }
+  return all;
 }
 
 }  // namespace slm::train

@@ -26,9 +26,11 @@ struct ProfileRequest {
   int local_ranks = 1;               // ranks sharing this machine (part of the cache key)
 };
 
-planner::RankProfile profile_this_rank(const ProfileRequest& r);
-// Collective over g: every rank's profile, by rank, on every rank (device names cut to 80 chars).
-std::vector<planner::RankProfile> gather_profile(const planner::RankProfile& mine, const dist::Group& g);
+// Collective over g (every rank of the job): each rank times its compute with all ranks busy at
+// once (as in training), then, where ranks share a machine's cores, each alone in turn (its
+// solo_speedup); returns every rank's profile, by rank, on every rank (device names cut to 80
+// characters). Measured again unless every rank finds its entry in the cache.
+std::vector<planner::RankProfile> profile_job(const ProfileRequest& r, const dist::Group& g);
 // The shape key of a profile for this model.
 planner::ProfileShape profile_shape(const model::GPT2Config& m, int64_t seq_len, const std::string& precision);
 

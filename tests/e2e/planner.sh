@@ -2,7 +2,8 @@
 #  1. `slm profile` under `slm launch -n 2`: one entry per rank, cached the second time.
 #  2. `slm plan auto` for a 2-site cluster file with that profile: the table, the reasons the
 #     other layouts lost, the study heuristic, a plan file with its [set] table that `slm plan
-#     check` accepts, --json; a far, slow site is left out unless --all-ranks.
+#     check` accepts, --json; a far, slow site is left out unless --all-ranks; --measure runs
+#     the top 2 on the emulated cluster (as root) and prints predicted against measured.
 #  3. Training with the written plan (2 ranks) and with `parallel.plan = "auto"` on 4 local
 #     ranks: the same losses as one process (fp32, same global batch); the log names the chosen
 #     plan and its prediction, the metrics carry predicted_step_s, the run keeps plan.toml.
@@ -87,6 +88,17 @@ json.dump(p, open("slow.json", "w"))
 PY
 "$SLM" plan auto "${COMMON[@]}" --cluster far.toml --profile slow.json -o near.toml > far.txt 2>&1 || { cat far.txt; fail "plan auto far"; }
 grep -q "^chosen: .*uses 1 of the 2 ranks: cluster ranks \[0\] (sites near)" far.txt || { cat far.txt; fail "the far site was not left out"; }
+
+# --measure: the top 2 run for a few steps on the emulated cluster (root and the testbed's tools).
+if [ "$(id -u)" -eq 0 ] && [ -x "$(dirname "$SLM")/slm-delayer" ] && ip netns list >/dev/null 2>&1; then
+  "$SLM" plan auto "${COMMON[@]}" --cluster two.toml --profile profile.json --all-ranks --top 2 --measure 2 \
+    --measure-steps 3 -o measured.toml > measure.txt 2>&1 || { cat measure.txt; fail "plan auto --measure"; }
+  [ "$(grep -c "predicted [0-9.]* s, measured [0-9.]* s" measure.txt)" -eq 2 ] || { cat measure.txt; fail "--measure table"; }
+  "$SLM" plan check measured.toml "${COMMON[@]}" --world 2 > /dev/null 2>&1 || fail "plan check of the measured pick"
+  echo "measure ok"
+else
+  echo "skip --measure (needs root and the testbed)"
+fi
 
 # 3. training: one process, the written plan on 2 ranks, and plan = auto on 4 ranks
 "$SLM" train "${COMMON[@]}" --set run.dir=ref > ref.log 2>&1 || { cat ref.log; fail "reference run"; }

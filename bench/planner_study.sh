@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# bench/planner_study.sh: the planner's proof on the testbed (needs root). For each scenario, 2
+# sites x 2 ranks joined at the given RTT and rate (site b optionally slower, a cgroup CPU quota),
+# on the latency study's model (GPT-2-medium depth and heads at 256 channels, T = 128, global batch
+# 8): `slm profile` on the testbed's ranks, then for each layout the planner's prediction (`slm
+# plan make/check --cluster --profile`) and the measured median step time (steps 2.. of STEPS),
+# plus the planner's pick (`slm plan auto --all-ranks`) and the study heuristic's pick.
+# Scenarios (SCENARIOS="..." picks some):
+#   rtt0, rtt20, rtt100  homogeneous, 1 Gbit/s between the sites (the latency study's)
+#   het20                site b's 2 ranks share 0.5 cores (about 3x slower), 20 ms RTT
+#   gpu20                20 ms RTT at 250 Mbit/s: data parallelism's communication / compute
+#                        ratio as on the study's T4 clusters (docs/planner.md has the arithmetic)
+# Writes OUT/planner_study.md (one row per scenario and layout: predicted, measured, error),
+# OUT/planner_study.dat and .png (predicted against measured) and each scenario's profile.
+# Usage: sudo bench/planner_study.sh SLM DATA_DIR [OUT=docs] [STEPS=5] [LIMIT=240]
+set -euo pipefail
+SLM=$(readlink -f "$1") DATA=$(readlink -f "$2") OUT=$(readlink -f "${3:-docs}") STEPS=${4:-5} LIMIT=${5:-240}
+[ "$(id -u)" -eq 0 ] || { echo "planner_study: needs root (the testbed); run with sudo" >&2; exit 1; }
+W=$(mktemp -d); trap 'rm -rf "$W"; "$SLM" testbed down "$W/c.toml" 2>/dev/null || true' EXIT
+export HOME=$W  # a fresh profile cache: each scenario measures its own ranks
+MODEL=(-c /dev/null --set data.dir="$DATA" --set model.n_layer=24 --set model.n_head=16 --set model.n_embd=256
+       --set model.block_size=128 --set batch.batch_size=8 --set batch.micro_batch=2 --set optim.lr=1e-3
+       --set schedule.warmup_steps=2 --set eval.every=0 --set checkpoint.every=0 --set log.every=1
+       --set system.precision=fp32)
+declare -A FLAGS=(
+  [dp]=""
+  [zero2]="--zero 2"
+  [pipeshard]="--pp 2 --tp 2"
+  [pp2-dp2]="--pp 2"
+  [hier-dp]="--set dist.ranks_per_site=2"
+)
+LAYOUTS=(dp zero2 pipeshard pp2-dp2 hier-dp)
+read -r -a ORDER <<< "${SCENARIOS:-rtt0 rtt100 het20 gpu20}"
+cluster() {  # name rtt_ms rate_mbit cpus_b
+  cat > "$W/c.toml" <<TOML
+name = "plan"
+[[site]]
+name = "a"
+ranks = 2
+[[site]]
+name = "b"
+ranks = 2
+cpus = $4
+[[link]]
+sites = ["a", "b"]
+delay_ms = $(python3 -c "print($2 / 2)")
+rate_mbit = $3
+TOML
+}
+median_step() {  # run dir -> median step_s of steps 2..
+  python3 - "$1" <<'PY'
+import json, sys
+s = [json.loads(l)["step_s"] for l in open(sys.argv[1] + "/metrics.jsonl") if '"step_s"' in l][1:]
+s.sort()
+print(f"{s[len(s) // 2]:.3f}" if s else "nan")
+PY
+}
+echo "| scenario | layout | predicted s | measured s | error |" > "$W/table.md"
+echo "|---|---|---|---|---|" >> "$W/table.md"
+: > "$W/plot.dat"
+: > "$W/picks.md"
+for sc in "${ORDER[@]}"; do
+  case $sc in
+    rtt0) cluster "$sc" 0 1000 0 ;;
+    rtt20) cluster "$sc" 20 1000 0 ;;
+    rtt100) cluster "$sc" 100 1000 0 ;;
+    het20) cluster "$sc" 20 1000 0.5 ;;
+    gpu20) cluster "$sc" 20 250 0 ;;
+    *) echo "unknown scenario $sc" >&2; exit 2 ;;
+  esac
+  echo "== $sc: profile" >&2
+  "$SLM" testbed run "$W/c.toml" -- "$SLM" profile "${MODEL[@]}" --micro-batches 1,2,4,8 -o "$W/prof.json" > "$W/prof.log" 2>&1 \
+    || { cat "$W/prof.log"; exit 1; }
+  P=(--cluster "$W/c.toml" --profile "$W/prof.json")
+  "$SLM" plan auto "${MODEL[@]}" "${P[@]}" --all-ranks --top 5 -o "$W/auto.toml" > "$W/auto_$sc.txt" 2>&1
+  "$SLM" plan auto "${MODEL[@]}" "${P[@]}" --all-ranks --strategy study-heuristic -o "$W/heur.toml" > /dev/null 2>&1
+  cp "$W/auto.toml" "$W/auto_$sc.toml"
+  cp "$W/prof.json" "$OUT/planner_study_${sc}_profile.json"  # to re-predict without the testbed
+  declare -A PRED=() MEAS=()
+  for l in "${LAYOUTS[@]}" auto heuristic; do
+    case $l in
+      auto) f=(--set parallel.plan="$W/auto.toml"); pred=$("$SLM" plan check "$W/auto.toml" "${MODEL[@]}" --world 4 "${P[@]}" 2>&1 >/dev/null) ;;
+      heuristic) f=(--set parallel.plan="$W/heur.toml"); pred=$("$SLM" plan check "$W/heur.toml" "${MODEL[@]}" --world 4 "${P[@]}" 2>&1 >/dev/null) ;;
+      *) read -r -a f <<< "${FLAGS[$l]}"; pred=$("$SLM" plan make "${MODEL[@]}" --world 4 "${f[@]}" "${P[@]}" 2>&1 >/dev/null) ;;
+    esac
+    p=$(grep -o "predicted [0-9.]* s per step" <<< "$pred" | awk '{print $2}')
+    echo "== $sc: $l (predicted ${p:-?} s)" >&2
+    rm -rf "$W/run"
+    timeout -s TERM "$LIMIT" "$SLM" testbed run "$W/c.toml" -- "$SLM" train "${MODEL[@]}" "${f[@]}" --set run.dir="$W/run" \
+      --set schedule.max_steps="$STEPS" > "$W/run.log" 2>&1 || true
+    m=$(median_step "$W/run" 2>/dev/null || echo nan)
+    PRED[$l]=$p MEAS[$l]=$m
+    err=$(python3 -c "p, m = '$p', '$m'; print(f'{100 * (float(p) / float(m) - 1):+.0f}%' if p and m != 'nan' else '-')")
+    echo "| $sc | $l | $p | $m | $err |" >> "$W/table.md"
+    [ "$m" != nan ] && [ -n "$p" ] && echo "$p $m $sc $l" >> "$W/plot.dat"
+  done
+  python3 - "$sc" "${PRED[auto]}" "${MEAS[auto]}" "${PRED[heuristic]}" "${MEAS[heuristic]}" $(for l in "${LAYOUTS[@]}"; do echo "$l=${MEAS[$l]}"; done) >> "$W/picks.md" <<'PY'
+import sys
+sc, pa, ma, ph, mh = sys.argv[1:6]
+meas = {k: float(v) for k, v in (a.split("=") for a in sys.argv[6:]) if v != "nan"}
+meas["auto"], meas["heuristic"] = float(ma), float(mh)
+best = min(meas, key=meas.get)
+print(f"| {sc} | {ma} | {mh} | {best} {meas[best]:.3f} | {100 * (float(ma) / meas[best] - 1):+.0f}% | {100 * (float(mh) / meas[best] - 1):+.0f}% |")
+PY
+done
+{
+  echo "Command: \`sudo bench/planner_study.sh build/slm DATA docs $STEPS $LIMIT\` (2-vCPU VM, 4 ranks, 1 thread each)."
+  echo
+  cat "$W/table.md"
+  echo
+  echo "| scenario | planner's pick, measured s | study heuristic's pick, measured s | measured best | pick vs best | heuristic vs best |"
+  echo "|---|---|---|---|---|---|"
+  cat "$W/picks.md"
+  echo
+  python3 - "$W/plot.dat" <<'PY'
+import sys
+rows = [l.split() for l in open(sys.argv[1])]
+e = sorted(abs(float(p) / float(m) - 1) for p, m, *_ in rows)
+if e:
+    print(f"Prediction error over {len(e)} runs: median {100 * e[len(e) // 2]:.0f}%, worst {100 * e[-1]:.0f}%.")
+PY
+  for sc in "${ORDER[@]}"; do echo; echo "\`slm plan auto\` for $sc:"; echo '```'; cat "$W/auto_$sc.txt"; echo '```'; done
+} > "$OUT/planner_study.md"
+cp "$W/plot.dat" "$OUT/planner_study.dat"
+if command -v gnuplot >/dev/null; then
+  gnuplot <<GP
+set terminal pngcairo size 640,560 noenhanced
+set output "$OUT/planner_study.png"
+set title "slm plan: predicted vs measured step time (testbed, 4 ranks)"
+set xlabel "measured s per step"; set ylabel "predicted s per step"
+set logscale xy; set grid; set key left top
+f(x) = x
+plot "$OUT/planner_study.dat" using 2:1 with points pt 7 title "layouts x scenarios", f(x) with lines dt 2 title "exact", 1.2*x with lines dt 3 title "+20%", 0.8*x with lines dt 3 title "-20%"
+GP
+fi
+cat "$OUT/planner_study.md"
