@@ -2,8 +2,9 @@
 # bench/planner_study.sh: the planner's proof on the testbed (needs root). For each scenario, 2
 # sites x 2 ranks joined at the given RTT and rate (site b optionally slower, a cgroup CPU quota),
 # on the latency study's model (GPT-2-medium depth and heads at 256 channels, T = 128, global batch
-# 8): `slm profile` on the testbed's ranks, then for each layout the planner's prediction (`slm
-# plan make/check --cluster --profile`) and the measured median step time (steps 2.. of STEPS),
+# 8): `slm profile` and `slm probe` on the testbed's ranks, then for each layout the planner's
+# prediction (`slm plan make/check --cluster --profile --topology`) and the measured median step
+# time (steps 2.. of STEPS),
 # plus the planner's pick (`slm plan auto --all-ranks`) and the study heuristic's pick.
 # Scenarios (SCENARIOS="..." picks some):
 #   rtt0, rtt20, rtt100  homogeneous, 1 Gbit/s between the sites (the latency study's)
@@ -11,7 +12,8 @@
 #   gpu20                20 ms RTT at 250 Mbit/s: data parallelism's communication / compute
 #                        ratio as on the study's T4 clusters (docs/planner.md has the arithmetic)
 # Writes OUT/planner_study.md (one row per scenario and layout: predicted, measured, error),
-# OUT/planner_study.dat and .png (predicted against measured) and each scenario's profile.
+# OUT/planner_study.dat and .png (predicted against measured) and each scenario's profile and
+# topology.
 # Usage: sudo bench/planner_study.sh SLM DATA_DIR [OUT=docs] [STEPS=5] [LIMIT=240]
 set -euo pipefail
 SLM=$(readlink -f "$1") DATA=$(readlink -f "$2") OUT=$(readlink -f "${3:-docs}") STEPS=${4:-5} LIMIT=${5:-240}
@@ -71,7 +73,10 @@ for sc in "${ORDER[@]}"; do
   echo "== $sc: profile" >&2
   "$SLM" testbed run "$W/c.toml" -- "$SLM" profile "${MODEL[@]}" --micro-batches 1,2,4,8 -o "$W/prof.json" > "$W/prof.log" 2>&1 \
     || { cat "$W/prof.log"; exit 1; }
-  P=(--cluster "$W/c.toml" --profile "$W/prof.json")
+  # The links as `slm probe` measures them on the running testbed (as on a real cluster).
+  "$SLM" testbed run "$W/c.toml" -- "$SLM" probe -o "$W/topo.json" > "$W/probe.log" 2>&1 || { cat "$W/probe.log"; exit 1; }
+  cp "$W/topo.json" "$OUT/planner_study_${sc}_topology.json"
+  P=(--cluster "$W/c.toml" --profile "$W/prof.json" --topology "$W/topo.json")
   "$SLM" plan auto "${MODEL[@]}" "${P[@]}" --all-ranks --top 5 -o "$W/auto.toml" > "$W/auto_$sc.txt" 2>&1
   "$SLM" plan auto "${MODEL[@]}" "${P[@]}" --all-ranks --strategy study-heuristic -o "$W/heur.toml" > /dev/null 2>&1
   cp "$W/auto.toml" "$W/auto_$sc.toml"

@@ -180,6 +180,140 @@ double model_flops(const parallel::ModelShape& m, int64_t batch, int64_t seq_len
   return (m.recompute ? 96 : 72) * B * s * h * h * L * (1 + s / (6 * h)) + 6 * B * s * h * V;
 }
 
+namespace {
+
+// The pipeline part of one step: every replica's schedule simulated (replicas that cost the same
+// once), with `factor[host]` multiplying the compute of ranks on that machine.
+struct PipelinePass {
+  std::vector<double> finish, last_bwd;  // per pipeline rank: schedule end, last micro-batch's backward
+  double makespan = 0, bubble = 0, cross_bytes = 0;
+  std::map<int, double> busy;            // per machine: busy rank-seconds per second
+};
+
+// Stage costs of one replica (micro-batch b) for the simulator, and the bytes they move across sites.
+parallel::pipeline::StageCosts replica_costs(const Ctx& x, int rep, double b, const std::map<int, double>& factor,
+                                             double* cross) {
+  const Plan& p = x.c.plan;
+  const size_t S = p.stages.size();
+  const double M = static_cast<double>(p.micro_batches), act = b * x.T * x.C * 4;
+  parallel::pipeline::StageCosts sc;
+  for (size_t k = 0; k < S; ++k) {
+    const int K = static_cast<int>(k);
+    const StageTime st = stage_time(x, K, rep, b);
+    auto f = factor.find(x.prof(parallel::rank_at(p, K, rep, 0)).host);
+    const double speed = f == factor.end() ? 1.0 : f->second;
+    sc.fwd.push_back(st.fwd - (1 - speed) * st.compute_fwd), sc.bwd.push_back(st.bwd - (1 - speed) * st.compute_bwd);
+    *cross += st.cross_bytes * M;
+    double send = 0;
+    if (k + 1 < S) {  // the activation to the next stage (its gradient back): 1/tp each with equal tp
+      const StagePlan &a = p.stages[k], &n = p.stages[k + 1];
+      const int from = parallel::rank_at(p, K, rep, 0), to = parallel::rank_at(p, K + 1, rep, 0);
+      const bool crosses = x.site(from) != x.site(to);
+      send = p2p_s(x.cl.between(x.cluster_rank(from), x.cluster_rank(to)), act / (a.tp == n.tp ? a.tp : 1),
+                   crosses ? p.dp * a.tp : 1);
+      if (a.tp == n.tp && a.tp > 1) {  // the receivers all-gather the pieces over their tp group
+        std::vector<int> g;
+        for (int j = 0; j < n.tp; ++j) g.push_back(x.cluster_rank(parallel::rank_at(p, K + 1, rep, j)));
+        send += ring_all_gather_s(n.tp, ring_links(x.cl, g).slowest, act);
+      }
+      if (crosses) *cross += 2 * M * act;
+    }
+    sc.send_fwd.push_back(send);
+  }
+  sc.send_bwd.assign(S, 0);
+  for (size_t k = 1; k < S; ++k) sc.send_bwd[k] = sc.send_fwd[k - 1];
+  return sc;
+}
+
+PipelinePass simulate_replicas(const Ctx& x, const std::vector<int>& rep_of, const std::map<int, double>& factor) {
+  const Plan& p = x.c.plan;
+  const int P = p.pp, v = p.virtual_stages, M = static_cast<int>(p.micro_batches);
+  std::vector<std::vector<parallel::pipeline::Action>> lists;
+  for (int r = 0; r < P; ++r) lists.push_back(parallel::pipeline::schedule_actions(p.schedule, P, r, M, v));
+  std::vector<int> copies(static_cast<size_t>(p.dp), 0);  // replicas each representative stands for
+  for (int r = 0; r < p.dp; ++r) ++copies[static_cast<size_t>(rep_of[static_cast<size_t>(r)])];
+  PipelinePass out;
+  out.finish.assign(static_cast<size_t>(P), 0), out.last_bwd.assign(static_cast<size_t>(P), 0);
+  std::map<std::vector<double>, parallel::pipeline::Simulation> sims;
+  for (int rep = 0; rep < p.dp; ++rep) {
+    if (rep_of[static_cast<size_t>(rep)] != rep) continue;
+    const double n_same = copies[static_cast<size_t>(rep)];
+    double cross = 0;
+    const parallel::pipeline::StageCosts sc =
+        replica_costs(x, rep, static_cast<double>(p.micro_batch[static_cast<size_t>(rep)]), factor, &cross);
+    std::vector<double> key = sc.fwd;
+    key.insert(key.end(), sc.bwd.begin(), sc.bwd.end());
+    key.insert(key.end(), sc.send_fwd.begin(), sc.send_fwd.end());
+    auto it = sims.find(key);
+    if (it == sims.end()) it = sims.emplace(key, parallel::pipeline::simulate(lists, v, sc)).first;
+    const parallel::pipeline::Simulation& sim = it->second;
+    for (int r = 0; r < P; ++r) {
+      const size_t R = static_cast<size_t>(r);
+      out.finish[R] = std::max(out.finish[R], sim.finish[R]);
+      double lb = 0;  // the rank's last backward: its chunks' backward of one micro-batch
+      for (int ck = 0; ck < v; ++ck) lb += sc.bwd[static_cast<size_t>(ck * P + r)];
+      out.last_bwd[R] = std::max(out.last_bwd[R], lb);
+      out.bubble += sim.bubble[R] * n_same / (P * p.dp);
+      for (int q = 0; q < p.dp; ++q)  // every rank of every replica like this one
+        if (rep_of[static_cast<size_t>(q)] == rep)
+          for (int j = 0; j < p.stages[R].tp; ++j) out.busy[x.prof(parallel::rank_at(p, r, q, j)).host] += 1 - sim.bubble[R];
+    }
+    out.makespan = std::max(out.makespan, sim.makespan);
+    out.cross_bytes += cross * n_same;
+  }
+  return out;
+}
+
+// Where ranks share a machine's cores: the compute multiplier per machine, between all busy (the
+// profile's times, 1) and one busy (1 / solo speed-up), by the busy ranks of the first pass.
+std::map<int, double> shared_core_factors(const Ctx& x, const PipelinePass& first) {
+  std::map<int, double> factor;
+  for (size_t pr = 0; pr < x.c.ranks.size(); ++pr) {
+    const RankProfile& rp = x.prof(static_cast<int>(pr));
+    if (!rp.shares_cores || rp.host_ranks < 2 || factor.count(rp.host)) continue;
+    const double n = rp.host_ranks, solo = 1 / rp.solo_speedup;
+    auto busy = first.busy.find(rp.host);
+    const double t = std::clamp(((busy == first.busy.end() ? 0.0 : busy->second) - 1) / (n - 1), 0.0, 1.0);
+    factor[rp.host] = solo + (1 - solo) * t;
+  }
+  return factor;
+}
+
+// Memory per rank (the plan's estimate plus the runtime's own) against each rank's cap: the rank
+// closest to (or most over) its cap.
+void memory_per_rank(const Ctx& x, Prediction* out) {
+  const Candidate& c = x.c;
+  const Plan& p = c.plan;
+  Plan pm = p;
+  if (c.zero_site) pm.zero_ranks_per_site = c.ranks_per_site;
+  parallel::ModelShape m = x.in.model;
+  m.recompute = c.recompute;
+  const double gib = 1024.0 * 1024 * 1024;
+  std::map<std::pair<int, int64_t>, double> cache;  // (pipeline rank, micro-batch) -> estimate
+  out->memory_bytes.assign(c.ranks.size(), 0);
+  double best_margin = -1e300;
+  for (int r = 0; r < p.pp; ++r)
+    for (int rep = 0; rep < p.dp; ++rep) {
+      const int64_t mb = p.micro_batch[static_cast<size_t>(rep)];
+      auto key = std::make_pair(r, pm.zero_ranks_per_site > 0 ? int64_t(-1 - rep) : mb);
+      auto it = cache.find(key);
+      if (it == cache.end())
+        it = cache.emplace(key, parallel::estimate_memory(pm, m, x.in.seq_len, parallel::rank_at(pm, r, rep, 0)).total()).first;
+      for (int j = 0; j < p.stages[static_cast<size_t>(r)].tp; ++j) {
+        const int pr = parallel::rank_at(pm, r, rep, j), cr = x.cluster_rank(pr);
+        const double need = it->second + x.prof(pr).overhead_bytes;
+        out->memory_bytes[static_cast<size_t>(pr)] = need;
+        double cap = x.cl.ranks[static_cast<size_t>(cr)].memory_gb * gib;
+        if (x.in.memory_cap_gb > 0) cap = cap > 0 ? std::min(cap, x.in.memory_cap_gb * gib) : x.in.memory_cap_gb * gib;
+        if (cap <= 0 || need - cap <= best_margin) continue;
+        best_margin = need - cap;
+        out->tightest_rank = cr, out->tightest_over_bytes = need - cap, out->tightest_cap_bytes = cap;
+      }
+    }
+}
+
+}  // namespace
+
 Prediction predict(const Candidate& c, const CostInputs& in) {
   Ctx x{c, in, *in.cluster, static_cast<double>(in.model.n_embd), static_cast<double>(in.seq_len),
         static_cast<double>(in.model.vocab_padded)};
@@ -187,88 +321,14 @@ Prediction predict(const Candidate& c, const CostInputs& in) {
   const size_t S = p.stages.size();
   const int P = p.pp, v = p.virtual_stages, M = static_cast<int>(p.micro_batches);
   Prediction out;
-  // 1. Each replica's pipeline (replicas with the same costs are simulated once).
-  std::vector<std::vector<parallel::pipeline::Action>> lists;
-  for (int r = 0; r < P; ++r) lists.push_back(parallel::pipeline::schedule_actions(p.schedule, P, r, M, v));
-  std::map<std::vector<double>, parallel::pipeline::Simulation> sims;
-  std::vector<double> finish, last_bwd;
-  double bubble_sum = 0;
+  // 1. The replicas' pipelines; again with the shared-core speed-up where bubbles free cores.
   const std::vector<int> rep_of = representative_of(c, in);
-  std::vector<int> copies(static_cast<size_t>(p.dp), 0);  // replicas each representative stands for
-  for (int r = 0; r < p.dp; ++r) ++copies[static_cast<size_t>(rep_of[static_cast<size_t>(r)])];
-  // Ranks that share a machine's cores compute faster while others idle (profile.h): busy[host]
-  // = busy rank-seconds per second, from the first pass; factor = the compute time multiplier.
-  std::map<int, double> busy, factor;
-  auto run_pipelines = [&] {
-    sims.clear();
-    finish.assign(static_cast<size_t>(P), 0), last_bwd.assign(static_cast<size_t>(P), 0);
-    bubble_sum = 0, out.pipeline_s = 0, out.cross_site_bytes = 0;
-    busy.clear();
-  for (int rep = 0; rep < p.dp; ++rep) {
-    if (rep_of[static_cast<size_t>(rep)] != rep) continue;
-    const double b = static_cast<double>(p.micro_batch[static_cast<size_t>(rep)]);
-    const double n_same = copies[static_cast<size_t>(rep)];
-    parallel::pipeline::StageCosts sc;
-    double cross = 0;
-    for (size_t k = 0; k < S; ++k) {
-      const StageTime st = stage_time(x, static_cast<int>(k), rep, b);
-      const int host = x.prof(parallel::rank_at(p, static_cast<int>(k), rep, 0)).host;
-      const double f = factor.count(host) ? factor[host] : 1.0;
-      sc.fwd.push_back(st.fwd - (1 - f) * st.compute_fwd), sc.bwd.push_back(st.bwd - (1 - f) * st.compute_bwd);
-      cross += st.cross_bytes * M;
-      double send = 0;
-      if (k + 1 < S) {  // activation to the next stage (gradient back): 1/tp each with equal tp
-        const StagePlan &a = p.stages[k], &n = p.stages[k + 1];
-        const int from = parallel::rank_at(p, static_cast<int>(k), rep, 0), to = parallel::rank_at(p, static_cast<int>(k) + 1, rep, 0);
-        const bool crosses = x.site(from) != x.site(to);
-        const double bytes = b * x.T * x.C * 4 / (a.tp == n.tp ? a.tp : 1);
-        send = p2p_s(x.cl.between(x.cluster_rank(from), x.cluster_rank(to)), bytes, crosses ? p.dp * a.tp : 1);
-        if (a.tp == n.tp && a.tp > 1) {  // receivers all-gather the pieces over their tp group
-          std::vector<int> g;
-          for (int j = 0; j < n.tp; ++j) g.push_back(x.cluster_rank(parallel::rank_at(p, static_cast<int>(k) + 1, rep, j)));
-          send += ring_all_gather_s(n.tp, ring_links(x.cl, g).slowest, b * x.T * x.C * 4);
-        }
-        if (crosses) cross += 2.0 * M * b * x.T * x.C * 4;
-      }
-      sc.send_fwd.push_back(send);
-    }
-    sc.send_bwd.assign(S, 0);
-    for (size_t k = 1; k < S; ++k) sc.send_bwd[k] = sc.send_fwd[k - 1];
-    std::vector<double> key = sc.fwd;
-    key.insert(key.end(), sc.bwd.begin(), sc.bwd.end());
-    key.insert(key.end(), sc.send_fwd.begin(), sc.send_fwd.end());
-    auto it = sims.find(key);
-    if (it == sims.end()) it = sims.emplace(key, parallel::pipeline::simulate(lists, v, sc)).first;
-    const auto& sim = it->second;
-    for (int r = 0; r < P; ++r) {
-      finish[static_cast<size_t>(r)] = std::max(finish[static_cast<size_t>(r)], sim.finish[static_cast<size_t>(r)]);
-      double lb = 0;  // the rank's last backward: its chunks' backward of one micro-batch
-      for (int ck = 0; ck < v; ++ck) lb += sc.bwd[static_cast<size_t>(ck * P + r)];
-      last_bwd[static_cast<size_t>(r)] = std::max(last_bwd[static_cast<size_t>(r)], lb);
-    }
-    for (double bu : sim.bubble) bubble_sum += bu * n_same / (P * p.dp);
-    out.pipeline_s = std::max(out.pipeline_s, sim.makespan);
-    out.cross_site_bytes += cross * n_same;
-    for (int r = 0; r < P; ++r)  // every rank of this replica's pipeline rank r, all like replicas
-      for (int j = 0; j < p.stages[static_cast<size_t>(r)].tp; ++j)
-        for (int q = 0; q < p.dp; ++q)
-          if (rep_of[static_cast<size_t>(q)] == rep)
-            busy[x.prof(parallel::rank_at(p, r, q, j)).host] += 1 - sim.bubble[static_cast<size_t>(r)];
-  }
-  };
-  run_pipelines();
-  // Second pass where cores are shared: between all busy (the profile) and one busy (solo).
-  bool shared = false;
-  for (int pr = 0; pr < static_cast<int>(c.ranks.size()); ++pr) {
-    const RankProfile& rp = x.prof(pr);
-    if (!rp.shares_cores || rp.host_ranks < 2 || factor.count(rp.host)) continue;
-    const double n = rp.host_ranks, solo = 1 / rp.solo_speedup;
-    const double t = std::clamp((busy[rp.host] - 1) / (n - 1), 0.0, 1.0);
-    factor[rp.host] = solo + (1 - solo) * t;
-    shared = shared || factor[rp.host] < 1;
-  }
-  if (shared) run_pipelines();
-  out.bubble = bubble_sum;
+  PipelinePass pass = simulate_replicas(x, rep_of, {});
+  const std::map<int, double> factor = shared_core_factors(x, pass);
+  if (!factor.empty()) pass = simulate_replicas(x, rep_of, factor);
+  out.pipeline_s = pass.makespan, out.bubble = pass.bubble, out.cross_site_bytes = pass.cross_bytes;
+  const std::vector<double>& finish = pass.finish;
+  const std::vector<double>& last_bwd = pass.last_bwd;
   // 2. Data-parallel reduction per pipeline rank (its chunks' parameters), then the optimizer and
   //    ZeRO-1/2's all-gather of the updated shard.
   double end = 0;
@@ -322,33 +382,7 @@ Prediction predict(const Candidate& c, const CostInputs& in) {
   out.tflops_per_device = model_flops(m, p.global_batch(), in.seq_len) / out.step_s / c.ranks.size() / 1e12;
   for (int r : c.ranks) out.price_per_hour += x.cl.ranks[static_cast<size_t>(r)].price_per_hour;
   out.tokens_per_dollar = out.price_per_hour > 0 ? out.tokens_per_s * 3600 / out.price_per_hour : 0;
-  // Memory per rank against its cap.
-  Plan pm = p;
-  if (c.zero_site) pm.zero_ranks_per_site = c.ranks_per_site;
-  const double gib = 1024.0 * 1024 * 1024;
-  std::map<std::pair<int, int64_t>, double> cache;  // (pipeline rank, micro-batch) -> estimate
-  out.memory_bytes.assign(c.ranks.size(), 0);
-  double best_margin = -1e300;
-  for (int r = 0; r < P; ++r)
-    for (int rep = 0; rep < p.dp; ++rep) {
-      const int64_t mb = p.micro_batch[static_cast<size_t>(rep)];
-      auto key = std::make_pair(r, pm.zero_ranks_per_site > 0 ? int64_t(-1 - rep) : mb);
-      auto it = cache.find(key);
-      if (it == cache.end())
-        it = cache.emplace(key, parallel::estimate_memory(pm, m, in.seq_len, parallel::rank_at(pm, r, rep, 0)).total()).first;
-      for (int j = 0; j < p.stages[static_cast<size_t>(r)].tp; ++j) {
-        const int pr = parallel::rank_at(pm, r, rep, j), cr = x.cluster_rank(pr);
-        const double need = it->second + x.prof(pr).overhead_bytes;
-        out.memory_bytes[static_cast<size_t>(pr)] = need;
-        double cap = x.cl.ranks[static_cast<size_t>(cr)].memory_gb * gib;
-        if (in.memory_cap_gb > 0) cap = cap > 0 ? std::min(cap, in.memory_cap_gb * gib) : in.memory_cap_gb * gib;
-        if (cap <= 0) continue;
-        if (need - cap > best_margin) {
-          best_margin = need - cap;
-          out.tightest_rank = cr, out.tightest_over_bytes = need - cap, out.tightest_cap_bytes = cap;
-        }
-      }
-    }
+  memory_per_rank(x, &out);
   out.fits = out.tightest_rank < 0 || out.tightest_over_bytes <= 0;
   return out;
 }
