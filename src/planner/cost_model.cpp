@@ -78,12 +78,15 @@ Hier hierarchy_of(const Ctx& x, const std::vector<int>& group) {
 
 // Gradient reduction of one stage's dp group after a backward of `bwd_s`: exposed time and bytes
 // across sites. Buckets become ready evenly through the backward; a flat all-reduce of a bucket
-// starts when it is ready and the previous one is done; the hierarchical path sums in the site
+// starts when it is ready and a lane is free: Gloo runs kGlooLanes collectives of a process group
+// at once (its worker threads), each on its own window, sharing the link's rate; the
+// hierarchical path sums in the site
 // during backward but does its cross-site step and site all-gather after it (dist/hierarchy.cpp
 // runs them when the reduction is waited for).
 struct Reduce {
   double exposed_s = 0, cross_bytes = 0;
 };
+constexpr int kGlooLanes = 2;
 Reduce reduce_grads(const Ctx& x, const std::vector<int>& group, double bytes, double bwd_s, int flows, bool overlap) {
   Reduce out;
   const int P = static_cast<int>(group.size());
@@ -97,8 +100,9 @@ Reduce reduce_grads(const Ctx& x, const std::vector<int>& group, double bytes, d
   // Per bucket: the part overlapped with backward (flat: all of it; hierarchical: the site sum),
   // and the part after it (hierarchical: cross-site sum + site all-gather).
   double during = 0, after = 0;
+  const int lanes = std::min(kGlooLanes, nb);
   if (h.S == 0) {
-    during = ring_all_reduce_s(P, ring.slowest, bb, ch, ring.crosses_sites ? flows : 1);
+    during = ring_all_reduce_s(P, ring.slowest, bb, ch, (ring.crosses_sites ? flows : 1) * lanes);
     out.cross_bytes = ring.site_edges * 2.0 * (P - 1) / P * bytes * flows;
   } else {
     const int cross_flows = h.L * flows;  // every site position's ring shares the site link
@@ -113,10 +117,16 @@ Reduce reduce_grads(const Ctx& x, const std::vector<int>& group, double bytes, d
     }
     after += ring_all_gather_s(h.L, h.local, bb);
   }
+  std::vector<double> lane_free(static_cast<size_t>(lanes), 0.0);
   double end = 0;
-  for (int i = 0; i < nb; ++i) end = std::max(end, bwd_s * (i + 1) / nb) + during;
-  // Without a spare core the reduction does not run beside the backward: all of it is exposed.
-  out.exposed_s = overlap ? std::max(0.0, end - bwd_s) + nb * after : nb * (during + after);
+  for (int i = 0; i < nb; ++i) {  // the next bucket on the lane that frees first
+    double& lane = *std::min_element(lane_free.begin(), lane_free.end());
+    lane = std::max(lane, overlap ? bwd_s * (i + 1) / nb : bwd_s) + during;
+    end = std::max(end, lane);
+  }
+  // Without a spare core the reduction does not run beside the backward (overlap = false): it
+  // starts when the backward ends.
+  out.exposed_s = std::max(0.0, end - bwd_s) + nb * after;
   return out;
 }
 

@@ -77,7 +77,9 @@ void remove_site_cgroups(const std::string& prefix) {
 }
 
 std::vector<std::string> cgroup_prefix(const std::string& dir) {
-  return {"sh", "-c", fmt::format("echo $$ > {}/cgroup.procs && exec \"$@\"", dir), "slm-cgroup"};
+  // SLM_CGROUP tells the rank where it runs (a cgroup namespace may show it "/"): the compute
+  // profile's cache keys on it (train/profile.cpp).
+  return {"sh", "-c", fmt::format("echo $$ > {0}/cgroup.procs && SLM_CGROUP={0} exec \"$@\"", dir), "slm-cgroup"};
 }
 
 }  // namespace slm::testbed

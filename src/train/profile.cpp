@@ -55,10 +55,18 @@ double resident_bytes() {
   return static_cast<double>(resident) * 4096.0;
 }
 
-// This process's cgroup and its CPU quota: a testbed site's ranks share one (testbed/cgroup.h).
+// This process's cgroup and its CPU quota: a testbed site's ranks share one (testbed/cgroup.h,
+// which also names it in SLM_CGROUP: inside a cgroup namespace /proc/self/cgroup may say "/").
 std::string cpu_quota() {
   std::ifstream in("/proc/self/cgroup");
   std::string out;
+  if (const char* dir = std::getenv("SLM_CGROUP")) {
+    for (const std::string& f : {std::string(dir) + "/cpu.max", std::string(dir) + "/cpu.cfs_quota_us"}) {
+      std::ifstream q(f);
+      std::string v;
+      if (q && std::getline(q, v)) out += std::string(dir) + "=" + v + ";";
+    }
+  }
   for (std::string line; std::getline(in, line);) {
     const auto colon = line.rfind(':');
     if (colon == std::string::npos) continue;

@@ -62,6 +62,21 @@ TEST(CostModel, DataParallelStepIsComputePlusExposedReductionPlusOptimizer) {
   EXPECT_NEAR(p.price_per_hour, 2.0, 1e-12);
 }
 
+TEST(CostModel, BucketsRunOnTwoGlooLanes) {
+  // Two buckets over a 50 ms link: each on its own connection window, sharing the rate; the
+  // second is ready when the backward ends, so one bucket's time is exposed.
+  const Link wan{0.05, 125e6};
+  const Cluster c = make_cluster({1, 1}, {1e-4, 1e9}, wan);
+  const ComputeProfile prof = make_profile(2, 1e-4);
+  const double C = 64, V = 128, bytes = 4 * (2 * (12 * C * C + 13 * C) + V * C + 16 * C + 2 * C);
+  CostInputs in{&c, &prof, make_model(2), 16, bytes / 2 / (1024 * 1024) * 1.0001, 0, {}};
+  Candidate k;
+  k.ranks = {0, 1};
+  k.plan = parallel::plan_from_flags({.dp = 2}, 2, 2, 2, 1);
+  const double bucket = 2 * 0.05 + (bytes / 2) / std::min(125e6 / 2, kWindowBytes / 0.05);
+  EXPECT_NEAR(predict(k, in).dp_comm_s, bucket, 1e-6);
+}
+
 TEST(CostModel, TwoStagePipelineOverASlowLink) {
   const Link wan{0.05, 1e7};
   const Cluster c = make_cluster({1, 1}, {1e-4, 1e9}, wan);
