@@ -6,6 +6,7 @@
 # prediction (`slm plan make/check --cluster --profile --topology`) and the measured median step
 # time (steps 2.. of STEPS),
 # plus the planner's pick (`slm plan auto --all-ranks`) and the study heuristic's pick.
+# LAYOUTS="..." measures only those presets (LAYOUTS="": only the planner's and the heuristic's picks).
 # Scenarios (SCENARIOS="..." picks some):
 #   rtt0, rtt20, rtt100  homogeneous, 1 Gbit/s between the sites (the latency study's)
 #   het20                site b's 2 ranks share 0.5 cores (about 3x slower), 20 ms RTT
@@ -31,7 +32,7 @@ declare -A FLAGS=(
   [pp2-dp2]="--pp 2"
   [hier-dp]="--set dist.ranks_per_site=2"
 )
-LAYOUTS=(dp zero2 pipeshard pp2-dp2 hier-dp)
+read -r -a LAYOUTS <<< "${LAYOUTS-dp zero2 pipeshard pp2-dp2 hier-dp}"  # LAYOUTS="" : only the two picks
 read -r -a ORDER <<< "${SCENARIOS:-rtt0 rtt100 het20 gpu20}"
 cluster() {  # name rtt_ms rate_mbit cpus_b
   cat > "$W/c.toml" <<TOML
@@ -102,7 +103,7 @@ for sc in "${ORDER[@]}"; do
   python3 - "$sc" "${PRED[auto]}" "${MEAS[auto]}" "${PRED[heuristic]}" "${MEAS[heuristic]}" $(for l in "${LAYOUTS[@]}"; do echo "$l=${MEAS[$l]}"; done) >> "$W/picks.md" <<'PY'
 import sys
 sc, pa, ma, ph, mh = sys.argv[1:6]
-meas = {k: float(v) for k, v in (a.split("=") for a in sys.argv[6:]) if v != "nan"}
+meas = {k: float(v) for k, v in (a.split("=") for a in sys.argv[6:]) if v not in ("nan", "")}
 meas["auto"], meas["heuristic"] = float(ma), float(mh)
 best = min(meas, key=meas.get)
 print(f"| {sc} | {ma} | {mh} | {best} {meas[best]:.3f} | {100 * (float(ma) / meas[best] - 1):+.0f}% | {100 * (float(mh) / meas[best] - 1):+.0f}% |")

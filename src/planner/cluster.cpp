@@ -15,7 +15,7 @@ namespace slm::planner {
 namespace {
 
 Link link_of(const testbed::LinkSpec& l) {
-  return {kBaseAlpha + l.delay_ms * 1e-3, l.rate_mbit > 0 ? l.rate_mbit * 1e6 / 8 : kUnlimitedBps};
+  return {kBaseAlpha + l.delay_ms * 1e-3, l.rate_mbit > 0 ? l.rate_mbit * 1e6 / 8 : kUnlimitedBps, l.rate_mbit > 0};
 }
 
 double median(std::vector<double> v) {
@@ -61,10 +61,11 @@ void set_links(Cluster& c, const std::vector<ProbedPair>& pairs) {
       a.push_back(p.alpha_s);
       if (p.beta_Bps > 0) b.push_back(p.beta_Bps);
     }
-    Link l{median(a), b.empty() ? kUnlimitedBps : median(b)};
-    if (static_cast<size_t>(key.first) < S && static_cast<size_t>(key.second) < S)
-      c.link[static_cast<size_t>(key.first)][static_cast<size_t>(key.second)] =
-          c.link[static_cast<size_t>(key.second)][static_cast<size_t>(key.first)] = l;
+    if (static_cast<size_t>(key.first) >= S || static_cast<size_t>(key.second) >= S) continue;
+    Link& l = c.link[static_cast<size_t>(key.first)][static_cast<size_t>(key.second)];
+    l.alpha_s = median(a);
+    if (!l.rate_given) l.beta_Bps = b.empty() ? kUnlimitedBps : median(b);
+    c.link[static_cast<size_t>(key.second)][static_cast<size_t>(key.first)] = l;
   }
   c.links_from = "probe (topology.json)";
 }

@@ -42,7 +42,10 @@ double ring_all_reduce_s(int P, const Link& l, double bytes, int connections, in
 double ring_all_gather_s(int P, const Link& l, double bytes_out, int connections, int flows) {
   if (P < 2 || bytes_out <= 0) return 0;
   const double hops = P - 1.0;
-  return hops * l.alpha_s + hops / P * bytes_out / flow_Bps(l, connections, flows);
+  // Gloo posts all of an all-gather's pieces at once: its rate is the link's share, not a window's
+  // (measured: ZeRO-2's parameter gather and the bf16 cross-site step at 100 ms RTT, docs/planner.md).
+  (void)connections;
+  return hops * l.alpha_s + hops / P * bytes_out / (l.beta_Bps / std::max(1, flows));
 }
 
 }  // namespace slm::planner

@@ -34,7 +34,8 @@ double p2p_s(const Link& l, double bytes, int flows = 1);
 // 2(P-1)/P · bytes through each link at flow_Bps(connections, flows) (`flows` rings share it).
 double ring_all_reduce_s(int P, const Link& slowest, double bytes, int connections = 1, int flows = 1);
 // Ring all-gather into `bytes_out` (the whole gathered size) over P ranks: (P-1) hops and
-// (P-1)/P · bytes_out through each link.
+// (P-1)/P · bytes_out through each link at its rate shared by `flows` (Gloo posts every piece at
+// once, so no window limit; `connections` is unused).
 double ring_all_gather_s(int P, const Link& slowest, double bytes_out, int connections = 1, int flows = 1);
 
 }  // namespace slm::planner

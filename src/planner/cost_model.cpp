@@ -274,17 +274,18 @@ PipelinePass simulate_replicas(const Ctx& x, const std::vector<int>& rep_of, con
   return out;
 }
 
-// Where ranks share a machine's cores: the compute multiplier per machine, between all busy (the
-// profile's times, 1) and one busy (1 / solo speed-up), by the busy ranks of the first pass.
+// Where ranks share a machine's cores: the compute multiplier per machine, from the busy ranks of
+// the first pass (all busy: the profile's times, 1; fewer: faster, down to 1 / solo speed-up).
 std::map<int, double> shared_core_factors(const Ctx& x, const PipelinePass& first) {
   std::map<int, double> factor;
   for (size_t pr = 0; pr < x.c.ranks.size(); ++pr) {
     const RankProfile& rp = x.prof(static_cast<int>(pr));
     if (!rp.shares_cores || rp.host_ranks < 2 || factor.count(rp.host)) continue;
-    const double n = rp.host_ranks, solo = 1 / rp.solo_speedup;
+    // A busy rank's share of the cores is cores / busy (at most what it gets alone), against
+    // cores / n in the profile: its compute time is max(busy / n, 1 / solo_speedup) times the profile's.
     auto busy = first.busy.find(rp.host);
-    const double t = std::clamp(((busy == first.busy.end() ? 0.0 : busy->second) - 1) / (n - 1), 0.0, 1.0);
-    factor[rp.host] = solo + (1 - solo) * t;
+    const double b = busy == first.busy.end() ? 0.0 : busy->second;
+    factor[rp.host] = std::clamp(std::max(b / rp.host_ranks, 1 / rp.solo_speedup), 0.0, 1.0);
   }
   return factor;
 }

@@ -40,9 +40,10 @@ struct RankProfile {
   // were measured with all of them busy; alone a rank runs solo_speedup times faster. The cost
   // model interpolates by how many are busy (pipeline bubbles free cores) and does not overlap
   // communication with compute there (no spare core for it).
-  int host = 0;                        // machine index (ranks with the same host name)
-  int host_ranks = 1;                  // ranks of this job on that machine
-  bool shares_cores = false;           // their threads outnumber its cores
+  int host = 0;                        // CPU pool: the machine (host name), or a cgroup on it (a
+                                       // testbed site's cpus)
+  int host_ranks = 1;                  // ranks of this job in that pool
+  bool shares_cores = false;           // they share its cores: alone a rank runs > 1.1x faster
   double solo_speedup = 1;             // block time with all busy / alone
 };
 

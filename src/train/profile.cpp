@@ -61,6 +61,7 @@ std::string cpu_quota() {
   std::ifstream in("/proc/self/cgroup");
   std::string out;
   if (const char* dir = std::getenv("SLM_CGROUP")) {
+    out += std::string(dir) + ";";
     for (const std::string& f : {std::string(dir) + "/cpu.max", std::string(dir) + "/cpu.cfs_quota_us"}) {
       std::ifstream q(f);
       std::string v;
@@ -219,29 +220,26 @@ double solo_block_s(const ProfileRequest& r) {
 }  // namespace
 
 std::vector<planner::RankProfile> profile_job(const ProfileRequest& r, const dist::Group& g) {
-  // Which ranks share a machine: host name hashes, cores and threads of every rank.
+  // Which ranks share a pool of cores: the machine (host name) and the cgroup a testbed site's
+  // ranks run in (SLM_CGROUP), hashed, of every rank.
   char name[256] = {0};
   ::gethostname(name, sizeof name - 1);
-  const double me_hash = static_cast<double>(std::hash<std::string>{}(name) % (1ull << 50));
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  std::vector<double> info(3 * static_cast<size_t>(g.size), 0.0);
-  info[3 * static_cast<size_t>(g.rank)] = me_hash;
-  info[3 * static_cast<size_t>(g.rank) + 1] = cores;
-  info[3 * static_cast<size_t>(g.rank) + 2] = cpu_threads();
-  info = dist::sum(info, g);
+  const char* cg = std::getenv("SLM_CGROUP");
+  std::vector<double> hashes_of(static_cast<size_t>(g.size), 0.0);
+  hashes_of[static_cast<size_t>(g.rank)] =
+      static_cast<double>(std::hash<std::string>{}(std::string(name) + "|" + (cg ? cg : "")) % (1ull << 50));
+  hashes_of = dist::sum(hashes_of, g);
   std::vector<int> host(static_cast<size_t>(g.size)), index_in_host(static_cast<size_t>(g.size));
-  std::vector<double> hashes;
-  std::map<int, int> ranks_on, threads_on;
+  std::vector<double> pools;
+  std::map<int, int> ranks_on;
   for (int q = 0; q < g.size; ++q) {
-    const double h = info[3 * static_cast<size_t>(q)];
-    auto it = std::find(hashes.begin(), hashes.end(), h);
-    if (it == hashes.end()) it = hashes.insert(hashes.end(), h);
-    host[static_cast<size_t>(q)] = static_cast<int>(it - hashes.begin());
+    auto it = std::find(pools.begin(), pools.end(), hashes_of[static_cast<size_t>(q)]);
+    if (it == pools.end()) it = pools.insert(pools.end(), hashes_of[static_cast<size_t>(q)]);
+    host[static_cast<size_t>(q)] = static_cast<int>(it - pools.begin());
     index_in_host[static_cast<size_t>(q)] = ranks_on[host[static_cast<size_t>(q)]]++;
-    threads_on[host[static_cast<size_t>(q)]] += static_cast<int>(info[3 * static_cast<size_t>(q) + 2]);
   }
   const int my_host = host[static_cast<size_t>(g.rank)];
-  const bool shares = threads_on[my_host] > cores && ranks_on[my_host] > 1;
+  const bool shares = ranks_on[my_host] > 1;  // measured below: does a rank run faster alone?
   // The cache, unless any rank misses (then every rank measures: the solo rounds are collective).
   const planner::ProfileShape s = profile_shape(r.model, r.seq_len, r.precision);
   const DeviceInfo dev = describe_device(r.device, r.precision, cpu_threads(), 0, 0);
@@ -271,7 +269,7 @@ std::vector<planner::RankProfile> profile_job(const ProfileRequest& r, const dis
     mine.solo_speedup = 1;
     int most = 0;
     for (auto& [h, n] : ranks_on) most = std::max(most, n);
-    for (int k = 0; k < most; ++k) {  // one rank per machine at a time runs alone
+    for (int k = 0; k < most; ++k) {  // one rank per pool at a time runs alone
       dist::barrier(g);
       if (shares && index_in_host[static_cast<size_t>(g.rank)] == k) {
         const size_t last = mine.micro_batch.size() - 1;
@@ -292,7 +290,7 @@ std::vector<planner::RankProfile> profile_job(const ProfileRequest& r, const dis
     planner::RankProfile& p = all[static_cast<size_t>(q)];
     p.host = host[static_cast<size_t>(q)];
     p.host_ranks = ranks_on[p.host];
-    p.shares_cores = threads_on[p.host] > static_cast<int>(info[3 * static_cast<size_t>(q) + 1]) && p.host_ranks > 1;
+    p.shares_cores = p.host_ranks > 1 && p.solo_speedup > 1.1;  // alone it runs notably faster
   }
   return all;
 }

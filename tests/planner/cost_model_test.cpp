@@ -26,7 +26,8 @@ TEST(CommCost, RingAllReduceMatchesTheWorkedExample) {
   EXPECT_NEAR(ring_all_reduce_s(4, wan, 100e6), 6 * 0.05 + 1.5 * 100e6 / (kWindowBytes / 0.05), 1e-9);
   EXPECT_NEAR(ring_all_reduce_s(4, wan, 100e6, 8), 6 * 0.05 + 1.5 * 100e6 / 125e6, 1e-9);  // 8 channels fill it
   EXPECT_NEAR(ring_all_reduce_s(4, wan, 100e6, 8, 2), 6 * 0.05 + 1.5 * 100e6 / 62.5e6, 1e-9);  // two rings share it
-  EXPECT_NEAR(ring_all_gather_s(4, wan, 100e6, 8), 3 * 0.05 + 0.75 * 100e6 / 125e6, 1e-9);
+  EXPECT_NEAR(ring_all_gather_s(4, wan, 100e6), 3 * 0.05 + 0.75 * 100e6 / 125e6, 1e-9);  // no window
+  EXPECT_NEAR(ring_all_gather_s(4, wan, 100e6, 1, 2), 3 * 0.05 + 0.75 * 100e6 / 62.5e6, 1e-9);
   EXPECT_NEAR(p2p_s({0.01, 1e9}, 1e6), 0.01 + 1e6 / std::min(1e9, kWindowBytes / 0.01), 1e-12);
   EXPECT_EQ(ring_all_reduce_s(1, wan, 1e6), 0);
 }
@@ -198,7 +199,9 @@ TEST(Cluster, FromTheTestbedFileWithDevicesAndAProbe) {
     {"a": 1, "b": 3, "alpha_s": 0.022, "beta_Bps": 7e7, "class": "wide"}]})";
   apply_topology(d, probe, "t.json");
   EXPECT_NEAR(d.between(1, 2).alpha_s, 0.021, 1e-12);
-  EXPECT_NEAR(d.between(1, 2).beta_Bps, 6e7, 1e-3);
+  EXPECT_NEAR(d.between(1, 2).beta_Bps, 125e6, 1e-3);  // the file's rate stays (the probe under-measures)
+  EXPECT_NEAR(d.between(0, 1).alpha_s, 0.0001, 1e-12);
+  EXPECT_NEAR(d.between(0, 1).beta_Bps, 1e9, 1e-3);    // no rate in the file: the probe's
   EXPECT_THROW(apply_topology(d, R"({"world": 3, "pairs": []})", "t.json"), UserError);
   // Without a file: sites are the groups of ranks joined by local links.
   const Cluster e = cluster_from_probe(probe, "cpu", "t.json");
