@@ -108,25 +108,41 @@ void apply_topology(Cluster& c, const std::string& text, const std::string& wher
   set_links(c, pairs);
 }
 
-Cluster cluster_from_probe(const std::string& text, const std::string& device, const std::string& where) {
+Cluster cluster_from_probe(const std::string& text, const std::string& device, const std::string& where,
+                           bool one_site) {
   int world = 0;
   const std::vector<ProbedPair> pairs = read_pairs(text, where, &world);
-  std::vector<int> parent(static_cast<size_t>(world));
-  std::iota(parent.begin(), parent.end(), 0);
+  // Sites: connected components of the local pairs, widened to contiguous rank ranges (the
+  // runtime numbers sites by rank; a noisy probe must not interleave them).
+  std::vector<int> site_of(static_cast<size_t>(world));
+  std::iota(site_of.begin(), site_of.end(), 0);
   auto root = [&](int x) {
-    while (parent[static_cast<size_t>(x)] != x) x = parent[static_cast<size_t>(x)];
+    while (site_of[static_cast<size_t>(x)] != x) x = site_of[static_cast<size_t>(x)];
     return x;
   };
+  auto join = [&](int a, int b) { site_of[static_cast<size_t>(std::max(root(a), root(b)))] = std::min(root(a), root(b)); };
   for (const ProbedPair& p : pairs)
-    if (p.local) parent[static_cast<size_t>(std::max(root(p.a), root(p.b)))] = std::min(root(p.a), root(p.b));
+    if (p.local || one_site) join(p.a, p.b);
+  if (one_site)
+    for (int r = 1; r < world; ++r) join(0, r);
+  for (bool changed = true; changed;) {  // a component spanning [lo, hi] takes every rank between
+    changed = false;
+    for (int r = 1; r < world; ++r)
+      if (root(r) < root(r - 1)) join(r, r - 1), changed = true;
+      else
+        for (int q = r + 1; q < world; ++q)
+          if (root(q) == root(r - 1) && root(r) != root(q)) {
+            join(r, q);
+            changed = true;
+            break;
+          }
+  }
   const DeviceSpec* d = find_device(device);
   Cluster c;
   std::map<int, int> site_of_root;
   for (int r = 0; r < world; ++r) {
     auto [it, fresh] = site_of_root.emplace(root(r), static_cast<int>(c.sites.size()));
     if (fresh) c.sites.push_back(fmt::format("site{}", it->second));
-    if (!c.ranks.empty() && it->second < c.ranks.back().site)
-      throw UserError(fmt::format("{}: rank {} is in the site of lower ranks; number ranks site by site", where, r));
     c.ranks.push_back({it->second, d ? d->name : device, 0, d ? d->price_per_hour : 0});
   }
   const size_t S = c.sites.size();

@@ -50,8 +50,10 @@ Cluster cluster_from_spec(const testbed::TestbedSpec& s, const std::string& wher
 // a long fat link: 476 of 1000 Mbit/s at 100 ms RTT, 123 of 250 at 20 ms, measured).
 // UserError when the probe's world differs or the JSON is malformed.
 void apply_topology(Cluster& c, const std::string& topology_json, const std::string& where);
-// Sites = connected components of the probe's "local" pairs (ranks in order); every rank gets
-// `device` (memory unknown, the table's price). Links as in apply_topology.
-Cluster cluster_from_probe(const std::string& topology_json, const std::string& device, const std::string& where);
+// Sites = connected components of the probe's "local" pairs, widened to contiguous rank ranges
+// (one site when `one_site`, e.g. every link faster than 5 ms RTT); every rank gets `device` (memory
+// unknown, the table's price). Links as in apply_topology.
+Cluster cluster_from_probe(const std::string& topology_json, const std::string& device, const std::string& where,
+                           bool one_site = false);
 
 }  // namespace slm::planner

@@ -37,7 +37,10 @@ AutoPlan plan_at_start(Config& cfg, dist::World& w, const dist::ProbeResult& pro
                                   w.world.size));
     if (w.world.size > 1) planner::apply_topology(cluster, probe_text, "the probe at start");
   } else if (w.world.size > 1) {
-    cluster = planner::cluster_from_probe(probe_text, device == "cpu" ? "cpu" : "cuda", "the probe at start");
+    // Links below 5 ms RTT are one site (as the study's rule has it): a probe of loopback links
+    // under load can split them at a 3x jump of a millisecond.
+    cluster = planner::cluster_from_probe(probe_text, device == "cpu" ? "cpu" : "cuda", "the probe at start",
+                                          dist::widest_class(probe).alpha_s < 2.5e-3);
   } else {
     cluster.sites = {"local"};
     cluster.ranks = {{0, "cpu", 0, 0}};

@@ -112,9 +112,10 @@ same_losses ref auto "$TOL"
 [ -f auto/plan.toml ] || fail "auto run keeps no plan.toml"
 grep -q '"predicted_step_s"' auto/metrics.jsonl || fail "metrics lack predicted_step_s"
 "$SLM" plan check auto/plan.toml "${COMMON[@]}" --world 4 > /dev/null 2>&1 || fail "the auto run's plan.toml"
-# The study's rule on one site: data parallel over the 4 ranks, same losses.
+# The study's rule on one site (a cluster file: one site of 4 CPU ranks): data parallel, same losses.
+printf '[[site]]\nname = "here"\nranks = 4\n' > one.toml
 "$SLM" launch -n 4 -- "$SLM" train "${COMMON[@]}" --set run.dir=heur --set parallel.plan=auto \
-  --set planner.strategy=study-heuristic > heur.log 2>&1 || { cat heur.log; fail "study heuristic"; }
+  --set planner.strategy=study-heuristic --set planner.cluster=one.toml > heur.log 2>&1 || { cat heur.log; fail "study heuristic"; }
 grep -q "plan auto: dp 4" heur.log || { cat heur.log; fail "heuristic on one site is not dp 4"; }
 same_losses ref heur "$TOL"
 

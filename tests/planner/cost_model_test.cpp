@@ -209,6 +209,18 @@ TEST(Cluster, FromTheTestbedFileWithDevicesAndAProbe) {
   EXPECT_EQ(e.ranks[1].site, 0);
   EXPECT_EQ(e.ranks[2].site, 1);
   EXPECT_NEAR(e.between(0, 3).alpha_s, 0.021, 1e-12);
+  EXPECT_EQ(cluster_from_probe(probe, "cpu", "t.json", /*one_site=*/true).sites.size(), 1u);
+  // A noisy probe that joins ranks 0 and 2 but not 1: sites stay contiguous ranges.
+  const std::string noisy = R"({"world": 4, "pairs": [
+    {"a": 0, "b": 2, "alpha_s": 0.0001, "beta_Bps": 1e9, "class": "local"},
+    {"a": 0, "b": 1, "alpha_s": 0.01, "beta_Bps": 1e9, "class": "wide"},
+    {"a": 1, "b": 3, "alpha_s": 0.01, "beta_Bps": 1e9, "class": "wide"},
+    {"a": 2, "b": 3, "alpha_s": 0.01, "beta_Bps": 1e9, "class": "wide"}]})";
+  const Cluster f = cluster_from_probe(noisy, "cpu", "t.json");
+  ASSERT_EQ(f.sites.size(), 2u);
+  EXPECT_EQ(f.ranks[1].site, 0);
+  EXPECT_EQ(f.ranks[2].site, 0);
+  EXPECT_EQ(f.ranks[3].site, 1);
 }
 
 TEST(Devices, TableLookupsAndAchievedSpeed) {
