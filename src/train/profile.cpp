@@ -9,7 +9,6 @@
 #include <fmt/ranges.h>
 #include <fstream>
 #include <map>
-#include <thread>
 #include <unistd.h>
 #include <nlohmann/json.hpp>
 #include <torch/cuda.h>
