@@ -2,6 +2,7 @@
 // a plan file against a world size and a model, print it readably with per-rank memory), and the
 // layout flags (--dp --tp --pp --virtual-stages --micro-batches --schedule --zero) shared with
 // `slm train`, where they are shorthands for --set parallel.<key>=<value>.
+#include <algorithm>
 #include <cstdio>
 #include <fmt/format.h>
 #include <memory>
@@ -10,6 +11,7 @@
 #include "data/manifest.h"
 #include "parallel/plan.h"
 #include "train/config.h"
+#include "train/memory_caps.h"
 #include "train/trainer.h"
 #include "util/error.h"
 #include "util/files.h"
@@ -59,14 +61,16 @@ void print_prediction(const parallel::Plan& p, const train::Config& cfg, const P
   std::fprintf(stderr, "  %s (%s)\n", describe_prediction(planner::predict(k, in)).c_str(), planner::describe_candidate(k).c_str());
 }
 
-void print_plan(parallel::Plan p, const train::Config& cfg, int world) {
-  parallel::validate_plan(p, train::model_shape(cfg.model), world);
+void print_plan(parallel::Plan p, const train::Config& cfg, const PlanArgs& a) {
+  parallel::validate_plan(p, train::model_shape(cfg.model), a.world);
   if (cfg.parallel.zero_scope == "site") p.zero_ranks_per_site = cfg.dist.wan.ranks_per_site;
   const int64_t T = cfg.batch.seq_len > 0 ? cfg.batch.seq_len : cfg.model.block_size;
+  // parallel.memory_cap_gb, and with --cluster each rank's site memory
+  const auto caps = train::configured_memory_caps(cfg, a.cluster, a.world, {});
+  parallel::check_memory_caps(p, train::model_shape(cfg.model), T, caps);
   std::fprintf(stderr, "%s", parallel::describe_plan(p, train::model_shape(cfg.model), T).c_str());
-  parallel::check_memory_cap(p, train::model_shape(cfg.model), T, cfg.parallel.memory_cap_gb);
-  if (cfg.parallel.memory_cap_gb > 0)
-    std::fprintf(stderr, "  every rank fits parallel.memory_cap_gb = %g\n", cfg.parallel.memory_cap_gb);
+  if (std::any_of(caps.begin(), caps.end(), [](const parallel::MemoryCap& c) { return c.gb > 0; }))
+    std::fprintf(stderr, "  every rank fits its memory cap (rank 0: %g GiB, %s)\n", caps[0].gb, caps[0].from.c_str());
 }
 
 }  // namespace
@@ -98,7 +102,7 @@ void add_plan_commands(CLI::App& app) {
     train::Config cfg = plan_config(*a);
     parallel::Plan p = parallel::resolve_plan(cfg.parallel, cfg.model.n_layer, a->world, cfg.batch.batch_size,
                                               cfg.batch.micro_batch);
-    print_plan(p, cfg, a->world);
+    print_plan(p, cfg, *a);
     print_prediction(p, cfg, *a);
     if (a->out.empty()) std::printf("%s", parallel::plan_to_toml(p).c_str());
     else write_file_atomic(a->out, parallel::plan_to_toml(p));
@@ -112,7 +116,7 @@ void add_plan_commands(CLI::App& app) {
     if (!path_exists(b->plan)) throw UserError(fmt::format("{}: no such file", b->plan));
     parallel::Plan p = parallel::parse_plan(read_file(b->plan), b->plan);
     if (p.zero < 0) p.zero = static_cast<int>(cfg.parallel.zero);
-    print_plan(p, cfg, b->world);
+    print_plan(p, cfg, *b);
     print_prediction(p, cfg, *b);
     std::printf("%s: valid for %d ranks\n", b->plan.c_str(), b->world);
   });

@@ -47,11 +47,13 @@ Health::~Health() {
 
 std::string Health::lost_ranks(const std::vector<int>& ranks) {
   std::map<int, int64_t> before;
+  std::vector<int> job;  // the job's ranks: heartbeats and messages use them
+  for (int r : ranks) job.push_back(job_rank.empty() ? r : job_rank.at(static_cast<size_t>(r)));
   try {
-    for (int r : ranks) before[r] = store->add(fmt::format("hb/{}", r), 0);
+    for (int r : job) before[r] = store->add(fmt::format("hb/{}", r), 0);
     std::this_thread::sleep_for(kBeat * 3);
     std::vector<int> lost;
-    for (int r : ranks)
+    for (int r : job)
       if (r != rank && store->add(fmt::format("hb/{}", r), 0) == before[r]) lost.push_back(r);
     if (lost.empty()) return "no rank (all heartbeats continue)";
     return fmt::format("{} {}", lost.size() == 1 ? "rank" : "ranks", fmt::join(lost, ", "));

@@ -24,7 +24,9 @@ struct Health {
   std::string lost_ranks(const std::vector<int>& ranks);
 
   c10::intrusive_ptr<c10d::Store> store;  // this thread's own client connection
-  int rank;
+  int rank;                   // the job's rank (the launcher's RANK)
+  std::vector<int> job_rank;  // after dist::shrink_world: the job's rank of each renumbered rank
+                              // (empty = ranks are the job's)
   std::mutex mu;
   std::condition_variable cv;
   bool stop = false;

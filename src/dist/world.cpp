@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fmt/format.h>
 
@@ -161,6 +162,26 @@ Group new_group(World& w, const std::string& name, const std::vector<int>& ranks
   g.backend = make_backend(w, nth == 0 ? key + "/" : fmt::format("{}#{}/", key, nth), g.rank, g.size, w.cfg);
   g.backend->health = w.world.backend->health;
   return g;
+}
+
+World shrink_world(World& w, const std::vector<int>& keep) {
+  const auto me = std::find(keep.begin(), keep.end(), w.env.rank);
+  if (keep.empty() || keep[0] != 0 || me == keep.end() || !std::is_sorted(keep.begin(), keep.end()))
+    throw std::logic_error("shrink_world: keep must be ascending, start at rank 0 and hold this rank");
+  World s;
+  s.env = w.env, s.backend = w.backend, s.cfg = w.cfg;
+  s.job_ranks = keep;
+  s.env.rank = static_cast<int>(me - keep.begin());
+  s.env.world = static_cast<int>(keep.size());
+  s.world.rank = s.env.rank, s.world.size = s.env.world;
+  for (int r = 0; r < s.env.world; ++r) s.world.ranks.push_back(r);
+  if (s.env.world == 1) return s;
+  s.store = std::make_shared<c10::intrusive_ptr<c10d::Store>>(
+      c10::make_intrusive<c10d::PrefixStore>(fmt::format("kept/{}/", fmt::join(keep, ",")), store_of(w)));
+  s.world.backend = make_backend(s, "world/", s.env.rank, s.env.world, s.cfg);
+  s.world.backend->health = w.world.backend->health;
+  s.world.backend->health->job_rank = keep;
+  return s;
 }
 
 }  // namespace slm::dist

@@ -1,6 +1,6 @@
 // dist/world.h: joining the job: rendezvous through a c10d TCPStore hosted by rank 0, the world
 // process group (Gloo on CPU, NCCL on GPU), and new subgroups.
-// Owns: DistConfig (the [dist] config section), World, init_world, new_group.
+// Owns: DistConfig (the [dist] config section), World, init_world, new_group, shrink_world.
 // Worked example, 4 ranks on one machine started by `slm launch -n 4` (MASTER_ADDR=127.0.0.1):
 // rank 0 listens on MASTER_PORT and waits up to join_timeout_s for ranks 1..3; each builds the
 // world Gloo group (keys under "world/"); a subgroup {0,2} is built by ranks 0 and 2 only, under
@@ -34,6 +34,7 @@ struct World {
   std::shared_ptr<void> store;  // the rendezvous store (c10d::Store), for new_group
   DistConfig cfg;
   std::map<std::string, int> groups_made;  // per group name+ranks: how many so far (unique store keys)
+  std::vector<int> job_ranks;  // after shrink_world: the launcher's rank of each rank (empty = the same)
 };
 
 // Validates cfg, reads the launch environment, and (world > 1) performs the rendezvous. UserError
@@ -44,5 +45,10 @@ World init_world(const DistConfig& cfg, const std::string& device);
 // shares the world's connections unless `own_connections` (pipeline point-to-point traffic gets
 // its own, so that its byte count and its tags stay apart from the world's collectives).
 Group new_group(World& w, const std::string& name, const std::vector<int>& ranks, bool own_connections = false);
+// The ranks `keep` (ascending, rank 0 among them: it hosts the store) as a job of their own, for
+// a plan that leaves ranks out: renumbered 0..keep.size()-1 in that order, with their own world
+// group and store keys; failures still name the job's ranks. Collective over `keep` only; the
+// other ranks may exit. w stays usable for nothing but its store.
+World shrink_world(World& w, const std::vector<int>& keep);
 
 }  // namespace slm::dist

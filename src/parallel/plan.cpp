@@ -257,19 +257,31 @@ MemoryEstimate estimate_memory(const Plan& p, const ModelShape& m, int64_t seq_l
   return e;
 }
 
-void check_memory_cap(const Plan& p, const ModelShape& m, int64_t seq_len, double cap_gb) {
-  if (cap_gb <= 0) return;
+// "2.87 GiB" or "5.1 MiB".
+static std::string bytes_text(double bytes) {
+  return bytes >= (1 << 30) ? fmt::format("{:.2f} GiB", bytes / (1 << 30)) : fmt::format("{:.1f} MiB", bytes / (1 << 20));
+}
+
+MemoryCap tighter(const MemoryCap& a, const MemoryCap& b) {
+  if (a.gb <= 0) return b;
+  if (b.gb <= 0) return a;
+  return b.gb < a.gb ? b : a;
+}
+
+void check_memory_caps(const Plan& p, const ModelShape& m, int64_t seq_len, const std::vector<MemoryCap>& caps) {
   int world = 0;
   for (int k = 0; k < p.pp; ++k) world += static_cast<int>(p.stages[static_cast<size_t>(k)].ranks.size());
   const double gib = 1024.0 * 1024.0 * 1024.0;
-  for (int r = 0; r < world; ++r) {
+  for (int r = 0; r < std::min(world, static_cast<int>(caps.size())); ++r) {
+    const MemoryCap& cap = caps[static_cast<size_t>(r)];
+    if (cap.gb <= 0) continue;
     const MemoryEstimate e = estimate_memory(p, m, seq_len, r);
-    if (e.total() > cap_gb * gib)
-      throw UserError(fmt::format("plan: rank {} needs ~{:.2f} GiB (parameters {:.2f}, gradients {:.2f}, optimizer "
-                                  "{:.2f}, activations {:.2f}) > parallel.memory_cap_gb {}; use more pipeline "
-                                  "stages, tp or ZeRO (slm plan check shows the estimate)",
-                                  r, e.total() / gib, e.params / gib, e.grads / gib, e.optimizer / gib,
-                                  e.activations / gib, cap_gb));
+    if (e.total() > cap.gb * gib)
+      throw UserError(fmt::format("plan: rank {} needs ~{} (parameters {}, gradients {}, optimizer {}, activations "
+                                  "{}) > its {:.3g} GiB ({}); use more pipeline stages, tp or ZeRO (slm plan check "
+                                  "shows the estimate)",
+                                  r, bytes_text(e.total()), bytes_text(e.params), bytes_text(e.grads),
+                                  bytes_text(e.optimizer), bytes_text(e.activations), cap.gb, cap.from));
   }
 }
 
@@ -296,9 +308,7 @@ std::string describe_plan(const Plan& p, const ModelShape& m, int64_t seq_len) {
   }
   o << fmt::format("  pipeline bubble (theory, equal stages): {:.1f}%\n",
                    100 * pipeline::theoretical_bubble(p.pp, static_cast<int>(p.micro_batches), p.virtual_stages));
-  auto size = [](double bytes) {
-    return bytes >= (1 << 30) ? fmt::format("{:.2f} GiB", bytes / (1 << 30)) : fmt::format("{:.1f} MiB", bytes / (1 << 20));
-  };
+  auto size = bytes_text;
   o << "  memory per rank (estimate: parameters + gradients + optimizer + activations):\n";
   for (int r = 0; r < world; ++r) {
     MemoryEstimate e = estimate_memory(p, m, seq_len, r);

@@ -96,9 +96,16 @@ MemoryEstimate estimate_memory(const Plan& p, const ModelShape& m, int64_t seq_l
 // its site when every site holds the same number of them (as dist/hierarchy.cpp then shards).
 int zero_shards(const Plan& p, int rank);
 
-// UserError (one line, naming the rank and its estimate) when some rank's estimate exceeds
-// cap_gb GiB; no-op for cap_gb <= 0.
-void check_memory_cap(const Plan& p, const ModelShape& m, int64_t seq_len, double cap_gb);
+// One rank's memory limit for the estimate, and where it comes from (for the message).
+struct MemoryCap {
+  double gb = 0;     // 0 = none
+  std::string from;  // e.g. "parallel.memory_cap_gb", "site b's memory_gb in cluster.toml", "its GPU"
+};
+// The smaller of two caps (a cap of 0 is none).
+MemoryCap tighter(const MemoryCap& a, const MemoryCap& b);
+// UserError (one line, naming the rank, its estimate, its cap and where the cap comes from) when
+// rank r's estimate exceeds caps[r]; ranks past caps.size() have no cap.
+void check_memory_caps(const Plan& p, const ModelShape& m, int64_t seq_len, const std::vector<MemoryCap>& caps);
 
 // Readable, several lines: stages, layers, ranks per replica, schedule, per-rank memory.
 std::string describe_plan(const Plan& p, const ModelShape& m, int64_t seq_len);

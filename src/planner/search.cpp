@@ -201,6 +201,9 @@ struct Searcher {
   void run() {
     const Cluster& cl = *in.cluster;
     for (const std::vector<int>& sites : site_subsets(cl, o.subsets)) {
+      if (o.keep_rank >= 0 &&
+          std::find(sites.begin(), sites.end(), cl.ranks.at(static_cast<size_t>(o.keep_rank)).site) == sites.end())
+        continue;
       std::vector<int> ranks;
       for (int r = 0; r < cl.world(); ++r)
         if (std::find(sites.begin(), sites.end(), cl.ranks[static_cast<size_t>(r)].site) != sites.end()) ranks.push_back(r);

@@ -23,6 +23,7 @@ struct SearchOptions {
   std::string objective = "time";  // time (step time) | cost (tokens per dollar)
   bool allow_lossy = false;        // bf16 gradients across sites
   bool subsets = true;             // may leave sites out ("fewer GPUs")
+  int keep_rank = -1;              // a cluster rank whose site every subset keeps (-1 = none)
   int64_t batch_size = 0;          // global batch, sequences (fixed: every plan trains the same model)
   int64_t micro_batch = 0;         // the configuration's micro-batch (the heuristic's default)
   int top = 5;

@@ -67,15 +67,16 @@ AutoPlan plan_at_start(Config& cfg, dist::World& w, const dist::ProbeResult& pro
   planner::CostInputs in{&cluster, &prof, model_shape(cfg.model), seq_len, cfg.parallel.bucket_mb,
                          cfg.parallel.memory_cap_gb, {}};
   planner::SearchOptions o;
-  o.objective = pc.objective, o.allow_lossy = pc.allow_lossy, o.subsets = false;
+  o.objective = pc.objective, o.allow_lossy = pc.allow_lossy, o.subsets = !pc.all_ranks, o.keep_rank = 0;
   o.batch_size = cfg.batch.batch_size, o.micro_batch = cfg.batch.micro_batch, o.top = 1;
   t0 = Clock::now();
   if (pc.strategy == "study-heuristic") {
     planner::Ranked h = planner::study_heuristic(in, o);
-    if (h.c.ranks.size() != static_cast<size_t>(w.world.size))
-      throw UserError(fmt::format("planner: the study heuristic uses {} of the {} ranks; start only those (slm plan "
-                                  "auto --strategy study-heuristic says which)",
-                                  h.c.ranks.size(), w.world.size));
+    if (h.c.ranks.at(0) != 0 || (pc.all_ranks && h.c.ranks.size() != static_cast<size_t>(w.world.size)))
+      throw UserError(fmt::format("planner: the study heuristic uses {} of the {} ranks ({}), {}; start only those "
+                                  "(slm plan auto --strategy study-heuristic says which)",
+                                  h.c.ranks.size(), w.world.size, planner::sites_used(cluster, h.c.ranks),
+                                  pc.all_ranks ? "but planner.all_ranks is set" : "not rank 0's site"));
     a.chosen = h.c, a.predicted = h.p, a.evaluated = 1;
   } else {
     const planner::SearchResult r = planner::search_plans(in, o);
@@ -83,6 +84,11 @@ AutoPlan plan_at_start(Config& cfg, dist::World& w, const dist::ProbeResult& pro
   }
   a.search_s = std::chrono::duration<double>(Clock::now() - t0).count();
   const planner::Candidate& c = a.chosen;
+  if (c.ranks.size() < static_cast<size_t>(w.world.size))
+    a.left_out = fmt::format("uses {} of the {} ranks (sites {}): leaving the others out is predicted faster{} "
+                             "(planner.all_ranks = true uses every rank)",
+                             c.ranks.size(), w.world.size, planner::sites_used(cluster, c.ranks),
+                             pc.objective == "cost" ? " per dollar" : "");
   cfg.parallel.zero = c.plan.zero;
   cfg.parallel.zero_scope = c.zero_site ? "site" : "dp";
   cfg.dist.wan.ranks_per_site = c.ranks_per_site;

@@ -2,8 +2,8 @@
 // quick probe) and every rank's compute (train/profile.h, cached), describe the cluster (the
 // [planner] cluster file, or sites from the probe), search (planner/search.h) and set the run up
 // with the best layout. Every rank searches the same inputs, so every rank picks the same plan.
-// Owns: AutoPlan, plan_at_start. Uses every rank of the job (leaving sites out is for
-// `slm plan auto`, which tells which ranks to start).
+// Owns: AutoPlan, plan_at_start. May leave sites out (never rank 0's, which hosts the rendezvous
+// store) unless planner.all_ranks; the caller lets those ranks go.
 #pragma once
 #include <string>
 
@@ -22,6 +22,7 @@ struct AutoPlan {
   double search_s = 0, profile_s = 0;
   std::string profile_source;  // "measured" | "cached" | the file
   std::string toml;            // the plan file with its [set] table (written to the run folder)
+  std::string left_out;        // "" when every rank is used, else which ranks are left out and why
 };
 
 // Collective over w.world. Sets cfg's parallel.zero, zero_scope, dist ranks_per_site / compress /

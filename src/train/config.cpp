@@ -88,6 +88,7 @@ std::vector<Field> fields(Config& c) {
       {"planner", "objective", &c.planner.objective},
       {"planner", "strategy", &c.planner.strategy},
       {"planner", "allow_lossy", &c.planner.allow_lossy},
+      {"planner", "all_ranks", &c.planner.all_ranks},
   };
 }
 

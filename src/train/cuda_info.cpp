@@ -1,4 +1,4 @@
-// train/cuda_info.cpp: see cuda_info.h. Uses four driver-API entry points by name.
+// train/cuda_info.cpp: see cuda_info.h. Uses five driver-API entry points by name.
 #include "train/cuda_info.h"
 
 #include <dlfcn.h>
@@ -17,6 +17,8 @@ CudaInfo cuda_info(int device) {
   auto get = reinterpret_cast<Get>(::dlsym(lib, "cuDeviceGet"));
   auto name = reinterpret_cast<Name>(::dlsym(lib, "cuDeviceGetName"));
   auto attr = reinterpret_cast<Attr>(::dlsym(lib, "cuDeviceGetAttribute"));
+  using Mem = int (*)(size_t*, int);
+  auto mem = reinterpret_cast<Mem>(::dlsym(lib, "cuDeviceTotalMem_v2"));
   int dev = 0;
   char buf[256] = {0};
   constexpr int kMajor = 75, kMinor = 76;  // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR/_MINOR
@@ -25,6 +27,8 @@ CudaInfo cuda_info(int device) {
       attr(&info.minor, kMinor, dev) == 0) {
     info.ok = true;
     info.name = buf;
+    size_t bytes = 0;
+    if (mem && mem(&bytes, dev) == 0) info.memory_bytes = static_cast<double>(bytes);
   }
   return info;  // the library stays loaded: LibTorch's CUDA runtime uses it too
 }

@@ -9,6 +9,7 @@ struct CudaInfo {
   bool ok = false;     // false: no driver or no device (then the other fields are empty)
   std::string name;    // e.g. "NVIDIA H100 80GB HBM3"
   int major = 0, minor = 0;  // compute capability; bf16 tensor cores from 8.0 (Ampere)
+  double memory_bytes = 0;   // total device memory
 };
 
 CudaInfo cuda_info(int device = 0);

@@ -110,6 +110,7 @@ static void print_header(const Trainer& t, const std::string& run, const DeviceI
 int run_training(const Config& cfg_in, bool resume, int64_t stop_at) {
   const std::string run = cfg_in.run.dir;
   std::unique_ptr<Trainer> t = make_trainer(cfg_in);
+  if (!t) return 0;  // left out by parallel.plan = "auto"
   const Config& cfg = t->cfg;
   const bool main_rank = t->groups.world.rank == 0;
   const int devices = t->groups.world.size;

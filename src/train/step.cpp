@@ -3,6 +3,7 @@
 // same for one process and for data parallelism / ZeRO: parallel/data_parallel.h hides the difference.
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -15,6 +16,7 @@
 #include "parallel/plan_groups.h"
 #include "parallel/tensor/model.h"
 #include "train/auto_plan.h"
+#include "train/memory_caps.h"
 #include "train/optim.h"
 #include "train/precision.h"
 #include "train/runtime.h"
@@ -54,22 +56,35 @@ static dist::ProbeResult probe_at_start(Trainer& t) {
 }
 
 // parallel.plan = "auto": profile, search, and set the run up with the best layout; rank 0 keeps
-// the plan (with its [set] table) and says what was chosen and why.
-static void plan_auto(Trainer& t, const dist::ProbeResult& probe) {
+// the plan (with its [set] table) and says what was chosen and why. A plan that leaves ranks out
+// (a far or slow site): they say so and return false (their process exits cleanly); the others
+// go on as a job of their own (dist::shrink_world).
+static bool plan_auto(Trainer& t, const dist::ProbeResult& probe) {
   std::string reason;
   const std::string precision = resolve_precision(t.cfg.system.precision, t.device, &reason);
   const AutoPlan a = plan_at_start(t.cfg, t.world, probe, t.device, precision, t.seq_len);
   t.planned = a.chosen.plan;
   t.predicted_step_s = a.predicted.step_s;
-  if (t.world.world.rank != 0) return;
-  std::filesystem::create_directories(t.cfg.run.dir);
-  write_file_atomic(t.cfg.run.dir + "/plan.toml", a.toml);
-  std::fprintf(stderr,
-               "plan auto: %s\n  predicted %.3f s/step (%.0f tokens/s, bubble %.0f%%, %.1f MiB across sites), %lld "
-               "layouts in %.2f s; profile %s in %.1f s; plan in %s/plan.toml\n",
-               planner::describe_candidate(a.chosen).c_str(), a.predicted.step_s, a.predicted.tokens_per_s,
-               100 * a.predicted.bubble, a.predicted.cross_site_bytes / (1 << 20), static_cast<long long>(a.evaluated),
-               a.search_s, a.profile_source.c_str(), a.profile_s, t.cfg.run.dir.c_str());
+  const std::vector<int>& keep = a.chosen.ranks;
+  const bool kept = std::find(keep.begin(), keep.end(), t.world.world.rank) != keep.end();
+  if (t.world.world.rank == 0) {
+    std::filesystem::create_directories(t.cfg.run.dir);
+    write_file_atomic(t.cfg.run.dir + "/plan.toml", a.toml);
+    std::fprintf(stderr,
+                 "plan auto: %s\n  predicted %.3f s/step (%.0f tokens/s, bubble %.0f%%, %.1f MiB across sites), %lld "
+                 "layouts in %.2f s; profile %s in %.1f s; plan in %s/plan.toml\n",
+                 planner::describe_candidate(a.chosen).c_str(), a.predicted.step_s, a.predicted.tokens_per_s,
+                 100 * a.predicted.bubble, a.predicted.cross_site_bytes / (1 << 20),
+                 static_cast<long long>(a.evaluated), a.search_s, a.profile_source.c_str(), a.profile_s,
+                 t.cfg.run.dir.c_str());
+    if (!a.left_out.empty()) std::fprintf(stderr, "plan auto: %s\n", a.left_out.c_str());
+  }
+  if (!kept) {
+    std::fprintf(stderr, "rank %d: left out by the plan (%s); exiting\n", t.world.world.rank, a.left_out.c_str());
+    return false;
+  }
+  if (keep.size() < static_cast<size_t>(t.world.world.size)) t.world = dist::shrink_world(t.world, keep);
+  return true;
 }
 
 // The pipeline part of make_trainer: plan, groups, this rank's share of the model.
@@ -84,7 +99,7 @@ static void apply_plan(Trainer& t) {
   const parallel::ModelShape shape = model_shape(cfg.model);
   parallel::validate_plan(plan, shape, world);
   if (cfg.parallel.zero_scope == "site") plan.zero_ranks_per_site = cfg.dist.wan.ranks_per_site;
-  parallel::check_memory_cap(plan, shape, t.seq_len, cfg.parallel.memory_cap_gb);
+  parallel::check_memory_caps(plan, shape, t.seq_len, rank_memory_caps(cfg, t.world, t.device));
   t.groups = parallel::make_plan_groups(t.world, plan);
   pipe->role = parallel::role_of(plan, t.world.world.rank);
   pipe->actions = parallel::pipeline::schedule_actions(plan.schedule, plan.pp, pipe->role.pipe,
@@ -118,7 +133,7 @@ std::unique_ptr<Trainer> make_trainer(const Config& cfg_in) {
   dist::require_same(to_toml(cfg), t->world.world, "configuration");
   if (cfg.dist.wan.topology == "probe" || cfg.parallel.plan == "auto") {
     const dist::ProbeResult probe = probe_at_start(*t);
-    if (cfg.parallel.plan == "auto") plan_auto(*t, probe);
+    if (cfg.parallel.plan == "auto" && !plan_auto(*t, probe)) return nullptr;
   }
   apply_plan(*t);
   parallel::tensor::validate_tp(cfg.model, t->groups.tp.size);

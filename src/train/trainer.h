@@ -50,6 +50,7 @@ struct Trainer {
 // Joins the job (rendezvous when launched with several ranks), opens the dataset (checking the
 // tokenizer and model vocabulary), resolves device, precision and seq_len, initialises the model
 // (identical on every rank), data parallelism and the optimizer. UserError on bad settings.
+// nullptr on a rank that parallel.plan = "auto" leaves out (it has said so; it should exit 0).
 std::unique_ptr<Trainer> make_trainer(const Config& cfg);
 
 struct StepStats {

@@ -124,7 +124,7 @@ same_logits "$DUMP" ref het pipeline
 # 4. memory cap: 8 layers x 256 channels need ~0.11 GiB per rank under DP; pp 4 needs ~0.04
 BIG=(--set model.n_layer=8 --set model.n_embd=256 --set model.n_head=4 --set parallel.memory_cap_gb=0.07
      --set schedule.max_steps=2 --set eval.every=0)
-launch_error "> parallel.memory_cap_gb 0.07; use more pipeline stages" 4 "${COMMON[@]}" "${BIG[@]}" --set run.dir=capdp
+launch_error "> its 0.07 GiB (parallel.memory_cap_gb); use more pipeline stages" 4 "${COMMON[@]}" "${BIG[@]}" --set run.dir=capdp
 "$SLM" launch -n 4 -- "$SLM" train "${COMMON[@]}" "${BIG[@]}" --pp 4 --set run.dir=cappp > cappp.log 2>&1 \
   || { cat cappp.log; fail "pipeshard under the memory cap"; }
 grep -q "checkpoint cappp/checkpoints/step_00000002" cappp.log || fail "pipeshard under the memory cap did not train"

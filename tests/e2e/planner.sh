@@ -7,6 +7,8 @@
 #  3. Training with the written plan (2 ranks) and with `parallel.plan = "auto"` on 4 local
 #     ranks: the same losses as one process (fp32, same global batch); the log names the chosen
 #     plan and its prediction, the metrics carry predicted_step_s, the run keeps plan.toml.
+#     plan = auto on the far cluster leaves the far rank out (it exits 0 saying why) and trains
+#     the same losses on the other; a site's memory_gb in planner.cluster caps its ranks.
 #  4. One-line errors: unknown device, a profile of another model, nothing fits (names the
 #     tightest rank), a bad objective, a missing cluster file.
 source "$(dirname "$0")/lib.sh"
@@ -118,6 +120,20 @@ printf '[[site]]\nname = "here"\nranks = 4\n' > one.toml
   --set planner.strategy=study-heuristic --set planner.cluster=one.toml > heur.log 2>&1 || { cat heur.log; fail "study heuristic"; }
 grep -q "plan auto: dp 4" heur.log || { cat heur.log; fail "heuristic on one site is not dp 4"; }
 same_losses ref heur "$TOL"
+
+# plan = auto leaving the far, slow site out: its rank says so and exits 0; the other trains alone.
+"$SLM" launch -n 2 -- "$SLM" train "${COMMON[@]}" --set run.dir=near --set parallel.plan=auto \
+  --set planner.cluster=far.toml --set planner.profile=slow.json > near.log 2>&1 || { cat near.log; fail "plan auto leaving a site out"; }
+grep -q "rank 1: left out by the plan (uses 1 of the 2 ranks (sites near)" near.log || { cat near.log; fail "rank 1 not left out"; }
+grep -q "plan: 1 ranks\|plan auto: dp 1" near.log || { cat near.log; fail "the kept rank does not train alone"; }
+same_losses ref near "$TOL"
+# Per-rank memory caps: site b's memory in the cluster file refuses a plan that fits site a.
+printf '[[site]]\nname = "a"\nranks = 1\n[[site]]\nname = "b"\nranks = 1\nmemory_gb = 0.001\n' > small_b.toml
+"$SLM" launch -n 2 -- "$SLM" train "${COMMON[@]}" --set run.dir=capb --set planner.cluster=small_b.toml > capb.log 2>&1 \
+  && fail "site b's memory cap was not checked"
+grep -q "rank 1 needs ~.* MiB .* > its 0.001 GiB (site b's memory in small_b.toml)" capb.log || { cat capb.log; fail "cap message"; }
+expect_error "> its 0.001 GiB (site b's memory in small_b.toml)" "$SLM" plan make "${COMMON[@]}" --world 2 \
+  --cluster small_b.toml
 
 # 4. errors
 printf '[[site]]\nranks = 2\ndevice = "V100"\n' > bad.toml

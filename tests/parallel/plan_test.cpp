@@ -1,5 +1,6 @@
 // tests/parallel/plan_test.cpp: plans: presets from flags, TOML round trip, validation errors
-// (one line naming the problem), rank roles, memory estimate against the ZeRO formulas.
+// (one line naming the problem), rank roles, memory estimate against the ZeRO formulas, per-rank
+// memory caps.
 #include <gtest/gtest.h>
 
 #include "parallel/plan.h"
@@ -147,4 +148,23 @@ TEST(Plan, MemoryEstimateFollowsZeroAndStages) {
   double sum = 0;
   for (int r = 0; r < 4; ++r) sum += estimate_memory(pp, kModel, 64, r).params;
   EXPECT_DOUBLE_EQ(sum, 4 * (P + 512 * 64));  // the last stage's copy of the tied head
+}
+
+TEST(Plan, PerRankMemoryCaps) {
+  PlanFlags f;
+  f.dp = 2;
+  const Plan dp = plan_from_flags(f, 8, 2, 16, 1);
+  const double need = estimate_memory(dp, kModel, 64, 1).total() / (1024.0 * 1024 * 1024);
+  EXPECT_NO_THROW(check_memory_caps(dp, kModel, 64, {{need * 1.1, "a"}, {need * 1.1, "b"}}));
+  EXPECT_NO_THROW(check_memory_caps(dp, kModel, 64, {{0, "none"}, {0, "none"}}));
+  try {
+    check_memory_caps(dp, kModel, 64, {{need * 2, "site a"}, {need * 0.9, "site b's memory"}});
+    FAIL() << "rank 1's cap was not checked";
+  } catch (const slm::UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("plan: rank 1 needs ~"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("(site b's memory)"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(tighter({2, "x"}, {1, "y"}).from, "y");
+  EXPECT_EQ(tighter({2, "x"}, {0, "y"}).from, "x");
+  EXPECT_EQ(tighter({0, "x"}, {3, "y"}).from, "y");
 }

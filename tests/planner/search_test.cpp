@@ -96,6 +96,18 @@ TEST(Search, FarSlowSiteIsLeftOut) {
   EXPECT_EQ(sites_used(c, r.top[0].c.ranks), "a");
 }
 
+TEST(Search, KeepRankKeepsItsSite) {
+  // Site a is the slow, far one and holds rank 0: training (rank 0 hosts the store) must keep it.
+  const Cluster c = make_cluster({1, 2}, {1e-4, 1e9}, {0.1, 1.25e6});
+  const ComputeProfile prof = make_profile(3, 0.01, {10.0, 1.0, 1.0});
+  CostInputs in{&c, &prof, make_model(4), 16, 25, 0, {}};
+  SearchOptions o = opts(8);
+  EXPECT_EQ(search_plans(in, o).top.at(0).c.ranks, (std::vector<int>{1, 2}));
+  o.keep_rank = 0;
+  const SearchResult r = search_plans(in, o);
+  for (const Ranked& k : r.top) EXPECT_EQ(k.c.ranks.at(0), 0) << describe_candidate(k.c);
+}
+
 TEST(Search, CostObjectivePrefersTheCheaperRanks) {
   // Two equal one-rank sites, b four times the price: for tokens per dollar, b alone loses to a alone.
   Cluster c = make_cluster({1, 1}, {1e-4, 1e9}, {0.05, 12.5e6});

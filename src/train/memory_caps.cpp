@@ -1,0 +1,46 @@
+// train/memory_caps.cpp: see memory_caps.h.
+#include "train/memory_caps.h"
+
+#include <fmt/format.h>
+
+#include "dist/collectives.h"
+#include "planner/cluster.h"
+#include "testbed/spec.h"
+#include "train/cuda_info.h"
+#include "util/error.h"
+#include "util/files.h"
+
+namespace slm::train {
+
+std::vector<parallel::MemoryCap> configured_memory_caps(const Config& cfg, const std::string& file, int n,
+                                                        const std::vector<int>& job_ranks) {
+  std::vector<parallel::MemoryCap> caps(static_cast<size_t>(n), {cfg.parallel.memory_cap_gb, "parallel.memory_cap_gb"});
+  if (file.empty()) return caps;
+  if (!path_exists(file)) throw UserError(fmt::format("planner.cluster: {}: no such file", file));
+  const planner::Cluster cl = planner::cluster_from_spec(testbed::parse_testbed(read_file(file), file), file);
+  if (job_ranks.empty() && cl.world() != n)
+    throw UserError(fmt::format("planner.cluster: {} describes {} ranks, the job has {}", file, cl.world(), n));
+  if (!job_ranks.empty() && cl.world() <= job_ranks.back())
+    throw UserError(fmt::format("planner.cluster: {} describes {} ranks, fewer than the job's", file, cl.world()));
+  for (int r = 0; r < n; ++r) {
+    const int j = job_ranks.empty() ? r : job_ranks[static_cast<size_t>(r)];
+    const planner::RankSpec& info = cl.ranks[static_cast<size_t>(j)];
+    auto& cap = caps[static_cast<size_t>(r)];
+    cap = parallel::tighter(cap, {info.memory_gb, fmt::format("site {}'s memory in {}", cl.sites[static_cast<size_t>(info.site)], file)});
+  }
+  return caps;
+}
+
+std::vector<parallel::MemoryCap> rank_memory_caps(const Config& cfg, const dist::World& w, const std::string& device) {
+  const int n = w.world.size;
+  std::vector<parallel::MemoryCap> caps = configured_memory_caps(cfg, cfg.planner.cluster, n, w.job_ranks);
+  // Every rank's GPU memory (0 on CPU ranks), so that every rank checks every rank alike.
+  std::vector<double> gpu(static_cast<size_t>(n), 0.0);
+  if (device != "cpu") gpu[static_cast<size_t>(w.world.rank)] = cuda_info().memory_bytes / (1024.0 * 1024 * 1024);
+  gpu = dist::sum(gpu, w.world);
+  for (int r = 0; r < n; ++r)
+    caps[static_cast<size_t>(r)] = parallel::tighter(caps[static_cast<size_t>(r)], {gpu[static_cast<size_t>(r)], "its GPU's memory"});
+  return caps;
+}
+
+}  // namespace slm::train

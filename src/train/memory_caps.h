@@ -1,0 +1,24 @@
+// train/memory_caps.h: each rank's memory limit for the estimate checked before training (mixed-
+// memory clusters): the smallest of parallel.memory_cap_gb, its site's memory in the
+// planner.cluster file, and its GPU's memory as the driver reports it.
+// Owns: configured_memory_caps, rank_memory_caps.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "dist/world.h"
+#include "parallel/plan.h"
+#include "train/config.h"
+
+namespace slm::train {
+
+// From the configuration and a cluster file ("" = none) alone, for `world` ranks; job_ranks as in
+// dist::World (empty = rank r is the file's rank r). UserError when the file is missing, bad, or
+// describes another number of ranks.
+std::vector<parallel::MemoryCap> configured_memory_caps(const Config& cfg, const std::string& cluster_file, int world,
+                                                        const std::vector<int>& job_ranks);
+// The above for cfg.planner.cluster, then every rank's GPU. Collective over w.world (every rank learns every rank's GPU memory). Indexed by w.world's ranks
+// (after a shrink_world, w.job_ranks maps them to the cluster file's).
+std::vector<parallel::MemoryCap> rank_memory_caps(const Config& cfg, const dist::World& w, const std::string& device);
+
+}  // namespace slm::train
