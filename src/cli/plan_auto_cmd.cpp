@@ -149,7 +149,9 @@ PlanningInputs load_planning_inputs(const train::Config& cfg, const std::string&
 planner::Candidate candidate_of(const parallel::Plan& plan, const train::Config& cfg, const planner::Cluster& c) {
   planner::Candidate k;
   k.plan = plan;
-  for (int r = 0; r < c.world(); ++r) k.ranks.push_back(r);
+  k.ranks = plan.job_ranks;  // the plan's ranks in the cluster (job_ranks, else all)
+  if (k.ranks.empty())
+    for (int r = 0; r < c.world(); ++r) k.ranks.push_back(r);
   k.ranks_per_site = cfg.dist.wan.ranks_per_site;
   k.compress = cfg.dist.wan.compress;
   k.zero_site = cfg.parallel.zero_scope == "site";
@@ -157,7 +159,7 @@ planner::Candidate candidate_of(const parallel::Plan& plan, const train::Config&
   // dist.channels = 0: as the runtime resolves it (dist/hierarchy.h resolve_wan): from the slowest
   // link when a topology is known (a file, or the probe at start), else one connection.
   std::vector<int> g;
-  for (int r = 0; r < plan.dp; ++r) g.push_back(parallel::rank_at(plan, 0, r, 0));
+  for (int r = 0; r < plan.dp; ++r) g.push_back(k.ranks.at(static_cast<size_t>(parallel::rank_at(plan, 0, r, 0))));
   const planner::RingLinks ring = planner::ring_links(c, g);
   k.channels = cfg.dist.wan.channels > 0 ? static_cast<int>(cfg.dist.wan.channels)
                : cfg.dist.wan.topology.empty() || !ring.crosses_sites ? 1
@@ -219,10 +221,10 @@ void run_auto(const AutoArgs& a) {
     }();
     const std::string tmp = fs::temp_directory_path() / fmt::format("slm-plan-measure-{}", ::getpid());
     for (size_t i = 0; i < r.top.size() && static_cast<int>(i) < a.measure; ++i) {
-      if (r.top[i].c.ranks.size() != static_cast<size_t>(cl.world())) continue;  // a subset: not run here
+      if (r.top[i].c.ranks.at(0) != 0) continue;  // without rank 0 (the store's host) the job cannot start
       const std::string dir = fmt::format("{}/{}", tmp, i + 1);
       fs::create_directories(dir);
-      write_file_atomic(dir + "/plan.toml", planner::candidate_to_toml(r.top[i].c, ""));
+      write_file_atomic(dir + "/plan.toml", planner::candidate_to_toml(r.top[i].c, cl.world(), ""));
       std::fprintf(stderr, "measure %zu/%d: %s ...\n", i + 1, a.measure, planner::describe_candidate(r.top[i].c).c_str());
       measured[i] = measure_plan(a, dir + "/plan.toml", dir, testbed, cl.world());
       if (measured[i] < 0) std::fprintf(stderr, "  failed (log: %s/log)\n", dir.c_str());
@@ -236,6 +238,12 @@ void run_auto(const AutoArgs& a) {
   }
   const std::string used = chosen.c.ranks.size() == static_cast<size_t>(cl.world())
                                ? fmt::format("all {} ranks", cl.world())
+                           : chosen.c.ranks[0] == 0
+                               ? fmt::format("{} of the {} ranks: cluster ranks [{}] (sites {}); start the whole "
+                                             "cluster (the plan's job_ranks: the others exit at start) or only "
+                                             "those, numbered 0..{} in this order",
+                                             chosen.c.ranks.size(), cl.world(), fmt::join(chosen.c.ranks, ", "),
+                                             planner::sites_used(cl, chosen.c.ranks), chosen.c.ranks.size() - 1)
                                : fmt::format("{} of the {} ranks: cluster ranks [{}] (sites {}); start only those, "
                                              "numbered 0..{} in this order",
                                              chosen.c.ranks.size(), cl.world(), fmt::join(chosen.c.ranks, ", "),
@@ -245,7 +253,7 @@ void run_auto(const AutoArgs& a) {
       "step\nuses {}",
       a.cluster, planner::describe_candidate(chosen.c), chosen.p.step_s, chosen.p.tokens_per_s,
       chosen.p.cross_site_bytes / (1 << 20), used);
-  if (!a.out.empty()) write_file_atomic(a.out, planner::candidate_to_toml(chosen.c, header));
+  if (!a.out.empty()) write_file_atomic(a.out, planner::candidate_to_toml(chosen.c, cl.world(), header));
   if (a.json) {
     nlohmann::json j;
     j["cluster"] = a.cluster, j["profile"] = prof_from, j["objective"] = o.objective, j["evaluated"] = r.evaluated;
@@ -273,7 +281,7 @@ void run_auto(const AutoArgs& a) {
     for (size_t i = 0; i < r.top.size() && static_cast<int>(i) < a.measure; ++i)
       std::printf("  %zu  predicted %.3f s, measured %s\n", i + 1, r.top[i].p.step_s,
                   measured[i] > 0 ? fmt::format("{:.3f} s ({:+.0f}%)", measured[i], 100 * (r.top[i].p.step_s / measured[i] - 1)).c_str()
-                                  : "- (not run: a subset of the ranks, or it failed)");
+                                  : "- (not run: it leaves rank 0 out, or it failed)");
   }
   if (!r.losers.empty()) std::printf("why the other layouts lost (the best of each):\n");
   for (const planner::Loser& l : r.losers)

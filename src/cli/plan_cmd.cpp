@@ -66,7 +66,8 @@ void print_plan(parallel::Plan p, const train::Config& cfg, const PlanArgs& a) {
   if (cfg.parallel.zero_scope == "site") p.zero_ranks_per_site = cfg.dist.wan.ranks_per_site;
   const int64_t T = cfg.batch.seq_len > 0 ? cfg.batch.seq_len : cfg.model.block_size;
   // parallel.memory_cap_gb, and with --cluster each rank's site memory
-  const auto caps = train::configured_memory_caps(cfg, a.cluster, a.world, {});
+  const int plan_world = p.job_ranks.empty() ? a.world : static_cast<int>(p.job_ranks.size());
+  const auto caps = train::configured_memory_caps(cfg, a.cluster, plan_world, p.job_ranks);
   parallel::check_memory_caps(p, train::model_shape(cfg.model), T, caps);
   std::fprintf(stderr, "%s", parallel::describe_plan(p, train::model_shape(cfg.model), T).c_str());
   if (std::any_of(caps.begin(), caps.end(), [](const parallel::MemoryCap& c) { return c.gb > 0; }))

@@ -90,7 +90,8 @@ std::vector<int64_t> int_list(const toml::node* n, const std::string& key, const
 Plan parse_plan(const std::string& text, const std::string& where) {
   toml::table t = parse_toml(text, where);
   // [set]: settings the layout needs besides the plan (planner/plan_file.h); train/config applies them.
-  reject_unknown_keys(t, {"schedule", "micro_batches", "micro_batch", "zero", "virtual_stages", "stage", "set"}, where);
+  reject_unknown_keys(t, {"schedule", "micro_batches", "micro_batch", "zero", "virtual_stages", "job_ranks", "stage", "set"},
+                     where);
   Plan p;
   p.zero = -1;
   if (auto* n = t.get("schedule")) p.schedule = get<std::string>(n, "schedule", where);
@@ -99,6 +100,8 @@ Plan parse_plan(const std::string& text, const std::string& where) {
   if (auto* n = t.get("virtual_stages")) p.virtual_stages = static_cast<int>(get<int64_t>(n, "virtual_stages", where));
   if (!t.get("micro_batch")) throw UserError(fmt::format("{}: 'micro_batch' (one size per replica) is missing", where));
   p.micro_batch = int_list(t.get("micro_batch"), "micro_batch", where);
+  if (auto* n = t.get("job_ranks"))
+    for (int64_t r : int_list(n, "job_ranks", where)) p.job_ranks.push_back(static_cast<int>(r));
   const toml::array* stages = t.get("stage") ? t.get("stage")->as_array() : nullptr;
   if (!stages || stages->empty()) throw UserError(fmt::format("{}: no [[stage]] tables", where));
   for (size_t k = 0; k < stages->size(); ++k) {
@@ -143,16 +146,27 @@ std::string plan_to_toml(const Plan& p) {
       "# slm plan: {} pipeline rank set(s) x {} data-parallel replica(s)\n"
       "schedule = \"{}\"\nmicro_batches = {}\nmicro_batch = [{}]\nzero = {}\nvirtual_stages = {}\n",
       p.pp, p.dp, p.schedule, p.micro_batches, fmt::join(p.micro_batch, ", "), p.zero, p.virtual_stages);
+  if (!p.job_ranks.empty())
+    out += fmt::format("# the job's ranks it runs on (the others exit at start)\njob_ranks = [{}]\n",
+                       fmt::join(p.job_ranks, ", "));
   for (const StagePlan& s : p.stages)
     out += fmt::format("\n[[stage]]\nlayers = [{}, {}]\ntp = {}\nranks = [{}]\n", s.first, s.end, s.tp,
                        fmt::join(s.ranks, ", "));
   return out;
 }
 
-void validate_plan(const Plan& p, const ModelShape& m, int world) {
+void validate_plan(const Plan& p, const ModelShape& m, int job_world) {
   auto need = [](bool ok, const std::string& msg) {
     if (!ok) throw UserError("plan: " + msg);
   };
+  const std::vector<int>& j = p.job_ranks;
+  if (!j.empty()) {
+    need(j[0] == 0 && std::is_sorted(j.begin(), j.end()) && std::adjacent_find(j.begin(), j.end()) == j.end(),
+         fmt::format("job_ranks [{}] must ascend from 0 (rank 0 hosts the rendezvous)", fmt::join(j, ", ")));
+    need(j.back() < job_world, fmt::format("job_ranks [{}] name rank {}, but the job has {} ranks (start {})",
+                                           fmt::join(j, ", "), j.back(), job_world, j.back() + 1));
+  }
+  const int world = j.empty() ? job_world : static_cast<int>(j.size());
   need(!p.stages.empty(), "no stages");
   need(p.virtual_stages >= 1 && p.stages.size() % static_cast<size_t>(p.virtual_stages) == 0,
        fmt::format("{} stages is not a multiple of virtual_stages {}", p.stages.size(), p.virtual_stages));

@@ -36,6 +36,9 @@ struct Plan {
   std::string schedule = "none";     // none | gpipe | 1f1b | interleaved
   int64_t micro_batches = 1;         // per replica per optimizer step
   std::vector<int64_t> micro_batch;  // per replica: sequences per micro-batch (may differ)
+  std::vector<int> job_ranks;        // the launched job's ranks this plan runs on, ascending from 0
+                                     // (plan rank i = job rank job_ranks[i]; the others exit at
+                                     // start: a site the planner left out); empty = every rank
   int64_t zero_ranks_per_site = 0;   // hybrid sharding ([parallel] zero_scope = "site" with
                                      // [dist] ranks_per_site): ZeRO state split inside each site.
                                      // Not part of the plan file; for the memory estimate.
@@ -69,8 +72,9 @@ Plan parse_plan(const std::string& toml_text, const std::string& where);
 Plan resolve_plan(const ParallelConfig& c, int64_t n_layer, int world, int64_t batch_size, int64_t micro_batch);
 std::string plan_to_toml(const Plan& p);
 
-// UserError (one line) unless: the stages cover layers 0..n_layer-1 in order; every rank of
-// 0..world-1 appears in exactly one rank set; each stage has dp*tp ranks; tp divides n_head and
+// UserError (one line) unless: the stages cover layers 0..n_layer-1 in order; every plan rank
+// (0..world-1, or 0..job_ranks.size()-1 where job_ranks are ranks of a job of `world`) appears in
+// exactly one rank set; each stage has dp*tp ranks; tp divides n_head and
 // the padded vocabulary; first and last stage share tp (tied embedding); the schedule fits.
 void validate_plan(const Plan& p, const ModelShape& m, int world);
 

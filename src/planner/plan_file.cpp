@@ -16,11 +16,17 @@ void validate(const PlannerConfig& c) {
     throw UserError(fmt::format("planner: strategy \"{}\" is not one of search, study-heuristic", c.strategy));
 }
 
-std::string candidate_to_toml(const Candidate& c, const std::string& header) {
+parallel::Plan plan_for_job(const Candidate& c, int world) {
+  parallel::Plan p = c.plan;
+  if (c.ranks.size() < static_cast<size_t>(world) && !c.ranks.empty() && c.ranks[0] == 0) p.job_ranks = c.ranks;
+  return p;
+}
+
+std::string candidate_to_toml(const Candidate& c, int world, const std::string& header) {
   std::string out;
   std::istringstream in(header);
   for (std::string line; std::getline(in, line);) out += "# " + line + "\n";
-  out += parallel::plan_to_toml(c.plan);
+  out += parallel::plan_to_toml(plan_for_job(c, world));
   out += fmt::format("\n[set.dist]\nranks_per_site = {}\ncompress = {}\nchannels = {}\n", c.ranks_per_site,
                      c.compress ? "true" : "false", c.channels);
   out += fmt::format("\n[set.parallel]\nzero_scope = \"{}\"\n", c.zero_site ? "site" : "dp");

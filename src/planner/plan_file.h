@@ -2,7 +2,7 @@
 // [set] table with the other settings the layout needs ([set.dist] ranks_per_site, compress,
 // channels; [set.parallel] zero_scope; [set.model] recompute), so that one file reproduces the
 // layout: `slm train --set parallel.plan=plan.toml` applies [set] before the command line's --set.
-// Owns: candidate_to_toml, validate (PlannerConfig). Pure.
+// Owns: plan_for_job, candidate_to_toml, validate (PlannerConfig). Pure.
 #pragma once
 #include <string>
 
@@ -11,7 +11,11 @@
 
 namespace slm::planner {
 
-// `header` lines are written as comments first (the prediction, the ranks to start).
-std::string candidate_to_toml(const Candidate& c, const std::string& header);
+// c.plan, with job_ranks = c.ranks when c uses some of the cluster's `world` ranks, rank 0 among
+// them (the others then exit at start; without rank 0, only the used ranks can be started).
+parallel::Plan plan_for_job(const Candidate& c, int world);
+// plan_for_job's plan and the [set] table; `header` lines are written as comments first (the
+// prediction, the ranks to start).
+std::string candidate_to_toml(const Candidate& c, int world, const std::string& header);
 
 }  // namespace slm::planner

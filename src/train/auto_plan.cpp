@@ -96,8 +96,9 @@ AutoPlan plan_at_start(Config& cfg, dist::World& w, const dist::ProbeResult& pro
   cfg.dist.wan.channels = c.channels;
   cfg.model.recompute = c.recompute;
   w.cfg.wan.ranks_per_site = c.ranks_per_site, w.cfg.wan.compress = c.compress, w.cfg.wan.channels = c.channels;
+  a.plan = planner::plan_for_job(c, w.world.size);
   a.toml = planner::candidate_to_toml(
-      c, fmt::format("chosen by parallel.plan = \"auto\" ({} layouts predicted); predicted {:.3f} s per step\n{}",
+      c, w.world.size, fmt::format("chosen by parallel.plan = \"auto\" ({} layouts predicted); predicted {:.3f} s per step\n{}",
                      a.evaluated, a.predicted.step_s, planner::describe_candidate(c)));
   return a;
 }

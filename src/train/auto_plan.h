@@ -17,6 +17,7 @@ namespace slm::train {
 
 struct AutoPlan {
   planner::Candidate chosen;
+  parallel::Plan plan;         // chosen.plan with job_ranks when it leaves ranks out
   planner::Prediction predicted;
   int64_t evaluated = 0;       // layouts predicted
   double search_s = 0, profile_s = 0;

@@ -56,34 +56,40 @@ static dist::ProbeResult probe_at_start(Trainer& t) {
 }
 
 // parallel.plan = "auto": profile, search, and set the run up with the best layout; rank 0 keeps
-// the plan (with its [set] table) and says what was chosen and why. A plan that leaves ranks out
-// (a far or slow site): they say so and return false (their process exits cleanly); the others
-// go on as a job of their own (dist::shrink_world).
-static bool plan_auto(Trainer& t, const dist::ProbeResult& probe) {
+// the plan (with its [set] table) and says what was chosen and why. Returns why ranks are left
+// out ("" = none).
+static std::string plan_auto(Trainer& t, const dist::ProbeResult& probe) {
   std::string reason;
   const std::string precision = resolve_precision(t.cfg.system.precision, t.device, &reason);
   const AutoPlan a = plan_at_start(t.cfg, t.world, probe, t.device, precision, t.seq_len);
-  t.planned = a.chosen.plan;
+  t.planned = a.plan;
   t.predicted_step_s = a.predicted.step_s;
-  const std::vector<int>& keep = a.chosen.ranks;
-  const bool kept = std::find(keep.begin(), keep.end(), t.world.world.rank) != keep.end();
-  if (t.world.world.rank == 0) {
-    std::filesystem::create_directories(t.cfg.run.dir);
-    write_file_atomic(t.cfg.run.dir + "/plan.toml", a.toml);
-    std::fprintf(stderr,
-                 "plan auto: %s\n  predicted %.3f s/step (%.0f tokens/s, bubble %.0f%%, %.1f MiB across sites), %lld "
-                 "layouts in %.2f s; profile %s in %.1f s; plan in %s/plan.toml\n",
-                 planner::describe_candidate(a.chosen).c_str(), a.predicted.step_s, a.predicted.tokens_per_s,
-                 100 * a.predicted.bubble, a.predicted.cross_site_bytes / (1 << 20),
-                 static_cast<long long>(a.evaluated), a.search_s, a.profile_source.c_str(), a.profile_s,
-                 t.cfg.run.dir.c_str());
-    if (!a.left_out.empty()) std::fprintf(stderr, "plan auto: %s\n", a.left_out.c_str());
-  }
-  if (!kept) {
-    std::fprintf(stderr, "rank %d: left out by the plan (%s); exiting\n", t.world.world.rank, a.left_out.c_str());
+  if (t.world.world.rank != 0) return a.left_out;
+  std::filesystem::create_directories(t.cfg.run.dir);
+  write_file_atomic(t.cfg.run.dir + "/plan.toml", a.toml);
+  std::fprintf(stderr,
+               "plan auto: %s\n  predicted %.3f s/step (%.0f tokens/s, bubble %.0f%%, %.1f MiB across sites), %lld "
+               "layouts in %.2f s; profile %s in %.1f s; plan in %s/plan.toml\n",
+               planner::describe_candidate(a.chosen).c_str(), a.predicted.step_s, a.predicted.tokens_per_s,
+               100 * a.predicted.bubble, a.predicted.cross_site_bytes / (1 << 20), static_cast<long long>(a.evaluated),
+               a.search_s, a.profile_source.c_str(), a.profile_s, t.cfg.run.dir.c_str());
+  if (!a.left_out.empty()) std::fprintf(stderr, "plan auto: %s\n", a.left_out.c_str());
+  return a.left_out;
+}
+
+// A plan on some of the job's ranks (job_ranks: a site left out): the others say so and return
+// false (their process exits cleanly); the kept ranks go on as a job of their own.
+static bool keep_plan_ranks(Trainer& t, const std::string& why) {
+  parallel::Plan& plan = *t.planned;
+  parallel::validate_plan(plan, model_shape(t.cfg.model), t.world.world.size);
+  std::vector<int> keep = plan.job_ranks;
+  plan.job_ranks.clear();  // from here on, plan ranks are the (shrunk) world's
+  if (keep.empty() || keep.size() == static_cast<size_t>(t.world.world.size)) return true;
+  if (std::find(keep.begin(), keep.end(), t.world.world.rank) == keep.end()) {
+    std::fprintf(stderr, "rank %d: left out by the plan (%s); exiting\n", t.world.world.rank, why.c_str());
     return false;
   }
-  if (keep.size() < static_cast<size_t>(t.world.world.size)) t.world = dist::shrink_world(t.world, keep);
+  t.world = dist::shrink_world(t.world, keep);
   return true;
 }
 
@@ -93,9 +99,7 @@ static void apply_plan(Trainer& t) {
   const int world = t.world.world.size;
   auto pipe = std::make_unique<parallel::pipeline::Pipeline>();
   parallel::Plan& plan = pipe->plan;
-  plan = t.planned ? *t.planned
-                   : parallel::resolve_plan(cfg.parallel, cfg.model.n_layer, world, cfg.batch.batch_size,
-                                            cfg.batch.micro_batch);
+  plan = *t.planned;
   const parallel::ModelShape shape = model_shape(cfg.model);
   parallel::validate_plan(plan, shape, world);
   if (cfg.parallel.zero_scope == "site") plan.zero_ranks_per_site = cfg.dist.wan.ranks_per_site;
@@ -131,10 +135,17 @@ std::unique_ptr<Trainer> make_trainer(const Config& cfg_in) {
   t->seq_len = cfg.batch.seq_len > 0 ? cfg.batch.seq_len : cfg.model.block_size;
   t->world = dist::init_world(cfg.dist, t->device);
   dist::require_same(to_toml(cfg), t->world.world, "configuration");
+  std::string why;  // why a plan leaves ranks out
   if (cfg.dist.wan.topology == "probe" || cfg.parallel.plan == "auto") {
     const dist::ProbeResult probe = probe_at_start(*t);
-    if (cfg.parallel.plan == "auto" && !plan_auto(*t, probe)) return nullptr;
+    if (cfg.parallel.plan == "auto") why = plan_auto(*t, probe);
   }
+  if (!t->planned) {
+    t->planned = parallel::resolve_plan(cfg.parallel, cfg.model.n_layer, t->world.world.size, cfg.batch.batch_size,
+                                        cfg.batch.micro_batch);
+    why = fmt::format("{} runs on job ranks [{}]", cfg.parallel.plan, fmt::join(t->planned->job_ranks, ", "));
+  }
+  if (!keep_plan_ranks(*t, why)) return nullptr;
   apply_plan(*t);
   parallel::tensor::validate_tp(cfg.model, t->groups.tp.size);
   t->train_loader = std::make_unique<data::Loader>(t->data.train,

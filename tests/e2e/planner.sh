@@ -127,6 +127,15 @@ same_losses ref heur "$TOL"
 grep -q "rank 1: left out by the plan (uses 1 of the 2 ranks (sites near)" near.log || { cat near.log; fail "rank 1 not left out"; }
 grep -q "plan: 1 ranks\|plan auto: dp 1" near.log || { cat near.log; fail "the kept rank does not train alone"; }
 same_losses ref near "$TOL"
+# The plan file of that pick names its job_ranks: launched on the whole cluster, rank 1 exits.
+grep -q "^job_ranks = \[0\]" near.toml || { cat near.toml; fail "near.toml lacks job_ranks"; }
+"$SLM" plan check near.toml "${COMMON[@]}" --world 2 > /dev/null 2>&1 || fail "plan check near.toml"
+"$SLM" launch -n 2 -- "$SLM" train "${COMMON[@]}" --set run.dir=nearfile --set parallel.plan=near.toml > nearfile.log 2>&1 \
+  || { cat nearfile.log; fail "training with near.toml"; }
+grep -q "rank 1: left out by the plan (near.toml runs on job ranks \[0\])" nearfile.log || { cat nearfile.log; fail "rank 1 of near.toml"; }
+same_losses ref nearfile "$TOL"
+sed 's/^job_ranks = .*/job_ranks = [0, 3]/' near.toml > near3.toml
+expect_error "job_ranks [0, 3] name rank 3, but the job has 2 ranks" "$SLM" plan check near3.toml "${COMMON[@]}" --world 2
 # Per-rank memory caps: site b's memory in the cluster file refuses a plan that fits site a.
 printf '[[site]]\nname = "a"\nranks = 1\n[[site]]\nname = "b"\nranks = 1\nmemory_gb = 0.001\n' > small_b.toml
 "$SLM" launch -n 2 -- "$SLM" train "${COMMON[@]}" --set run.dir=capb --set planner.cluster=small_b.toml > capb.log 2>&1 \
