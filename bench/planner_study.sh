@@ -12,6 +12,9 @@
 #   het20                site b's 2 ranks share 0.5 cores (about 3x slower), 20 ms RTT
 #   gpu20                20 ms RTT at 250 Mbit/s: data parallelism's communication / compute
 #                        ratio as on the study's T4 clusters (docs/planner.md has the arithmetic)
+#   mem20                20 ms RTT, 1 Gbit/s, every rank capped at memory_gb = 0.55 in the cluster
+#                        file: dp, ZeRO-2 and pp 2 x dp 2 do not fit (the planner and `slm plan
+#                        make --cluster` refuse them); MEM_LAYOUTS are measured instead
 # Writes OUT/planner_study.md (one row per scenario and layout: predicted, measured, error),
 # OUT/planner_study.dat and .png (predicted against measured) and each scenario's profile and
 # topology.
@@ -31,19 +34,25 @@ declare -A FLAGS=(
   [pipeshard]="--pp 2 --tp 2"
   [pp2-dp2]="--pp 2"
   [hier-dp]="--set dist.ranks_per_site=2"
+  [zero3]="--zero 3"
+  [pp4]="--pp 4"
+  [pp2-dp2-rc]="--pp 2 --set model.recompute=true"
 )
-read -r -a LAYOUTS <<< "${LAYOUTS-dp zero2 pipeshard pp2-dp2 hier-dp}"  # LAYOUTS="" : only the two picks
+read -r -a ALL_LAYOUTS <<< "${LAYOUTS-dp zero2 pipeshard pp2-dp2 hier-dp}"  # LAYOUTS="" : only the two picks
+read -r -a MEM_LAYOUTS <<< "${MEM_LAYOUTS-dp zero3 pipeshard pp2-dp2-rc pp4}"  # mem20's (refused ones are listed)
 read -r -a ORDER <<< "${SCENARIOS:-rtt0 rtt100 het20 gpu20}"
-cluster() {  # name rtt_ms rate_mbit cpus_b
+cluster() {  # name rtt_ms rate_mbit cpus_b [memory_gb]
   cat > "$W/c.toml" <<TOML
 name = "plan"
 [[site]]
 name = "a"
 ranks = 2
+memory_gb = ${5:-0}
 [[site]]
 name = "b"
 ranks = 2
 cpus = $4
+memory_gb = ${5:-0}
 [[link]]
 sites = ["a", "b"]
 delay_ms = $(python3 -c "print($2 / 2)")
@@ -69,6 +78,7 @@ for sc in "${ORDER[@]}"; do
     rtt100) cluster "$sc" 100 1000 0 ;;
     het20) cluster "$sc" 20 1000 0.5 ;;
     gpu20) cluster "$sc" 20 250 0 ;;
+    mem20) cluster "$sc" 20 1000 0 0.55 ;;
     *) echo "unknown scenario $sc" >&2; exit 2 ;;
   esac
   echo "== $sc: profile" >&2
@@ -83,13 +93,20 @@ for sc in "${ORDER[@]}"; do
   cp "$W/auto.toml" "$W/auto_$sc.toml"
   cp "$W/prof.json" "$OUT/planner_study_${sc}_profile.json"  # to re-predict without the testbed
   declare -A PRED=() MEAS=()
+  if [ "$sc" = mem20 ]; then LAYOUTS=("${MEM_LAYOUTS[@]}"); else LAYOUTS=("${ALL_LAYOUTS[@]}"); fi
   for l in "${LAYOUTS[@]}" auto heuristic; do
     case $l in
       auto) f=(--set parallel.plan="$W/auto.toml"); pred=$("$SLM" plan check "$W/auto.toml" "${MODEL[@]}" --world 4 "${P[@]}" 2>&1 >/dev/null) ;;
       heuristic) f=(--set parallel.plan="$W/heur.toml"); pred=$("$SLM" plan check "$W/heur.toml" "${MODEL[@]}" --world 4 "${P[@]}" 2>&1 >/dev/null) ;;
-      *) read -r -a f <<< "${FLAGS[$l]}"; pred=$("$SLM" plan make "${MODEL[@]}" --world 4 "${f[@]}" "${P[@]}" 2>&1 >/dev/null) ;;
+      *) read -r -a f <<< "${FLAGS[$l]}"; pred=$("$SLM" plan make "${MODEL[@]}" --world 4 "${f[@]}" "${P[@]}" 2>&1 >/dev/null || true) ;;
     esac
-    p=$(grep -o "predicted [0-9.]* s per step" <<< "$pred" | awk '{print $2}')
+    p=$(grep -o "predicted [0-9.]* s per step" <<< "$pred" | awk '{print $2}' || true)
+    if refused=$(grep -o "rank [0-9]* needs ~[0-9.]* [MG]iB .* > its [0-9.]* GiB" <<< "$pred"); then
+      MEAS[$l]=refused
+      echo "| $sc | $l | refused: $refused | - | - |" >> "$W/table.md"
+      echo "== $sc: $l refused ($refused)" >&2
+      continue
+    fi
     echo "== $sc: $l (predicted ${p:-?} s)" >&2
     rm -rf "$W/run"
     timeout -s TERM "$LIMIT" "$SLM" testbed run "$W/c.toml" -- "$SLM" train "${MODEL[@]}" "${f[@]}" --set run.dir="$W/run" \
@@ -103,7 +120,7 @@ for sc in "${ORDER[@]}"; do
   python3 - "$sc" "${PRED[auto]}" "${MEAS[auto]}" "${PRED[heuristic]}" "${MEAS[heuristic]}" $(for l in "${LAYOUTS[@]}"; do echo "$l=${MEAS[$l]}"; done) >> "$W/picks.md" <<'PY'
 import sys
 sc, pa, ma, ph, mh = sys.argv[1:6]
-meas = {k: float(v) for k, v in (a.split("=") for a in sys.argv[6:]) if v not in ("nan", "")}
+meas = {k: float(v) for k, v in (a.split("=") for a in sys.argv[6:]) if v not in ("nan", "", "refused")}
 meas["auto"], meas["heuristic"] = float(ma), float(mh)
 best = min(meas, key=meas.get)
 print(f"| {sc} | {ma} | {mh} | {best} {meas[best]:.3f} | {100 * (float(ma) / meas[best] - 1):+.0f}% | {100 * (float(mh) / meas[best] - 1):+.0f}% |")

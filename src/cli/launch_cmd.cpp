@@ -1,14 +1,14 @@
 // cli/launch_cmd.cpp: `slm launch`: start the ranks of a distributed job on this machine
-// (dist/launch.h does the work).
+// (comm/launch.h does the work).
 #include <memory>
 
 #include "cli/commands.h"
-#include "dist/launch.h"
+#include "comm/launch.h"
 
 namespace slm::cli {
 
 void add_launch_command(CLI::App& app) {
-  auto o = std::make_shared<dist::LaunchOptions>();
+  auto o = std::make_shared<comm::LaunchOptions>();
   auto* cmd = app.add_subcommand(
       "launch",
       "run a command as N ranks of a distributed job: slm launch -n 4 -- slm train -c configs/tiny.toml");
@@ -22,7 +22,7 @@ void add_launch_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("command", o->command, "the program to run, after --");
   cmd->callback([o] {
-    int rc = dist::launch(*o);
+    int rc = comm::launch(*o);
     if (rc != 0) throw CLI::RuntimeError(rc);
   });
 }

@@ -156,7 +156,7 @@ planner::Candidate candidate_of(const parallel::Plan& plan, const train::Config&
   k.compress = cfg.dist.wan.compress;
   k.zero_site = cfg.parallel.zero_scope == "site";
   k.recompute = cfg.model.recompute;
-  // dist.channels = 0: as the runtime resolves it (dist/hierarchy.h resolve_wan): from the slowest
+  // dist.channels = 0: as the runtime resolves it (comm/hierarchy.h resolve_wan): from the slowest
   // link when a topology is known (a file, or the probe at start), else one connection.
   std::vector<int> g;
   for (int r = 0; r < plan.dp; ++r) g.push_back(k.ranks.at(static_cast<size_t>(parallel::rank_at(plan, 0, r, 0))));

@@ -11,6 +11,7 @@
 #include "data/manifest.h"
 #include "parallel/plan.h"
 #include "train/config.h"
+#include "train/hardware.h"
 #include "train/memory_caps.h"
 #include "train/trainer.h"
 #include "util/error.h"
@@ -67,7 +68,9 @@ void print_plan(parallel::Plan p, const train::Config& cfg, const PlanArgs& a) {
   const int64_t T = cfg.batch.seq_len > 0 ? cfg.batch.seq_len : cfg.model.block_size;
   // parallel.memory_cap_gb, and with --cluster each rank's site memory
   const int plan_world = p.job_ranks.empty() ? a.world : static_cast<int>(p.job_ranks.size());
-  const auto caps = train::configured_memory_caps(cfg, a.cluster, plan_world, p.job_ranks);
+  auto caps = train::configured_memory_caps(cfg, a.cluster, plan_world, p.job_ranks);
+  for (auto& c : caps)  // what this process holds now stands for what the runtime will
+    if (c.whole_device) c.in_use_gb = static_cast<double>(train::resident_memory_bytes()) / (1 << 30);
   parallel::check_memory_caps(p, train::model_shape(cfg.model), T, caps);
   std::fprintf(stderr, "%s", parallel::describe_plan(p, train::model_shape(cfg.model), T).c_str());
   if (std::any_of(caps.begin(), caps.end(), [](const parallel::MemoryCap& c) { return c.gb > 0; }))

@@ -1,13 +1,13 @@
-// cli/probe_cmd.cpp: `slm probe`: measure the links between the ranks of a job (dist/probe.h);
+// cli/probe_cmd.cpp: `slm probe`: measure the links between the ranks of a job (comm/probe.h);
 // run it under a launcher (`slm launch`, `slm testbed run`, torchrun, Slurm, mpirun). Rank 0
 // prints the matrix and writes the topology file.
 #include <cstdio>
 #include <memory>
 
 #include "cli/commands.h"
-#include "dist/hierarchy.h"
-#include "dist/probe.h"
-#include "dist/world.h"
+#include "comm/hierarchy.h"
+#include "comm/probe.h"
+#include "comm/world.h"
 #include "util/error.h"
 #include "util/files.h"
 
@@ -15,8 +15,8 @@ namespace slm::cli {
 
 void add_probe_command(CLI::App& app) {
   struct Args {
-    dist::ProbeConfig probe;
-    dist::DistConfig dist;
+    comm::ProbeConfig probe;
+    comm::DistConfig dist;
     std::string out = "topology.json";
   };
   auto a = std::make_shared<Args>();
@@ -40,14 +40,14 @@ void add_probe_command(CLI::App& app) {
     for (int64_t s : a->probe.sizes)
       if (s < 4) throw UserError("probe: --sizes must be >= 4 bytes");
     if (a->probe.sizes.size() < 2) throw UserError("probe: give at least two --sizes (the fit needs them)");
-    dist::validate(a->dist.wan);
+    comm::validate(a->dist.wan);
     for (double mb : a->probe.allreduce_mb)
       if (mb <= 0) throw UserError("probe: --allreduce-mb sizes must be > 0");
-    dist::World w = dist::init_world(a->dist, "cpu");
-    dist::ProbeResult r = dist::probe_links(w, a->probe);
+    comm::World w = comm::init_world(a->dist, "cpu");
+    comm::ProbeResult r = comm::probe_links(w, a->probe);
     if (w.world.rank != 0) return;
-    write_file_atomic(a->out, dist::probe_json(r));
-    std::printf("%s", dist::probe_matrix(r).c_str());
+    write_file_atomic(a->out, comm::probe_json(r));
+    std::printf("%s", comm::probe_matrix(r).c_str());
     std::printf("topology: %s\n", a->out.c_str());
   });
 }

@@ -9,7 +9,7 @@
 #include <memory>
 
 #include "cli/commands.h"
-#include "dist/world.h"
+#include "comm/world.h"
 #include "planner/profile.h"
 #include "train/precision.h"
 #include "train/profile.h"
@@ -51,7 +51,7 @@ void add_profile_command(CLI::App& app) {
     std::string why;
     const std::string precision = train::resolve_precision(cfg.system.precision, device, &why);
     const int64_t T = cfg.batch.seq_len > 0 ? cfg.batch.seq_len : cfg.model.block_size;
-    dist::World w = dist::init_world(cfg.dist, device);
+    comm::World w = comm::init_world(cfg.dist, device);
     train::configure_cpu_threads(cfg.system.threads, w.env.local_world);
     train::ProfileRequest req{cfg.model, T, device, precision, sizes, a->repeats, !a->no_cache, w.env.local_world};
     planner::ComputeProfile p;

@@ -3,7 +3,7 @@
 
 #include <fmt/format.h>
 
-#include "dist/hierarchy.h"
+#include "comm/hierarchy.h"
 #include "parallel/data_parallel_impl.h"
 #include "parallel/tensor/model.h"
 #include "util/error.h"
@@ -48,11 +48,11 @@ void launch_sharded(DataParallel& d, Bucket& b) {
     g = at::Tensor();
   }
   const int64_t lo = std::max(b.begin, d.shard.offset), hi = std::min(b.end, d.shard.offset + d.shard.size);
-  dist::Pending p = dist::all_reduce_sum_async(stage, d.dp);
+  comm::Pending p = comm::all_reduce_sum_async(stage, d.dp);
   if (lo < hi) {
     at::Tensor own = d.grad_own.narrow(0, lo - d.shard.offset, hi - lo);
     at::Tensor part = stage.narrow(0, lo - b.begin, hi - lo);
-    p = dist::then(std::move(p), [own, part]() mutable { own.add_(part); });
+    p = comm::then(std::move(p), [own, part]() mutable { own.add_(part); });
   }
   d.inflight.push_back(p);
 }
@@ -61,7 +61,7 @@ void launch(DataParallel& d, Bucket& b) {
   b.launched = true;
   if (d.cfg.zero >= 2) return launch_sharded(d, b);
   if (!d.last) return;
-  d.inflight.push_back(dist::all_reduce_sum_async(d.grad_flat.narrow(0, b.begin, b.end - b.begin), d.dp));
+  d.inflight.push_back(comm::all_reduce_sum_async(d.grad_flat.narrow(0, b.begin, b.end - b.begin), d.dp));
 }
 
 torch::autograd::variable_list ReadyHook::operator()(const torch::autograd::variable_list& outputs,
@@ -101,13 +101,13 @@ void validate(const ParallelConfig& c) {
                     "micro_batches, not both");
 }
 
-std::shared_ptr<DataParallel> apply_data_parallel(model::GPT2& m, const ParallelConfig& cfg, const dist::Group& dp,
-                                                  const dist::Group& tp) {
+std::shared_ptr<DataParallel> apply_data_parallel(model::GPT2& m, const ParallelConfig& cfg, const comm::Group& dp,
+                                                  const comm::Group& tp) {
   auto d = std::make_shared<DataParallel>();
   d->cfg = cfg;
   d->dp = dp;
   d->tp = tp;
-  d->zg = cfg.zero_scope == "site" ? dist::site_group(dp) : dp;
+  d->zg = cfg.zero_scope == "site" ? comm::site_group(dp) : dp;
   d->model = &m;
   const auto named = model::named_parameters(m);
   d->layout = make_layout(named, dp.size);
@@ -187,9 +187,9 @@ double grad_norm_sq(DataParallel& d) {
         parts.push_back(d.replicated[i] ? sq / d.tp.size : sq);
       }
     local = parts.empty() ? 0.0 : at::stack(parts).sum().item<double>();
-    local = dist::sum(local, d.tp);
+    local = comm::sum(local, d.tp);
   }
-  return d.cfg.zero == 0 ? local : dist::sum(local, d.zg);
+  return d.cfg.zero == 0 ? local : comm::sum(local, d.zg);
 }
 
 at::Tensor param_shard(DataParallel& d) {
@@ -206,7 +206,7 @@ at::Tensor grad_shard(DataParallel& d) {
 void gather_params(DataParallel& d) {
   if (d.cfg.zero == 0 || d.cfg.zero == 3 || d.zg.size == 1) return;
   torch::NoGradGuard no_grad;
-  dist::all_gather_into(d.param_flat, param_shard(d), d.zg);
+  comm::all_gather_into(d.param_flat, param_shard(d), d.zg);
 }
 
 const FlatLayout& layout(const DataParallel& d) { return d.layout; }
@@ -217,7 +217,7 @@ std::vector<Segment> segments(const DataParallel& d) {
   return {Segment{0, d.shard.offset, size}};
 }
 int64_t zero_stage(const DataParallel& d) { return d.cfg.zero; }
-const dist::Group& zero_group(const DataParallel& d) { return d.cfg.zero == 0 ? d.dp : d.zg; }
+const comm::Group& zero_group(const DataParallel& d) { return d.cfg.zero == 0 ? d.dp : d.zg; }
 int64_t param_bytes(const DataParallel& d) { return (d.cfg.zero == 3 ? d.own : d.param_flat).numel() * 4; }
 int64_t grad_bytes(const DataParallel& d) {
   int64_t staging = 0;

@@ -31,7 +31,7 @@
 #include <utility>
 #include <vector>
 
-#include "dist/group.h"
+#include "comm/group.h"
 #include "model/gpt2.h"
 #include "parallel/config.h"
 #include "parallel/flat.h"
@@ -45,8 +45,8 @@ struct DataParallel;  // data_parallel.cpp
 // m must outlive the result; all parameters on one device. With tp.size > 1, m already holds this
 // rank's tensor-parallel slices (parallel/tensor/model.h): the forward pass and the gradient norm
 // take the tp group into account. ZeRO 3 does not combine with tp yet.
-std::shared_ptr<DataParallel> apply_data_parallel(model::GPT2& m, const ParallelConfig& cfg, const dist::Group& dp,
-                                                  const dist::Group& tp);
+std::shared_ptr<DataParallel> apply_data_parallel(model::GPT2& m, const ParallelConfig& cfg, const comm::Group& dp,
+                                                  const comm::Group& tp);
 
 // Mean next-token loss of the model on idx/targets (B, T), whatever the stage.
 at::Tensor forward_loss(DataParallel& d, const at::Tensor& idx, const at::Tensor& targets, bool train);
@@ -71,7 +71,7 @@ std::vector<Segment> segments(const DataParallel& d);
 int64_t zero_stage(const DataParallel& d);
 // The ranks that split the ZeRO state: the dp group, or (zero_scope = "site") this rank's site of
 // it; the other sites hold the same shards. dp itself for ZeRO 0.
-const dist::Group& zero_group(const DataParallel& d);
+const comm::Group& zero_group(const DataParallel& d);
 // Bytes this rank holds for parameters and gradients (for the memory report).
 int64_t param_bytes(const DataParallel& d);
 int64_t grad_bytes(const DataParallel& d);

@@ -7,7 +7,7 @@
 #include <map>
 #include <memory>
 
-#include "dist/collectives.h"
+#include "comm/collectives.h"
 #include "parallel/data_parallel.h"
 
 namespace torch::autograd {
@@ -33,9 +33,9 @@ struct Unit {
 
 struct DataParallel {
   ParallelConfig cfg;
-  dist::Group dp;
-  dist::Group tp;                   // tensor-parallel group (size 1 without tp)
-  dist::Group zg;                   // ZeRO 1-3: the ranks that split the state (dp, or dp's site)
+  comm::Group dp;
+  comm::Group tp;                   // tensor-parallel group (size 1 without tp)
+  comm::Group zg;                   // ZeRO 1-3: the ranks that split the state (dp, or dp's site)
   FlatLayout layout;
   std::vector<bool> replicated;     // per parameter: held whole by every tp rank
   model::GPT2* model = nullptr;
@@ -46,7 +46,7 @@ struct DataParallel {
   at::Tensor grad_own;              // (shard.size) ZeRO 2: this rank's accumulated gradient
   std::vector<Bucket> buckets;      // in backward order (last parameters first)
   std::vector<size_t> bucket_of;    // parameter index -> bucket
-  std::deque<dist::Pending> inflight;
+  std::deque<comm::Pending> inflight;
   std::vector<at::Tensor> staging;  // ZeRO 2: two bucket-sized buffers, used in turn
   size_t next_staging = 0;
   bool last = true;                 // reducing in this backward
@@ -54,7 +54,7 @@ struct DataParallel {
   // ZeRO 3
   std::vector<Unit> units;          // embeddings, blocks 0..L-1, final LayerNorm
   at::Tensor own;                   // (sum of pieces) leaf with requires_grad: this rank's pieces
-  std::map<size_t, std::pair<at::Tensor, dist::Pending>> prefetched;  // unit -> gathered buffer
+  std::map<size_t, std::pair<at::Tensor, comm::Pending>> prefetched;  // unit -> gathered buffer
 };
 
 // zero3.cpp

@@ -266,8 +266,17 @@ MemoryEstimate estimate_memory(const Plan& p, const ModelShape& m, int64_t seq_l
   e.optimizer = 8 * trained / dp;
   const int most = pipeline::max_in_flight(p.schedule, p.pp, role.pipe, static_cast<int>(p.micro_batches),
                                            p.virtual_stages);
-  const double per_layer = m.recompute ? b * T * C * 4 : 2 * b * T * C * (10 + 24.0 / tp + 5 * H * T / (C * tp));
+  const double full_layer = 2 * b * T * C * (10 + 24.0 / tp + 5 * H * T / (C * tp));
+  const double per_layer = m.recompute ? b * T * C * 4 : full_layer;
   e.activations = most * (per_layer * layers / p.virtual_stages + b * T * C * 4) + logits;
+  if (p.zero == 3) {  // parallel/zero3.cpp (one stage, tp 1): parameters sharded, gathered around their use
+    const double block = 12 * C * C + 13 * C;                                 // one block's parameters
+    const double kept = V * C + static_cast<double>(m.block_size) * C + 2 * C;  // embeddings + final LN: kept
+    e.params = 4 * (trained / dp + kept + 2 * block);  // own shard + kept units + a block in use and one prefetched
+    e.grads = 4 * (trained / dp + std::max(block, kept));  // + one unit's full gradient before its reduce-scatter
+    // Blocks keep only their inputs and are recomputed in backward, one at a time.
+    e.activations = most * (b * T * C * 4 * (layers + 1) + full_layer) + logits;
+  }
   return e;
 }
 
@@ -290,12 +299,14 @@ void check_memory_caps(const Plan& p, const ModelShape& m, int64_t seq_len, cons
     const MemoryCap& cap = caps[static_cast<size_t>(r)];
     if (cap.gb <= 0) continue;
     const MemoryEstimate e = estimate_memory(p, m, seq_len, r);
-    if (e.total() > cap.gb * gib)
+    if (e.total() + cap.in_use_gb * gib > cap.gb * gib)
       throw UserError(fmt::format("plan: rank {} needs ~{} (parameters {}, gradients {}, optimizer {}, activations "
-                                  "{}) > its {:.3g} GiB ({}); use more pipeline stages, tp or ZeRO (slm plan check "
+                                  "{}){} > its {:.3g} GiB ({}); use more pipeline stages, tp or ZeRO (slm plan check "
                                   "shows the estimate)",
                                   r, bytes_text(e.total()), bytes_text(e.params), bytes_text(e.grads),
-                                  bytes_text(e.optimizer), bytes_text(e.activations), cap.gb, cap.from));
+                                  bytes_text(e.optimizer), bytes_text(e.activations),
+                                  cap.in_use_gb > 0 ? fmt::format(" + {} the runtime uses", bytes_text(cap.in_use_gb * gib)) : "",
+                                  cap.gb, cap.from));
   }
 }
 

@@ -95,20 +95,24 @@ struct MemoryEstimate {
 // Per rank, fp32 training state (parameters 4 B, gradients 4 B, AdamW 8 B per parameter, divided
 // by dp where ZeRO shards them) plus activations of the micro-batches the schedule keeps in flight
 // (Korthikanti et al.'s per-layer formula at 4-byte precision; recomputation keeps block inputs only).
+// ZeRO-3 shards the parameters too, keeps the gathered embeddings and one or two gathered blocks,
+// and recomputes every block in backward (parallel/zero3.cpp).
 MemoryEstimate estimate_memory(const Plan& p, const ModelShape& m, int64_t seq_len, int rank);
 // How many ranks split `rank`'s ZeRO state: its dp replicas, or with zero_ranks_per_site those in
-// its site when every site holds the same number of them (as dist/hierarchy.cpp then shards).
+// its site when every site holds the same number of them (as comm/hierarchy.cpp then shards).
 int zero_shards(const Plan& p, int rank);
 
 // One rank's memory limit for the estimate, and where it comes from (for the message).
 struct MemoryCap {
-  double gb = 0;     // 0 = none
-  std::string from;  // e.g. "parallel.memory_cap_gb", "site b's memory_gb in cluster.toml", "its GPU"
+  double gb = 0;          // 0 = none
+  std::string from;       // e.g. "parallel.memory_cap_gb", "site b's memory in cluster.toml", "its GPU's memory"
+  bool whole_device = false;  // a device's whole memory: what the runtime itself holds counts too
+  double in_use_gb = 0;       // that share (whole_device caps only)
 };
 // The smaller of two caps (a cap of 0 is none).
 MemoryCap tighter(const MemoryCap& a, const MemoryCap& b);
 // UserError (one line, naming the rank, its estimate, its cap and where the cap comes from) when
-// rank r's estimate exceeds caps[r]; ranks past caps.size() have no cap.
+// rank r's estimate plus caps[r].in_use_gb exceeds caps[r].gb; ranks past caps.size() have no cap.
 void check_memory_caps(const Plan& p, const ModelShape& m, int64_t seq_len, const std::vector<MemoryCap>& caps);
 
 // Readable, several lines: stages, layers, ranks per replica, schedule, per-rank memory.

@@ -5,16 +5,16 @@
 
 namespace slm::parallel {
 
-dist::ProcessGroups make_plan_groups(dist::World& w, const Plan& p) {
+comm::ProcessGroups make_plan_groups(comm::World& w, const Plan& p) {
   const int me = w.world.rank;
   const RankRole role = role_of(p, me);
-  dist::ProcessGroups g;
+  comm::ProcessGroups g;
   g.world = w.world;
   g.shape = {{"pp", "dp", "tp"}, {p.pp, p.dp, p.stages[static_cast<size_t>(role.pipe)].tp}};
-  auto join = [&](const std::string& name, std::vector<int> ranks, dist::Group& out) {
+  auto join = [&](const std::string& name, std::vector<int> ranks, comm::Group& out) {
     std::sort(ranks.begin(), ranks.end());
     if (std::find(ranks.begin(), ranks.end(), me) == ranks.end()) return;
-    out = ranks.size() == 1 ? dist::Group{name, 0, 1, {me}, nullptr, nullptr} : dist::new_group(w, name, ranks);
+    out = ranks.size() == 1 ? comm::Group{name, 0, 1, {me}, nullptr, nullptr} : comm::new_group(w, name, ranks);
   };
   for (int k = 0; k < p.pp; ++k)
     for (int r = 0; r < p.dp; ++r) {
@@ -28,12 +28,12 @@ dist::ProcessGroups make_plan_groups(dist::World& w, const Plan& p) {
       for (int r = 0; r < p.dp; ++r) ranks.push_back(rank_at(p, k, r, j));
       join("dp", ranks, g.dp);
     }
-  dist::make_wan_group(w, g.dp, w.cfg.wan);  // hierarchical / multi-channel gradient all-reduce
+  comm::make_wan_group(w, g.dp, w.cfg.wan);  // hierarchical / multi-channel gradient all-reduce
   g.pp = {"pp", me, 1, {me}, nullptr, nullptr};
   if (p.stages.size() > 1) {
     std::vector<int> all(static_cast<size_t>(w.world.size));
     for (int r = 0; r < w.world.size; ++r) all[static_cast<size_t>(r)] = r;
-    g.pp = dist::new_group(w, "pp", all, /*own_connections=*/true);
+    g.pp = comm::new_group(w, "pp", all, /*own_connections=*/true);
   }
   return g;
 }

@@ -4,12 +4,12 @@
 // connections, for stage-to-stage messages. Every rank walks all groups in one order (all tp
 // groups, then all dp groups), joining its own, so that creation cannot deadlock.
 #pragma once
-#include "dist/mesh.h"
-#include "dist/world.h"
+#include "comm/mesh.h"
+#include "comm/world.h"
 #include "parallel/plan.h"
 
 namespace slm::parallel {
 
-dist::ProcessGroups make_plan_groups(dist::World& w, const Plan& p);
+comm::ProcessGroups make_plan_groups(comm::World& w, const Plan& p);
 
 }  // namespace slm::parallel

@@ -25,16 +25,16 @@ DataParallel* state_of(AutogradContext* ctx) {
 at::Tensor own_piece(DataParallel& d, size_t u) { return d.own.narrow(0, d.units[u].local, d.units[u].piece); }
 
 // Starts gathering unit u into a fresh (ranks * piece) buffer.
-std::pair<at::Tensor, dist::Pending> start_gather(DataParallel& d, size_t u) {
+std::pair<at::Tensor, comm::Pending> start_gather(DataParallel& d, size_t u) {
   at::Tensor full = at::empty({d.units[u].piece * d.zg.size}, d.own.options().requires_grad(false));
-  dist::Pending p = dist::all_gather_into_async(full, own_piece(d, u).detach(), d.zg);
+  comm::Pending p = comm::all_gather_into_async(full, own_piece(d, u).detach(), d.zg);
   return {full, p};
 }
 
 // Unit u's parameters, gathered (from a prefetch if one was started), trimmed to its numel.
 at::Tensor take_gathered(DataParallel& d, size_t u) {
   auto it = d.prefetched.find(u);
-  std::pair<at::Tensor, dist::Pending> g = it != d.prefetched.end() ? it->second : start_gather(d, u);
+  std::pair<at::Tensor, comm::Pending> g = it != d.prefetched.end() ? it->second : start_gather(d, u);
   if (it != d.prefetched.end()) d.prefetched.erase(it);
   g.second.wait();
   return g.first.narrow(0, 0, d.units[u].numel);
@@ -51,9 +51,9 @@ at::Tensor reduce_scatter_unit(DataParallel& d, size_t u, const at::Tensor& grad
   flat.narrow(0, 0, un.numel).copy_(grad.reshape({-1}));
   at::Tensor mine = at::empty({un.piece}, grad.options());
   if (d.zg.size == d.dp.size) {
-    dist::reduce_scatter_sum(mine, flat, d.dp);
+    comm::reduce_scatter_sum(mine, flat, d.dp);
   } else {  // hybrid: the sum over every site, of which this rank keeps its site's piece
-    dist::all_reduce_sum(flat, d.dp);
+    comm::all_reduce_sum(flat, d.dp);
     mine.copy_(flat.narrow(0, d.zg.rank * un.piece, un.piece));
   }
   return mine;

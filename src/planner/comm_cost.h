@@ -1,5 +1,5 @@
 // planner/comm_cost.h: how long one collective or transfer takes over α-β links, as Gloo and
-// dist/ really run them. Owns: flow_Bps, p2p_s, ring_all_reduce_s, ring_all_gather_s,
+// comm/ really run them. Owns: flow_Bps, p2p_s, ring_all_reduce_s, ring_all_gather_s,
 // RingLinks (the slowest hop of a group's ring and how many flows share it), ring_links.
 // Pure functions, unit-tested against hand-computed values (tests/planner/cost_model_test.cpp).
 // Worked example: 100 MB all-reduced by 4 ranks whose ring crosses a 50 ms, 1 Gbit/s link on one

@@ -52,7 +52,7 @@ std::vector<int> dp_group(const Plan& p, int k, int j) {
   return g;
 }
 
-// The hierarchical split of a dp group, as dist::make_wan_group makes it: L ranks in each of S
+// The hierarchical split of a dp group, as comm::make_wan_group makes it: L ranks in each of S
 // sites (equal counts), else none (S = 0).
 struct Hier {
   int S = 0, L = 0;
@@ -81,7 +81,7 @@ Hier hierarchy_of(const Ctx& x, const std::vector<int>& group) {
 // starts when it is ready and a lane is free: Gloo runs kGlooLanes collectives of a process group
 // at once (its worker threads), each on its own window, sharing the link's rate; the
 // hierarchical path sums in the site
-// during backward but does its cross-site step and site all-gather after it (dist/hierarchy.cpp
+// during backward but does its cross-site step and site all-gather after it (comm/hierarchy.cpp
 // runs them when the reduction is waited for).
 struct Reduce {
   double exposed_s = 0, cross_bytes = 0;
@@ -167,16 +167,19 @@ StageTime stage_time(const Ctx& x, int k, int rep, double b) {
   }
   if (p.zero == 3 && p.dp > 1) {
     // Each block's parameters gathered before its forward and again before its backward
-    // (prefetched: hidden behind the neighbouring block's compute), its gradient reduced after.
+    // (prefetched: hidden behind the neighbouring block's compute), its gradient reduced after,
+    // blocking (parallel/zero3.cpp: the backward returns the reduced shard), behind the prefetch.
     const std::vector<int> g = dp_group(p, k, 0);
     const RingLinks ring = ring_links(x.cl, x.to_cluster(g));
     const double block_bytes = (12 * x.C * x.C + 13 * x.C) * 4, P = p.dp;
     const double gather = ring_all_gather_s(p.dp, ring.slowest, block_bytes);
     const double reduce = ring_all_reduce_s(p.dp, ring.slowest, block_bytes);
-    const double f1 = st.fwd / std::max(1.0, L), b1 = st.bwd / std::max(1.0, L);
-    const double b1r = x.c.recompute ? b1 : b1 + f1;  // ZeRO-3 recomputes each block in backward
-    st.fwd = L * std::max(f1, gather);
-    st.bwd = L * std::max(b1r, gather + reduce);
+    const RankProfile& pr = x.prof(tp_group[0]);  // ZeRO-3 runs with tp 1
+    const double bf = pr.block_scale * at_batch(pr.micro_batch, pr.block_fwd_s, b);
+    const double bb = pr.block_scale * at_batch(pr.micro_batch, pr.block_bwd_s, b);
+    const double other_f = st.fwd - L * bf, other_b = st.bwd - L * (bb + (x.c.recompute ? bf : 0));  // embeddings, head
+    st.fwd = other_f + L * std::max(bf, gather);
+    st.bwd = other_b + L * (std::max(bb + bf, gather) + reduce);  // every block recomputed in backward
     st.cross_bytes += ring.site_edges * L * block_bytes * ((P - 1) / P * 2 + 2 * (P - 1) / P);
   }
   return st;

@@ -52,7 +52,7 @@ SearchResult search_plans(const CostInputs& in, const SearchOptions& o);
 // = their ranks per site), 1F1B, 4 micro-batches, layers split evenly.
 Ranked study_heuristic(const CostInputs& in, const SearchOptions& o);
 // Connections that keep the link's bandwidth-delay product in flight (~2 MiB each), 1..8: the
-// runtime's dist.channels = 0 rule (dist/hierarchy.h resolve_wan), for a dp group's slowest link.
+// runtime's dist.channels = 0 rule (comm/hierarchy.h resolve_wan), for a dp group's slowest link.
 int channels_for(const Link& slowest);
 // "sites a+b" for the sites a candidate uses.
 std::string sites_used(const Cluster& c, const std::vector<int>& ranks);

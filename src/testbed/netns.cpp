@@ -12,7 +12,7 @@
 #include <sstream>
 #include <thread>
 
-#include "dist/launch.h"
+#include "comm/launch.h"
 #include "testbed/cgroup.h"
 #include "testbed/netem.h"
 #include "util/error.h"
@@ -224,7 +224,7 @@ int testbed_run(const TestbedSpec& s, const std::string& delayer, const std::vec
   testbed_up(s, delayer);
   int rc = 1;
   try {
-    dist::LaunchOptions o;
+    comm::LaunchOptions o;
     o.nproc = s.world();
     o.master = fmt::format("{}:{}", rank_address(s, 0), port);
     o.command = command;
@@ -237,7 +237,7 @@ int testbed_run(const TestbedSpec& s, const std::string& delayer, const std::vec
       p.push_back(rank_ns(s, i));
       o.prefix.push_back(p);
     }
-    rc = dist::launch(o);
+    rc = comm::launch(o);
   } catch (...) {
     testbed_down(s, link_log);
     throw;

@@ -22,12 +22,12 @@ std::vector<int64_t> profile_sizes(int64_t batch_size, int64_t micro_batch) {
   return s;
 }
 
-AutoPlan plan_at_start(Config& cfg, dist::World& w, const dist::ProbeResult& probe, const std::string& device,
+AutoPlan plan_at_start(Config& cfg, comm::World& w, const comm::ProbeResult& probe, const std::string& device,
                        const std::string& precision, int64_t seq_len) {
   using Clock = std::chrono::steady_clock;
   AutoPlan a;
   const planner::PlannerConfig& pc = cfg.planner;
-  const std::string probe_text = dist::probe_json(probe);
+  const std::string probe_text = comm::probe_json(probe);
   planner::Cluster cluster;
   if (!pc.cluster.empty()) {
     if (!path_exists(pc.cluster)) throw UserError(fmt::format("planner.cluster: {}: no such file", pc.cluster));
@@ -40,7 +40,7 @@ AutoPlan plan_at_start(Config& cfg, dist::World& w, const dist::ProbeResult& pro
     // Links below 5 ms RTT are one site (as the study's rule has it): a probe of loopback links
     // under load can split them at a 3x jump of a millisecond.
     cluster = planner::cluster_from_probe(probe_text, device == "cpu" ? "cpu" : "cuda", "the probe at start",
-                                          dist::widest_class(probe).alpha_s < 2.5e-3);
+                                          comm::widest_class(probe).alpha_s < 2.5e-3);
   } else {
     cluster.sites = {"local"};
     cluster.ranks = {{0, "cpu", 0, 0}};

@@ -7,8 +7,8 @@
 #pragma once
 #include <string>
 
-#include "dist/probe.h"
-#include "dist/world.h"
+#include "comm/probe.h"
+#include "comm/world.h"
 #include "parallel/plan.h"
 #include "planner/cost_model.h"
 #include "train/config.h"
@@ -28,7 +28,7 @@ struct AutoPlan {
 
 // Collective over w.world. Sets cfg's parallel.zero, zero_scope, dist ranks_per_site / compress /
 // channels and model.recompute to the chosen layout's; `precision` is the run's.
-AutoPlan plan_at_start(Config& cfg, dist::World& w, const dist::ProbeResult& probe, const std::string& device,
+AutoPlan plan_at_start(Config& cfg, comm::World& w, const comm::ProbeResult& probe, const std::string& device,
                        const std::string& precision, int64_t seq_len);
 
 }  // namespace slm::train

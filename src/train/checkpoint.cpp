@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "dist/collectives.h"
+#include "comm/collectives.h"
 #include "parallel/tensor/model.h"
 #include "util/error.h"
 #include "util/files.h"
@@ -71,12 +71,12 @@ static std::vector<parallel::Segment> model_segments(const Trainer& t, bool for_
 std::string save_checkpoint(const Trainer& t, const std::string& run_dir, int64_t keep, bool solo) {
   const parallel::FlatLayout& l = t.model_layout;
   const bool sharded = parallel::zero_stage(*t.dp) > 0 && !solo;
-  const dist::Group& world = t.groups.world;
+  const comm::Group& world = t.groups.world;
   const bool leader = solo || world.rank == 0;
   const std::string path = fmt::format("{}/checkpoints/step_{:08d}", run_dir, t.step);
   const std::string partial = path + ".partial";
   auto sync = [&] {
-    if (!solo) dist::barrier(world);
+    if (!solo) comm::barrier(world);
   };
   if (leader) {
     fs::create_directories(run_dir + "/checkpoints");
@@ -86,7 +86,7 @@ std::string save_checkpoint(const Trainer& t, const std::string& run_dir, int64_
   sync();
   // Shards are written by the first dp replica of each (that is site 0 with hybrid sharding: the
   // other sites hold the same shards); unsharded by dp rank 0.
-  const dist::Group& zg = parallel::zero_group(*t.dp);
+  const comm::Group& zg = parallel::zero_group(*t.dp);
   if (solo || (sharded ? t.groups.dp.rank < zg.size : t.groups.dp.rank == 0)) {  // this rank's buffer and where its pieces sit
     // A view would be saved with its whole storage: copy only those (a whole CPU tensor is written
     // as it is, so saving does not double the optimizer state in memory).

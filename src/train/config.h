@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "dist/world.h"
+#include "comm/world.h"
 #include "model/gpt2.h"
 #include "parallel/config.h"
 #include "planner/config.h"
@@ -87,7 +87,7 @@ struct Config {
   CheckpointConfig checkpoint;
   CostConfig cost;
   parallel::ParallelConfig parallel;
-  dist::DistConfig dist;
+  comm::DistConfig dist;
   planner::PlannerConfig planner;
 };
 

@@ -2,7 +2,8 @@
 // Owns: DeviceInfo and describe_device: the device's name, its peak FLOP/s for the run's
 // precision (measured once by a large GEMM and cached in ~/.cache/slmtrain/peak.json, keyed by
 // device name, precision and threads), and its price per hour (from the config, else a small
-// table of assumed on-demand prices, stated in the log), plus peak_memory_bytes.
+// table of assumed on-demand prices, stated in the log), plus peak_memory_bytes and
+// resident_memory_bytes.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -22,5 +23,7 @@ DeviceInfo describe_device(const std::string& device, const std::string& precisi
 
 // Peak resident memory of this process (CPU), in bytes.
 int64_t peak_memory_bytes();
+// Resident memory of this process now (CPU), in bytes.
+int64_t resident_memory_bytes();
 
 }  // namespace slm::train

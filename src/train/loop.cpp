@@ -12,8 +12,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "dist/collectives.h"
-#include "dist/hierarchy.h"
+#include "comm/collectives.h"
+#include "comm/hierarchy.h"
 #include "train/checkpoint.h"
 #include "train/hardware.h"
 #include "train/runtime.h"
@@ -59,7 +59,7 @@ struct ByteCounts {
   int64_t pp = 0, tp = 0, dp = 0;
 };
 static ByteCounts byte_counts(const Trainer& t) {
-  return {dist::bytes_sent(t.groups.pp), dist::bytes_sent(t.groups.tp), dist::bytes_sent(t.groups.dp)};
+  return {comm::bytes_sent(t.groups.pp), comm::bytes_sent(t.groups.tp), comm::bytes_sent(t.groups.dp)};
 }
 
 static Agreed agree(const Trainer& t, const StepStats& s, const ByteCounts& before) {
@@ -70,7 +70,7 @@ static Agreed agree(const Trainer& t, const StepStats& s, const ByteCounts& befo
                            static_cast<double>(now.dp - before.dp)};
   v.resize(7 + static_cast<size_t>(n), 0.0);
   v[7 + static_cast<size_t>(t.groups.world.rank)] = static_cast<double>(peak_memory_bytes());
-  v = dist::sum(v, t.groups.world);
+  v = comm::sum(v, t.groups.world);
   return {v[0], v[1] > 0, v[2] / n, v[3] / n, v[4], v[5], v[6], std::vector<double>(v.begin() + 7, v.end())};
 }
 
@@ -98,7 +98,7 @@ static void print_header(const Trainer& t, const std::string& run, const DeviceI
   if (parallel::zero_group(*t.dp).size < t.groups.dp.size)
     std::fprintf(stderr, "ZeRO state: split over the %d ranks of each site, replicated across sites\n",
                  parallel::zero_group(*t.dp).size);
-  if (const std::string wan = dist::describe_wan(t.groups.dp); !wan.empty())
+  if (const std::string wan = comm::describe_wan(t.groups.dp); !wan.empty())
     std::fprintf(stderr, "data-parallel gradients: %s\n", wan.c_str());
   if (t.pipe->plan.stages.size() > 1 || t.pipe->plan.dp > 1 || t.groups.tp.size > 1)
     std::fprintf(stderr, "%s", parallel::describe_plan(t.pipe->plan, model_shape(cfg.model), t.seq_len).c_str());
@@ -115,7 +115,7 @@ int run_training(const Config& cfg_in, bool resume, int64_t stop_at) {
   const bool main_rank = t->groups.world.rank == 0;
   const int devices = t->groups.world.size;
   configure_cpu_threads(cfg.system.threads, t->world.env.local_world);
-  dist::require_same(fmt::format("resume={} stop_at={}", resume, stop_at), t->groups.world, "--resume/--stop-at");
+  comm::require_same(fmt::format("resume={} stop_at={}", resume, stop_at), t->groups.world, "--resume/--stop-at");
   fs::create_directories(run);
   std::optional<std::string> ckpt = find_latest_checkpoint(run, [&](const std::string& w) {
     if (main_rank) std::fprintf(stderr, "warning: %s\n", w.c_str());
@@ -175,7 +175,7 @@ int run_training(const Config& cfg_in, bool resume, int64_t stop_at) {
       s = train_step(*t);
       all = agree(*t, s, bytes);
       s.loss = all.loss, stop = all.stop;
-    } catch (const dist::PeerLost& e) {
+    } catch (const comm::PeerLost& e) {
       // Plain data parallelism: every rank holds the whole state, rank 0 keeps the last finished step.
       if (main_rank && parallel::zero_stage(*t->dp) == 0 && t->groups.tp.size == 1 && t->pipe->plan.stages.size() == 1) {
         if (t->step == step_before) t->train_loader->restore(before);

@@ -3,10 +3,11 @@
 
 #include <fmt/format.h>
 
-#include "dist/collectives.h"
+#include "comm/collectives.h"
 #include "planner/cluster.h"
 #include "testbed/spec.h"
 #include "train/cuda_info.h"
+#include "train/hardware.h"
 #include "util/error.h"
 #include "util/files.h"
 
@@ -26,20 +27,28 @@ std::vector<parallel::MemoryCap> configured_memory_caps(const Config& cfg, const
     const int j = job_ranks.empty() ? r : job_ranks[static_cast<size_t>(r)];
     const planner::RankSpec& info = cl.ranks[static_cast<size_t>(j)];
     auto& cap = caps[static_cast<size_t>(r)];
-    cap = parallel::tighter(cap, {info.memory_gb, fmt::format("site {}'s memory in {}", cl.sites[static_cast<size_t>(info.site)], file)});
+    cap = parallel::tighter(
+        cap, {info.memory_gb, fmt::format("site {}'s memory in {}", cl.sites[static_cast<size_t>(info.site)], file), true});
   }
   return caps;
 }
 
-std::vector<parallel::MemoryCap> rank_memory_caps(const Config& cfg, const dist::World& w, const std::string& device) {
+std::vector<parallel::MemoryCap> rank_memory_caps(const Config& cfg, const comm::World& w, const std::string& device) {
   const int n = w.world.size;
   std::vector<parallel::MemoryCap> caps = configured_memory_caps(cfg, cfg.planner.cluster, n, w.job_ranks);
-  // Every rank's GPU memory (0 on CPU ranks), so that every rank checks every rank alike.
-  std::vector<double> gpu(static_cast<size_t>(n), 0.0);
-  if (device != "cpu") gpu[static_cast<size_t>(w.world.rank)] = cuda_info().memory_bytes / (1024.0 * 1024 * 1024);
-  gpu = dist::sum(gpu, w.world);
-  for (int r = 0; r < n; ++r)
-    caps[static_cast<size_t>(r)] = parallel::tighter(caps[static_cast<size_t>(r)], {gpu[static_cast<size_t>(r)], "its GPU's memory"});
+  // Every rank's GPU memory (0 on CPU ranks) and resident memory, so that every rank checks every
+  // rank alike. On a GPU the runtime's own share (the CUDA context) is not counted.
+  const double gib = 1024.0 * 1024 * 1024;
+  std::vector<double> v(2 * static_cast<size_t>(n), 0.0);
+  const size_t me = static_cast<size_t>(w.world.rank);
+  if (device != "cpu") v[me] = cuda_info().memory_bytes / gib;
+  else v[static_cast<size_t>(n) + me] = static_cast<double>(resident_memory_bytes()) / gib;
+  v = comm::sum(v, w.world);
+  for (int r = 0; r < n; ++r) {
+    auto& cap = caps[static_cast<size_t>(r)];
+    cap = parallel::tighter(cap, {v[static_cast<size_t>(r)], "its GPU's memory", true});
+    if (cap.whole_device) cap.in_use_gb = v[static_cast<size_t>(n) + static_cast<size_t>(r)];
+  }
   return caps;
 }
 

@@ -14,7 +14,7 @@
 #include <torch/cuda.h>
 #include <torch/torch.h>
 
-#include "dist/collectives.h"
+#include "comm/collectives.h"
 #include "parallel/flat.h"
 #include "train/hardware.h"
 #include "train/optim.h"
@@ -44,14 +44,6 @@ double median_time(int repeats, const std::string& device, F&& f) {
   }
   std::sort(t.begin(), t.end());
   return t[t.size() / 2];
-}
-
-// Resident memory now (CPU), bytes: the runtime's own share before any model state.
-double resident_bytes() {
-  std::ifstream in("/proc/self/statm");
-  long pages = 0, resident = 0;
-  in >> pages >> resident;
-  return static_cast<double>(resident) * 4096.0;
 }
 
 // This process's cgroup and its CPU quota: a testbed site's ranks share one (testbed/cgroup.h,
@@ -100,7 +92,7 @@ planner::RankProfile from_json(const nlohmann::json& j) {
 
 planner::RankProfile measure(const ProfileRequest& r) {
   planner::RankProfile out;
-  out.overhead_bytes = resident_bytes();
+  out.overhead_bytes = static_cast<double>(resident_memory_bytes());  // the runtime's own share
   model::GPT2Config c = r.model;
   c.n_layer = 1;
   c.dropout = 0;
@@ -168,7 +160,7 @@ planner::ProfileShape profile_shape(const model::GPT2Config& m, int64_t seq_len,
 namespace {
 
 // Every rank's profile on every rank (fixed-width doubles summed over g).
-std::vector<planner::RankProfile> gather_profile(const planner::RankProfile& mine, const dist::Group& g) {
+std::vector<planner::RankProfile> gather_profile(const planner::RankProfile& mine, const comm::Group& g) {
   constexpr size_t kName = 80;
   const size_t n = mine.micro_batch.size(), width = kName + 5 * n + 4;
   std::vector<double> all(width * static_cast<size_t>(g.size), 0.0);
@@ -180,7 +172,7 @@ std::vector<planner::RankProfile> gather_profile(const planner::RankProfile& min
   }
   me[kName + 5 * n] = mine.optim_s_per_param, me[kName + 5 * n + 1] = mine.overhead_bytes;
   me[kName + 5 * n + 2] = mine.solo_speedup, me[kName + 5 * n + 3] = mine.block_scale;
-  all = dist::sum(all, g);
+  all = comm::sum(all, g);
   std::vector<planner::RankProfile> out;
   for (int r = 0; r < g.size; ++r) {
     const double* v = all.data() + width * static_cast<size_t>(r);
@@ -218,7 +210,7 @@ double solo_block_s(const ProfileRequest& r) {
 
 }  // namespace
 
-std::vector<planner::RankProfile> profile_job(const ProfileRequest& r, const dist::Group& g) {
+std::vector<planner::RankProfile> profile_job(const ProfileRequest& r, const comm::Group& g) {
   // Which ranks share a pool of cores: the machine (host name) and the cgroup a testbed site's
   // ranks run in (SLM_CGROUP), hashed, of every rank.
   char name[256] = {0};
@@ -227,7 +219,7 @@ std::vector<planner::RankProfile> profile_job(const ProfileRequest& r, const dis
   std::vector<double> hashes_of(static_cast<size_t>(g.size), 0.0);
   hashes_of[static_cast<size_t>(g.rank)] =
       static_cast<double>(std::hash<std::string>{}(std::string(name) + "|" + (cg ? cg : "")) % (1ull << 50));
-  hashes_of = dist::sum(hashes_of, g);
+  hashes_of = comm::sum(hashes_of, g);
   std::vector<int> host(static_cast<size_t>(g.size)), index_in_host(static_cast<size_t>(g.size));
   std::vector<double> pools;
   std::map<int, int> ranks_on;
@@ -261,7 +253,7 @@ std::vector<planner::RankProfile> profile_job(const ProfileRequest& r, const dis
     } catch (...) {
     }
   }
-  if (dist::max(hit ? 0.0 : 1.0, g) > 0) {
+  if (comm::max(hit ? 0.0 : 1.0, g) > 0) {
     mine = measure(r);
     mine.device = dev.name;
     mine.source = "measured";
@@ -269,13 +261,13 @@ std::vector<planner::RankProfile> profile_job(const ProfileRequest& r, const dis
     int most = 0;
     for (auto& [h, n] : ranks_on) most = std::max(most, n);
     for (int k = 0; k < most; ++k) {  // one rank per pool at a time runs alone
-      dist::barrier(g);
+      comm::barrier(g);
       if (shares && index_in_host[static_cast<size_t>(g.rank)] == k) {
         const size_t last = mine.micro_batch.size() - 1;
         mine.solo_speedup = std::max(1.0, (mine.block_fwd_s[last] + mine.block_bwd_s[last]) / solo_block_s(r));
       }
     }
-    dist::barrier(g);
+    comm::barrier(g);
     cache[key] = to_json(mine);
     cache[key]["solo_speedup"] = mine.solo_speedup;
     try {

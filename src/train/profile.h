@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "dist/group.h"
+#include "comm/group.h"
 #include "model/gpt2.h"
 #include "planner/profile.h"
 
@@ -30,7 +30,7 @@ struct ProfileRequest {
 // once (as in training), then, where ranks share a machine's cores, each alone in turn (its
 // solo_speedup); returns every rank's profile, by rank, on every rank (device names cut to 80
 // characters). Measured again unless every rank finds its entry in the cache.
-std::vector<planner::RankProfile> profile_job(const ProfileRequest& r, const dist::Group& g);
+std::vector<planner::RankProfile> profile_job(const ProfileRequest& r, const comm::Group& g);
 // The shape key of a profile for this model.
 planner::ProfileShape profile_shape(const model::GPT2Config& m, int64_t seq_len, const std::string& precision);
 

@@ -10,8 +10,8 @@
 #include <fmt/format.h>
 
 #include "data/batch_tensor.h"
-#include "dist/collectives.h"
-#include "dist/probe.h"
+#include "comm/collectives.h"
+#include "comm/probe.h"
 #include "parallel/pipeline/stage.h"
 #include "parallel/plan_groups.h"
 #include "parallel/tensor/model.h"
@@ -36,19 +36,19 @@ static double seconds_since(Clock::time_point& t) {
 
 Trainer::~Trainer() = default;
 
-// dist.topology = "probe": measure the links now (a few seconds; dist/probe.h) and let the
+// dist.topology = "probe": measure the links now (a few seconds; comm/probe.h) and let the
 // data-parallel all-reduce pick its channels and chunks from them; rank 0 keeps the file.
-static dist::ProbeResult probe_at_start(Trainer& t) {
+static comm::ProbeResult probe_at_start(Trainer& t) {
   if (t.world.world.size == 1) return {};
-  dist::ProbeConfig quick;  // two sizes suffice for the α-β fit: a few seconds for 8 ranks
+  comm::ProbeConfig quick;  // two sizes suffice for the α-β fit: a few seconds for 8 ranks
   quick.sizes = {4, 2 << 20};
   quick.repeats = 2;
   quick.collectives = false;
-  const dist::ProbeResult r = dist::probe_links(t.world, quick);
-  t.world.cfg.wan.link = dist::widest_class(r);
+  const comm::ProbeResult r = comm::probe_links(t.world, quick);
+  t.world.cfg.wan.link = comm::widest_class(r);
   if (t.world.world.rank != 0) return r;
   std::filesystem::create_directories(t.cfg.run.dir);
-  write_file_atomic(t.cfg.run.dir + "/topology.json", dist::probe_json(r));
+  write_file_atomic(t.cfg.run.dir + "/topology.json", comm::probe_json(r));
   std::fprintf(stderr, "probe: %d ranks in %.1f s; slowest links: %.2f ms one way, %.0f Mbit/s (%s/topology.json)\n",
                r.world, r.elapsed_s, t.world.cfg.wan.link.alpha_s * 1e3, t.world.cfg.wan.link.beta_Bps * 8 / 1e6,
                t.cfg.run.dir.c_str());
@@ -58,7 +58,7 @@ static dist::ProbeResult probe_at_start(Trainer& t) {
 // parallel.plan = "auto": profile, search, and set the run up with the best layout; rank 0 keeps
 // the plan (with its [set] table) and says what was chosen and why. Returns why ranks are left
 // out ("" = none).
-static std::string plan_auto(Trainer& t, const dist::ProbeResult& probe) {
+static std::string plan_auto(Trainer& t, const comm::ProbeResult& probe) {
   std::string reason;
   const std::string precision = resolve_precision(t.cfg.system.precision, t.device, &reason);
   const AutoPlan a = plan_at_start(t.cfg, t.world, probe, t.device, precision, t.seq_len);
@@ -89,7 +89,7 @@ static bool keep_plan_ranks(Trainer& t, const std::string& why) {
     std::fprintf(stderr, "rank %d: left out by the plan (%s); exiting\n", t.world.world.rank, why.c_str());
     return false;
   }
-  t.world = dist::shrink_world(t.world, keep);
+  t.world = comm::shrink_world(t.world, keep);
   return true;
 }
 
@@ -133,11 +133,11 @@ std::unique_ptr<Trainer> make_trainer(const Config& cfg_in) {
   parallel::tensor::validate_tp(cfg.model, static_cast<int>(cfg.parallel.tp));
   t->device = resolve_device(cfg.system.device);
   t->seq_len = cfg.batch.seq_len > 0 ? cfg.batch.seq_len : cfg.model.block_size;
-  t->world = dist::init_world(cfg.dist, t->device);
-  dist::require_same(to_toml(cfg), t->world.world, "configuration");
+  t->world = comm::init_world(cfg.dist, t->device);
+  comm::require_same(to_toml(cfg), t->world.world, "configuration");
   std::string why;  // why a plan leaves ranks out
   if (cfg.dist.wan.topology == "probe" || cfg.parallel.plan == "auto") {
-    const dist::ProbeResult probe = probe_at_start(*t);
+    const comm::ProbeResult probe = probe_at_start(*t);
     if (cfg.parallel.plan == "auto") why = plan_auto(*t, probe);
   }
   if (!t->planned) {
@@ -178,7 +178,7 @@ std::unique_ptr<Trainer> make_trainer(const Config& cfg_in) {
   {
     torch::NoGradGuard no_grad;  // every rank starts from rank 0's parameters
     at::Tensor flat = parallel::param_shard(*t->dp);
-    if (parallel::zero_stage(*t->dp) == 0) dist::broadcast(flat, 0, t->groups.dp);
+    if (parallel::zero_stage(*t->dp) == 0) comm::broadcast(flat, 0, t->groups.dp);
   }
   t->adam = make_adamw(parallel::layout(*t->dp), parallel::segments(*t->dp), parallel::param_shard(*t->dp));
   release_free_memory();
@@ -276,7 +276,7 @@ double evaluate(Trainer& t) {
                                           static_cast<int>(t.pipe->chunks.size())), batches, 1.0, 1.0, /*train=*/false);
   }
   const bool reporter = t.pipe->chunks.back().last && t.pipe->role.replica == 0 && t.groups.tp.rank == 0;
-  return dist::sum(reporter ? run.loss / static_cast<double>(n) : 0.0, t.groups.world);
+  return comm::sum(reporter ? run.loss / static_cast<double>(n) : 0.0, t.groups.world);
 }
 
 parallel::ModelShape model_shape(const model::GPT2Config& m) {

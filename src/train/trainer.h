@@ -13,8 +13,8 @@
 
 #include "data/loader.h"
 #include "data/manifest.h"
-#include "dist/mesh.h"
-#include "dist/world.h"
+#include "comm/mesh.h"
+#include "comm/world.h"
 #include "model/gpt2.h"
 #include "parallel/data_parallel.h"
 #include "parallel/pipeline/executor.h"
@@ -26,8 +26,8 @@ namespace slm::train {
 
 struct Trainer {
   Config cfg;                   // effective configuration (model.vocab_size filled in)
-  dist::World world;            // this process in the job (world size 1 without a launcher)
-  dist::ProcessGroups groups;   // this rank's stage: dp, tp; pp = stage-to-stage links
+  comm::World world;            // this process in the job (world size 1 without a launcher)
+  comm::ProcessGroups groups;   // this rank's stage: dp, tp; pp = stage-to-stage links
   data::Dataset data;           // memory-mapped shards
   std::unique_ptr<data::Loader> train_loader;
   model::GPT2 model;            // parameters are views of dp's flat buffer

@@ -1,4 +1,4 @@
-# tests/e2e/collectives.sh: every dist/ verb on 1, 2 and 3 ranks (Gloo over loopback), checked by
+# tests/e2e/collectives.sh: every comm/ verb on 1, 2 and 3 ranks (Gloo over loopback), checked by
 # tests/tools/dist_check.cpp against locally computed values.
 source "$(dirname "$0")/lib.sh"
 CHECK=$3

@@ -1,4 +1,4 @@
-# tests/e2e/wan_comm.sh: WAN-aware gradient all-reduce (dist/hierarchy.h) trains the same model as
+# tests/e2e/wan_comm.sh: WAN-aware gradient all-reduce (comm/hierarchy.h) trains the same model as
 # one process (4 ranks on loopback, treated as 2 sites of 2 ranks):
 #  - hierarchical data parallelism (ZeRO 0 and 2), and 3 channels with small chunks: every step's
 #    loss within 1e-5 of the single-process run;

@@ -142,6 +142,13 @@ TEST(Plan, MemoryEstimateFollowsZeroAndStages) {
   dp.zero_ranks_per_site = 4;  // one site
   EXPECT_EQ(zero_shards(dp, 0), 4);
   dp.zero_ranks_per_site = 0;
+  dp.zero = 3;  // parameters sharded too; the embeddings and up to two blocks gathered
+  MemoryEstimate e3 = estimate_memory(dp, kModel, 64, 0);
+  const double block = 12.0 * 64 * 64 + 13 * 64, kept = 512 * 64 + 64 * 64 + 2 * 64;
+  EXPECT_DOUBLE_EQ(e3.params, 4 * (P / 4 + kept + 2 * block));
+  EXPECT_DOUBLE_EQ(e3.grads, 4 * (P / 4 + std::max(block, kept)));
+  EXPECT_LT(e3.activations, e2.activations);  // blocks are recomputed in backward
+  dp.zero = 0;
   f = {};
   f.pp = 4;
   Plan pp = plan_from_flags(f, 8, 4, 16, 1);

@@ -1,5 +1,6 @@
 // tests/planner/cost_model_test.cpp: each cost term against hand-computed values: α-β transfers and
-// ring collectives, the data-parallel step (compute + exposed all-reduce + optimizer), a two-stage
+// ring collectives, the data-parallel step (compute + exposed all-reduce + optimizer), ZeRO-3's
+// per-block gathers and blocking reductions, a two-stage
 // pipeline over a slow link, memory against caps, bytes across sites, the stage split DP, the
 // profile interpolation and file checks, and the cluster file with devices and a probe.
 #include <gtest/gtest.h>
@@ -61,6 +62,23 @@ TEST(CostModel, DataParallelStepIsComputePlusExposedReductionPlusOptimizer) {
   EXPECT_NEAR(p.tokens_per_s, 2 * 16 / p.step_s, 1e-9);
   EXPECT_EQ(p.cross_site_bytes, 0);
   EXPECT_NEAR(p.price_per_hour, 2.0, 1e-12);
+}
+
+TEST(CostModel, ZeroThreeGathersHiddenReductionsBlocking) {
+  // dp 2 with ZeRO-3: each block's gather hides behind compute (prefetched); the backward
+  // recomputes the block and then waits for its gradient's reduction.
+  const Link l{1e-3, 1e8};
+  const Cluster c = make_cluster({2}, l, {});
+  const ComputeProfile prof = make_profile(2, 0.1);
+  CostInputs in{&c, &prof, make_model(2), 16, 25, 0, {}};
+  Candidate k;
+  k.ranks = {0, 1};
+  k.plan = parallel::plan_from_flags({.dp = 2, .zero = 3}, 2, 2, 2, 1);
+  const double block = (12 * 64 * 64 + 13 * 64) * 4.0;
+  const double reduce = ring_all_reduce_s(2, l, block);
+  ASSERT_LT(ring_all_gather_s(2, l, block), 0.1);
+  // forward: head 0.2 + 2 blocks of 0.1; backward: head 0.4 + 2 x (0.2 + 0.1 recomputed + reduce)
+  EXPECT_NEAR(predict(k, in).pipeline_s, 0.4 + 0.4 + 2 * (0.3 + reduce), 1e-9);
 }
 
 TEST(CostModel, BucketsRunOnTwoGlooLanes) {

@@ -1,13 +1,13 @@
-// tests/tools/dist_check.cpp: test helper run under `slm launch -n N`: checks every dist/ verb
+// tests/tools/dist_check.cpp: test helper run under `slm launch -n N`: checks every comm/ verb
 // against values computed locally (sum, reduce-scatter, all-gather, broadcast, bf16 over Gloo,
 // scalar sum/max, async completion order, hierarchical / compressed / multi-channel all-reduce). Prints "rank R ok" or exits non-zero with the failure.
 #include <torch/torch.h>
 
 #include <cstdio>
 
-#include "dist/collectives.h"
-#include "dist/mesh.h"
-#include "dist/world.h"
+#include "comm/collectives.h"
+#include "comm/mesh.h"
+#include "comm/world.h"
 
 #define EXPECT_TRUE_OR_DIE(cond)                                                       \
   do {                                                                                 \
@@ -18,7 +18,7 @@
   } while (0)
 
 int main() {
-  using namespace slm::dist;
+  using namespace slm::comm;
   World w = init_world(DistConfig{}, "cpu");
   ProcessGroups pg = make_process_groups(w, {{"dp"}, {w.world.size}});
   const Group& g = pg.dp;
@@ -59,7 +59,7 @@ int main() {
   EXPECT_TRUE_OR_DIE(sum(1.5, g) == 1.5 * n);
   EXPECT_TRUE_OR_DIE(max(static_cast<double>(r), g) == n - 1);
   require_same("same text", g, "check");
-  // WAN-aware all-reduce (dist/hierarchy.h) against the flat one, on the same random tensor of an
+  // WAN-aware all-reduce (comm/hierarchy.h) against the flat one, on the same random tensor of an
   // odd length: channels (3, tiny chunks) and, with an even world, hierarchical over sites of
   // n/2 ranks (fp32: 1e-5; bf16 across sites: 1e-2 relative).
   auto compare = [&](WanOptions o, double tol) {

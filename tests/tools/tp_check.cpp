@@ -7,8 +7,8 @@
 
 #include <cstdio>
 
-#include "dist/mesh.h"
-#include "dist/world.h"
+#include "comm/mesh.h"
+#include "comm/world.h"
 #include "model/gpt2.h"
 #include "parallel/tensor/cross_entropy.h"
 #include "parallel/tensor/layers.h"
@@ -18,9 +18,9 @@
 using namespace slm;
 
 int main() {
-  dist::World w = dist::init_world(dist::DistConfig{}, "cpu");
-  dist::ProcessGroups pg = dist::make_process_groups(w, {{"tp"}, {w.world.size}});
-  const dist::Group& tp = pg.tp;
+  comm::World w = comm::init_world(comm::DistConfig{}, "cpu");
+  comm::ProcessGroups pg = comm::make_process_groups(w, {{"tp"}, {w.world.size}});
+  const comm::Group& tp = pg.tp;
   const int r = tp.rank, n = tp.size;
   model::GPT2Config c;
   c.n_layer = 1, c.n_head = 4, c.n_embd = 64, c.block_size = 16, c.vocab_size = 100, c.vocab_pad = 64;

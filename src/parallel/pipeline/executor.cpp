@@ -6,7 +6,7 @@
 #include <chrono>
 #include <map>
 
-#include "dist/collectives.h"
+#include "comm/collectives.h"
 #include "parallel/data_parallel.h"
 
 namespace slm::parallel::pipeline {
@@ -74,8 +74,8 @@ ScheduleResult run_actions(Pipeline& p, DataParallel& d, const std::vector<Actio
     at::Tensor in, out;  // the chunk's input (activations with grad) and output (activations or loss)
   };
   std::map<std::pair<int, int>, Live> live;  // (micro, chunk) between its forward and backward
-  std::map<size_t, std::pair<at::Tensor, dist::Pending>> posted;  // action index -> receive
-  std::vector<dist::Pending> sends;
+  std::map<size_t, std::pair<at::Tensor, comm::Pending>> posted;  // action index -> receive
+  std::vector<comm::Pending> sends;
   size_t final_b = actions.size(), final_first_b = actions.size();
   for (size_t i = 0; i < actions.size(); ++i)
     if (actions[i].op == Action::B) {
@@ -92,7 +92,7 @@ ScheduleResult run_actions(Pipeline& p, DataParallel& d, const std::vector<Actio
     const int tag = a.op == Action::F ? tag_of(p, a.micro, c.stage, 0) : tag_of(p, a.micro, from, 1);
     at::Tensor wire = buf;
     if (scatter_gather(p, from, buf.numel())) wire = buf.view({p.tp.size, -1})[p.tp.rank];
-    posted.emplace(i, std::make_pair(buf, dist::recv_async(wire, source_in(p, from), tag, p.p2p)));
+    posted.emplace(i, std::make_pair(buf, comm::recv_async(wire, source_in(p, from), tag, p.p2p)));
   };
   auto take = [&](size_t i) {
     post(i);
@@ -104,14 +104,14 @@ ScheduleResult run_actions(Pipeline& p, DataParallel& d, const std::vector<Actio
     const int from = p.chunks[static_cast<size_t>(a.chunk)].stage + (a.op == Action::F ? -1 : 1);
     if (scatter_gather(p, from, buf.numel())) {
       at::Tensor flat = buf.view({-1}), mine = flat.view({p.tp.size, -1})[p.tp.rank].clone();
-      dist::all_gather_into(flat, mine, p.tp);
+      comm::all_gather_into(flat, mine, p.tp);
     }
     return buf;
   };
   auto send = [&](const at::Tensor& t, int to_stage, int tag) {
     at::Tensor wire = t.detach().to(at::kFloat).contiguous();
     if (scatter_gather(p, to_stage, wire.numel())) wire = wire.view({p.tp.size, -1})[p.tp.rank].contiguous();
-    for (int dst : targets_in(p, to_stage)) sends.push_back(dist::send_async(wire, dst, tag, p.p2p));
+    for (int dst : targets_in(p, to_stage)) sends.push_back(comm::send_async(wire, dst, tag, p.p2p));
   };
   for (size_t i = 0; i < actions.size(); ++i) {
     const Action& a = actions[i];
@@ -140,7 +140,7 @@ ScheduleResult run_actions(Pipeline& p, DataParallel& d, const std::vector<Actio
     post(i + 1);
     if (i == final_first_b && !holds_last(p)) {  // the head's share of the tied embedding gradient
       at::Tensor head_grad = at::empty_like(p.model->wte);
-      dist::recv_async(head_grad, source_in(p, num_stages(p) - 1), kTiedGradTag, p.p2p).wait();
+      comm::recv_async(head_grad, source_in(p, num_stages(p) - 1), kTiedGradTag, p.p2p).wait();
       at::Tensor& g = p.model->wte.mutable_grad();
       g.defined() ? g.add_(head_grad) : (g = head_grad);
     }
@@ -154,10 +154,10 @@ ScheduleResult run_actions(Pipeline& p, DataParallel& d, const std::vector<Actio
   if (train && holds_last(p) && !holds_first(p)) {
     at::Tensor& g = p.model->head.mutable_grad();
     at::Tensor wire = g.defined() ? g.contiguous() : at::zeros_like(p.model->head);
-    sends.push_back(dist::send_async(wire, rank_at(p.plan, 0, p.role.replica, p.role.tp_rank), kTiedGradTag, p.p2p));
+    sends.push_back(comm::send_async(wire, rank_at(p.plan, 0, p.role.replica, p.role.tp_rank), kTiedGradTag, p.p2p));
     g = at::Tensor();
   }
-  for (dist::Pending& s : sends) s.wait();
+  for (comm::Pending& s : sends) s.wait();
   r.wall_s = since(started);
   return r;
 }
@@ -168,10 +168,10 @@ void sync_tied_weights(Pipeline& p) {
   const int S = num_stages(p);
   if (holds_first(p)) {
     at::Tensor w = p.model->wte.detach().contiguous();
-    dist::send_async(w, rank_at(p.plan, S - 1, p.role.replica, p.role.tp_rank), kTiedWeightTag, p.p2p).wait();
+    comm::send_async(w, rank_at(p.plan, S - 1, p.role.replica, p.role.tp_rank), kTiedWeightTag, p.p2p).wait();
   } else {
     at::Tensor w = at::empty_like(p.model->head);
-    dist::recv_async(w, rank_at(p.plan, 0, p.role.replica, p.role.tp_rank), kTiedWeightTag, p.p2p).wait();
+    comm::recv_async(w, rank_at(p.plan, 0, p.role.replica, p.role.tp_rank), kTiedWeightTag, p.p2p).wait();
     p.model->head.detach().copy_(w);
   }
 }
@@ -180,7 +180,7 @@ double pipeline_grad_norm_sq(Pipeline& p, DataParallel& d) {
   const double stage = grad_norm_sq(d);  // the same on every rank of this stage
   if (num_stages(p) == 1) return stage;
   const bool leader = p.role.replica == 0 && p.role.tp_rank == 0;
-  return dist::sum(leader ? stage : 0.0, p.world);
+  return comm::sum(leader ? stage : 0.0, p.world);
 }
 
 }  // namespace slm::parallel::pipeline

@@ -15,7 +15,7 @@
 
 #include <vector>
 
-#include "dist/group.h"
+#include "comm/group.h"
 #include "model/gpt2.h"
 #include "parallel/pipeline/schedule.h"
 #include "parallel/pipeline/stage.h"
@@ -32,9 +32,9 @@ struct Pipeline {
   RankRole role;
   std::vector<Chunk> chunks;    // this rank's model chunks
   std::vector<Action> actions;  // this rank's training schedule for one step
-  dist::Group world;            // every rank (the global gradient norm)
-  dist::Group p2p;              // every rank, own connections: stage-to-stage traffic only
-  dist::Group tp;               // this stage's tensor-parallel group
+  comm::Group world;            // every rank (the global gradient norm)
+  comm::Group p2p;              // every rank, own connections: stage-to-stage traffic only
+  comm::Group tp;               // this stage's tensor-parallel group
   model::GPT2* model = nullptr;
 };
 

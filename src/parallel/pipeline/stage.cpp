@@ -35,7 +35,7 @@ std::vector<Chunk> split_pipeline(model::GPT2& m, const Plan& p, const RankRole&
 }
 
 at::Tensor chunk_forward(DataParallel& d, const model::GPT2& m, const Chunk& c, const at::Tensor& input,
-                         const at::Tensor& targets, const dist::Group& tp, bool train) {
+                         const at::Tensor& targets, const comm::Group& tp, bool train) {
   if (c.first && c.last) return forward_loss(d, input, targets, train);
   at::Tensor x;
   if (tp.size > 1) {

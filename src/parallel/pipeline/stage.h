@@ -8,7 +8,7 @@
 
 #include <vector>
 
-#include "dist/group.h"
+#include "comm/group.h"
 #include "model/gpt2.h"
 #include "parallel/plan.h"
 
@@ -33,6 +33,6 @@ std::vector<Chunk> split_pipeline(model::GPT2& m, const Plan& p, const RankRole&
 // input: idx (B, T) for a first chunk, else activations (B, T, C). Returns activations (B, T, C),
 // or the mean loss for a last chunk. A chunk that is the whole model goes through d (ZeRO 3 etc.).
 at::Tensor chunk_forward(DataParallel& d, const model::GPT2& m, const Chunk& c, const at::Tensor& input,
-                         const at::Tensor& targets, const dist::Group& tp, bool train);
+                         const at::Tensor& targets, const comm::Group& tp, bool train);
 
 }  // namespace slm::parallel::pipeline

@@ -3,7 +3,7 @@
 
 #include <torch/torch.h>
 
-#include "dist/collectives.h"
+#include "comm/collectives.h"
 #include "parallel/tensor/mappings.h"
 
 namespace slm::parallel::tensor {
@@ -15,21 +15,21 @@ using torch::autograd::variable_list;
 struct VocabParallelCE : torch::autograd::Function<VocabParallelCE> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& logits, const at::Tensor& targets,
                             int64_t start, int64_t vocab_size, int64_t tp_ptr) {
-    const dist::Group& tp = *reinterpret_cast<const dist::Group*>(tp_ptr);
+    const comm::Group& tp = *reinterpret_cast<const comm::Group*>(tp_ptr);
     const int64_t n = logits.size(1);
     at::Tensor x = logits.detach().to(at::kFloat, /*non_blocking=*/false, /*copy=*/true);  // worked on in place
     const int64_t real = std::clamp<int64_t>(vocab_size - start, 0, n);  // real columns here
     if (real < n) x.narrow(1, real, n - real).fill_(-std::numeric_limits<float>::infinity());
     at::Tensor mx = std::get<0>(x.max(1));  // (N)
-    dist::all_reduce_max(mx, tp);
+    comm::all_reduce_max(mx, tp);
     x.sub_(mx.unsqueeze(1)).exp_();  // exp(logit - max); padding -> 0
     at::Tensor sum = x.sum(1);
-    dist::all_reduce_sum(sum, tp);
+    comm::all_reduce_sum(sum, tp);
     at::Tensor mine = (targets >= start) & (targets < start + n);
     at::Tensor local = (targets - start).clamp(0, n - 1);
     at::Tensor picked = (logits.detach().gather(1, local.unsqueeze(1)).squeeze(1).to(at::kFloat) - mx) *
                         mine.to(at::kFloat);
-    dist::all_reduce_sum(picked, tp);
+    comm::all_reduce_sum(picked, tp);
     x.div_(sum.unsqueeze(1));  // softmax over the whole vocabulary, this rank's columns
     ctx->save_for_backward({x, mine, local});
     ctx->saved_data["dtype"] = static_cast<int64_t>(logits.scalar_type());
@@ -54,7 +54,7 @@ std::pair<int64_t, int64_t> vocab_range(int64_t padded_vocab, int rank, int tp) 
 }
 
 at::Tensor vocab_parallel_embedding(const at::Tensor& idx, const at::Tensor& wte_local, int64_t start,
-                                    const dist::Group& tp) {
+                                    const comm::Group& tp) {
   const int64_t n = wte_local.size(0);
   at::Tensor mine = (idx >= start) & (idx < start + n);
   at::Tensor e = at::embedding(wte_local, (idx - start).clamp(0, n - 1)) * mine.unsqueeze(-1).to(wte_local.dtype());
@@ -62,7 +62,7 @@ at::Tensor vocab_parallel_embedding(const at::Tensor& idx, const at::Tensor& wte
 }
 
 at::Tensor vocab_parallel_cross_entropy(const at::Tensor& logits_local, const at::Tensor& targets, int64_t start,
-                                        int64_t vocab_size, const dist::Group& tp) {
+                                        int64_t vocab_size, const comm::Group& tp) {
   return VocabParallelCE::apply(logits_local, targets, start, vocab_size, reinterpret_cast<int64_t>(&tp));
 }
 

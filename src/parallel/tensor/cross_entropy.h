@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <utility>
 
-#include "dist/group.h"
+#include "comm/group.h"
 
 namespace slm::parallel::tensor {
 
@@ -19,10 +19,10 @@ std::pair<int64_t, int64_t> vocab_range(int64_t padded_vocab, int rank, int tp);
 // idx (B, T) -> (B, T, C): each rank looks up the ids in its range, zeros elsewhere, then g
 // (forward all-reduce, backward identity).
 at::Tensor vocab_parallel_embedding(const at::Tensor& idx, const at::Tensor& wte_local, int64_t start,
-                                    const dist::Group& tp);
+                                    const comm::Group& tp);
 // Mean cross-entropy of logits_local (N, Vp/tp: this rank's columns; columns >= vocab_size are
 // padding and ignored) against targets (N). Same value on every rank.
 at::Tensor vocab_parallel_cross_entropy(const at::Tensor& logits_local, const at::Tensor& targets, int64_t start,
-                                        int64_t vocab_size, const dist::Group& tp);
+                                        int64_t vocab_size, const comm::Group& tp);
 
 }  // namespace slm::parallel::tensor

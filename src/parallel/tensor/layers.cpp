@@ -24,7 +24,7 @@ model::Block shard_block(const model::Block& f, const model::GPT2Config& c, int 
 }
 
 at::Tensor tp_block_forward(const model::Block& b, const at::Tensor& x, const model::GPT2Config& c,
-                            const dist::Group& tp) {
+                            const comm::Group& tp) {
   TORCH_CHECK(c.dropout == 0.0, "tensor parallelism does not support dropout yet");
   const int64_t B = x.size(0), T = x.size(1), C = x.size(2), Hl = c.n_head / tp.size, Cl = C / tp.size;
   // Attention: x + g(proj_local(attn(f(ln_1(x)) @ qkv_local)))

@@ -10,7 +10,7 @@
 #pragma once
 #include <ATen/core/Tensor.h>
 
-#include "dist/group.h"
+#include "comm/group.h"
 #include "model/gpt2.h"
 
 namespace slm::parallel::tensor {
@@ -20,6 +20,6 @@ namespace slm::parallel::tensor {
 model::Block shard_block(const model::Block& full, const model::GPT2Config& c, int rank, int tp);
 // x (B, T, C), replicated on the tp group -> (B, T, C), replicated.
 at::Tensor tp_block_forward(const model::Block& local, const at::Tensor& x, const model::GPT2Config& c,
-                            const dist::Group& tp);
+                            const comm::Group& tp);
 
 }  // namespace slm::parallel::tensor

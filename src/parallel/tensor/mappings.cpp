@@ -3,7 +3,7 @@
 
 #include <torch/torch.h>
 
-#include "dist/collectives.h"
+#include "comm/collectives.h"
 
 namespace slm::parallel::tensor {
 namespace {
@@ -11,13 +11,13 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-const dist::Group& group_of(AutogradContext* ctx) {
-  return *reinterpret_cast<const dist::Group*>(ctx->saved_data["tp"].toInt());
+const comm::Group& group_of(AutogradContext* ctx) {
+  return *reinterpret_cast<const comm::Group*>(ctx->saved_data["tp"].toInt());
 }
 
-at::Tensor summed(const at::Tensor& x, const dist::Group& tp) {
+at::Tensor summed(const at::Tensor& x, const comm::Group& tp) {
   at::Tensor y = x.contiguous().clone();
-  dist::all_reduce_sum(y, tp);
+  comm::all_reduce_sum(y, tp);
   return y;
 }
 
@@ -33,20 +33,20 @@ struct CopyToTp : torch::autograd::Function<CopyToTp> {
 
 struct ReduceFromTp : torch::autograd::Function<ReduceFromTp> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, int64_t tp) {
-    return summed(x, *reinterpret_cast<const dist::Group*>(tp));
+    return summed(x, *reinterpret_cast<const comm::Group*>(tp));
   }
   static variable_list backward(AutogradContext*, variable_list g) { return {g[0], at::Tensor()}; }
 };
 
-int64_t ptr(const dist::Group& g) { return reinterpret_cast<int64_t>(&g); }
+int64_t ptr(const comm::Group& g) { return reinterpret_cast<int64_t>(&g); }
 
 }  // namespace
 
-at::Tensor copy_to_tp(const at::Tensor& x, const dist::Group& tp) {
+at::Tensor copy_to_tp(const at::Tensor& x, const comm::Group& tp) {
   return tp.size == 1 ? x : CopyToTp::apply(x, ptr(tp));
 }
 
-at::Tensor reduce_from_tp(const at::Tensor& x, const dist::Group& tp) {
+at::Tensor reduce_from_tp(const at::Tensor& x, const comm::Group& tp) {
   return tp.size == 1 ? x : ReduceFromTp::apply(x, ptr(tp));
 }
 

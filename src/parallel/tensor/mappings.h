@@ -4,13 +4,13 @@
 #pragma once
 #include <ATen/core/Tensor.h>
 
-#include "dist/group.h"
+#include "comm/group.h"
 
 namespace slm::parallel::tensor {
 
 // f: forward identity, backward all-reduce(sum) over tp. Before a column-parallel linear.
-at::Tensor copy_to_tp(const at::Tensor& x, const dist::Group& tp);
+at::Tensor copy_to_tp(const at::Tensor& x, const comm::Group& tp);
 // g: forward all-reduce(sum) over tp, backward identity. After a row-parallel linear.
-at::Tensor reduce_from_tp(const at::Tensor& x, const dist::Group& tp);
+at::Tensor reduce_from_tp(const at::Tensor& x, const comm::Group& tp);
 
 }  // namespace slm::parallel::tensor

@@ -23,7 +23,7 @@ void validate_tp(const model::GPT2Config& c, int tp) {
   if (c.recompute) throw UserError("parallel: tp > 1 does not combine with model.recompute yet");
 }
 
-void apply_tensor_parallel(model::GPT2& m, const dist::Group& tp) {
+void apply_tensor_parallel(model::GPT2& m, const comm::Group& tp) {
   if (tp.size == 1) return;
   for (model::Block& b : m.h) b = shard_block(b, m.cfg, tp.rank, tp.size);
   auto [start, n] = vocab_range(m.cfg.padded_vocab(), tp.rank, tp.size);
@@ -31,19 +31,19 @@ void apply_tensor_parallel(model::GPT2& m, const dist::Group& tp) {
     if (w->defined()) *w = w->detach().narrow(0, start, n).clone().requires_grad_(w->requires_grad());
 }
 
-at::Tensor embed(const model::GPT2& m, const at::Tensor& idx, const dist::Group& tp) {
+at::Tensor embed(const model::GPT2& m, const at::Tensor& idx, const comm::Group& tp) {
   const int64_t start = vocab_range(m.cfg.padded_vocab(), tp.rank, tp.size).first;
   const int64_t T = idx.size(1);
   return vocab_parallel_embedding(idx, m.wte, start, tp) +
          at::embedding(m.wpe, at::arange(T, idx.options().dtype(at::kLong)));  // (B, T, C)
 }
 
-at::Tensor run_blocks(const model::GPT2& m, at::Tensor x, size_t begin, size_t end, const dist::Group& tp) {
+at::Tensor run_blocks(const model::GPT2& m, at::Tensor x, size_t begin, size_t end, const comm::Group& tp) {
   for (size_t i = begin; i < end; ++i) x = tp_block_forward(m.h[i], x, m.cfg, tp);
   return x;
 }
 
-at::Tensor head_loss(const model::GPT2& m, const at::Tensor& x_in, const at::Tensor& targets, const dist::Group& tp) {
+at::Tensor head_loss(const model::GPT2& m, const at::Tensor& x_in, const at::Tensor& targets, const comm::Group& tp) {
   const int64_t start = vocab_range(m.cfg.padded_vocab(), tp.rank, tp.size).first;
   at::Tensor x = at::layer_norm(x_in, {m.cfg.n_embd}, m.ln_f_w, m.ln_f_b, 1e-5);
   const at::Tensor& w = m.head.defined() ? m.head : m.wte;
@@ -53,7 +53,7 @@ at::Tensor head_loss(const model::GPT2& m, const at::Tensor& x_in, const at::Ten
 }
 
 at::Tensor forward_loss(const model::GPT2& m, const at::Tensor& idx, const at::Tensor& targets,
-                        const dist::Group& tp) {
+                        const comm::Group& tp) {
   return head_loss(m, run_blocks(m, embed(m, idx, tp), 0, m.h.size(), tp), targets, tp);
 }
 

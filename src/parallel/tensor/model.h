@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "dist/group.h"
+#include "comm/group.h"
 #include "model/gpt2.h"
 #include "parallel/flat.h"
 
@@ -19,15 +19,15 @@ namespace slm::parallel::tensor {
 void validate_tp(const model::GPT2Config& c, int tp);
 // In place: m's blocks and token embedding become this rank's slices (see layers.h,
 // cross_entropy.h). Deterministic: every rank slices the same full initialisation.
-void apply_tensor_parallel(model::GPT2& m, const dist::Group& tp);
+void apply_tensor_parallel(model::GPT2& m, const comm::Group& tp);
 // Mean next-token loss (same value on every tp rank). `tp` must outlive the backward pass.
 at::Tensor forward_loss(const model::GPT2& m, const at::Tensor& idx, const at::Tensor& targets,
-                        const dist::Group& tp);
+                        const comm::Group& tp);
 // The pieces, for pipeline stages: vocabulary-parallel embedding (B, T) -> (B, T, C); blocks
 // h[begin, end); final LayerNorm + vocabulary-parallel head and cross-entropy (head or wte).
-at::Tensor embed(const model::GPT2& m, const at::Tensor& idx, const dist::Group& tp);
-at::Tensor run_blocks(const model::GPT2& m, at::Tensor x, size_t begin, size_t end, const dist::Group& tp);
-at::Tensor head_loss(const model::GPT2& m, const at::Tensor& x, const at::Tensor& targets, const dist::Group& tp);
+at::Tensor embed(const model::GPT2& m, const at::Tensor& idx, const comm::Group& tp);
+at::Tensor run_blocks(const model::GPT2& m, at::Tensor x, size_t begin, size_t end, const comm::Group& tp);
+at::Tensor head_loss(const model::GPT2& m, const at::Tensor& x, const at::Tensor& targets, const comm::Group& tp);
 bool replicated_over_tp(const std::string& parameter_name);
 // Where tp rank `rank`'s slice of a parameter sits in the whole parameter (both row-major,
 // flattened): pieces {local offset, global offset, size}; none for an unsplit parameter.

@@ -1,5 +1,5 @@
-// dist/hierarchy.cpp: see hierarchy.h.
-#include "dist/hierarchy.h"
+// comm/hierarchy.cpp: see hierarchy.h.
+#include "comm/hierarchy.h"
 
 #include <torch/torch.h>
 
@@ -8,13 +8,13 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "dist/collectives.h"
-#include "dist/wan.h"
-#include "dist/world.h"
+#include "comm/collectives.h"
+#include "comm/wan.h"
+#include "comm/world.h"
 #include "util/error.h"
 #include "util/files.h"
 
-namespace slm::dist {
+namespace slm::comm {
 
 // Gloo keeps about 2 MiB of a collective in flight per connection (two 1 MiB pieces).
 constexpr double kBytesInFlight = 2 << 20;
@@ -187,4 +187,4 @@ Pending wan_all_reduce(const at::Tensor& t_in, const Group& g) {
   });
 }
 
-}  // namespace slm::dist
+}  // namespace slm::comm

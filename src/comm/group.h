@@ -1,16 +1,16 @@
-// dist/group.h: a process group as the rest of slmtrain sees it: this rank's index, the group's
-// size and an opaque handle to the c10d backend (dist/backend.h). Passed by argument, never
-// global. A Group of size 1 has no backend, and every dist/ verb is a no-op on it, so call sites
+// comm/group.h: a process group as the rest of slmtrain sees it: this rank's index, the group's
+// size and an opaque handle to the c10d backend (comm/backend.h). Passed by argument, never
+// global. A Group of size 1 has no backend, and every comm/ verb is a no-op on it, so call sites
 // never test `if (world > 1)`.
 #pragma once
 #include <memory>
 #include <string>
 #include <vector>
 
-namespace slm::dist {
+namespace slm::comm {
 
-struct Backend;  // dist/backend.h
-struct Wan;      // dist/wan.h: hierarchical / multi-channel all-reduce (dist/hierarchy.h)
+struct Backend;  // comm/backend.h
+struct Wan;      // comm/wan.h: hierarchical / multi-channel all-reduce (comm/hierarchy.h)
 
 struct Group {
   std::string name = "world";  // for messages: "world", "dp", "tp", "pp"
@@ -21,4 +21,4 @@ struct Group {
   std::shared_ptr<const Wan> wan;    // set by make_wan_group; null = flat collectives
 };
 
-}  // namespace slm::dist
+}  // namespace slm::comm

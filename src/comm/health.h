@@ -1,4 +1,4 @@
-// dist/health.h: liveness of the ranks, so that a failed collective can say *which* rank is gone.
+// comm/health.h: liveness of the ranks, so that a failed collective can say *which* rank is gone.
 // Owns: Health. Each rank bumps a counter "hb/<rank>" in the rendezvous store once a second from
 // a background thread (its own store connection). When a collective fails or times out,
 // lost_ranks() watches the counters for a few seconds and names the ranks that stopped; if the
@@ -14,7 +14,7 @@
 
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
-namespace slm::dist {
+namespace slm::comm {
 
 struct Health {
   Health(const std::string& host, int port, int rank);
@@ -25,7 +25,7 @@ struct Health {
 
   c10::intrusive_ptr<c10d::Store> store;  // this thread's own client connection
   int rank;                   // the job's rank (the launcher's RANK)
-  std::vector<int> job_rank;  // after dist::shrink_world: the job's rank of each renumbered rank
+  std::vector<int> job_rank;  // after comm::shrink_world: the job's rank of each renumbered rank
                               // (empty = ranks are the job's)
   std::mutex mu;
   std::condition_variable cv;
@@ -33,4 +33,4 @@ struct Health {
   std::thread thread;
 };
 
-}  // namespace slm::dist
+}  // namespace slm::comm

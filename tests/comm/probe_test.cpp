@@ -1,12 +1,12 @@
-// tests/dist/probe_test.cpp: the pure parts of link probing: the rounds of disjoint pairs cover
+// tests/comm/probe_test.cpp: the pure parts of link probing: the rounds of disjoint pairs cover
 // every pair once, the alpha-beta fit recovers a known line, and link classes split at the jump.
 #include <gtest/gtest.h>
 
 #include <set>
 
-#include "dist/probe.h"
+#include "comm/probe.h"
 
-using namespace slm::dist;
+using namespace slm::comm;
 
 TEST(Probe, TournamentCoversEveryPairOnce) {
   for (int n : {2, 3, 4, 5, 8}) {
@@ -48,7 +48,7 @@ TEST(Probe, ClassesSplitAtTheJump) {
   EXPECT_EQ(classify_links(pairs).size(), 1u);
 }
 
-// What the WAN-aware all-reduce takes from a probe (dist/hierarchy.h): the slowest class, the
+// What the WAN-aware all-reduce takes from a probe (comm/hierarchy.h): the slowest class, the
 // channel count (bandwidth-delay product / 2 MiB, 1..8) and the smallest auto chunk
 // (ranks x min(αβ, 1 MiB)).
 TEST(Probe, WanSettingsFromTheSlowestClass) {

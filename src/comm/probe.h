@@ -1,4 +1,4 @@
-// dist/probe.h: link probing across the ranks of a job (`slm probe`): round-trip latency and
+// comm/probe.h: link probing across the ranks of a job (`slm probe`): round-trip latency and
 // bandwidth for every rank pair (message-size sweep, point to point), timings of all-reduce and
 // all-gather (4 B and 1 MiB) on the world group (and, on request, all-reduces of given sizes
 // through the configured WAN-aware path), α (latency) and β (bandwidth) fitted per pair and per link class.
@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "dist/hierarchy.h"
-#include "dist/world.h"
+#include "comm/hierarchy.h"
+#include "comm/world.h"
 
-namespace slm::dist {
+namespace slm::comm {
 
 struct ProbeConfig {
   std::vector<int64_t> sizes = {4, 256 << 10, 2 << 20};  // bytes per message
@@ -64,8 +64,8 @@ void fit_alpha_beta(const std::vector<int64_t>& sizes, const std::vector<double>
                     double* beta_Bps);
 std::vector<LinkClass> classify_links(std::vector<PairLink>& pairs);
 std::string probe_matrix(const ProbeResult& r);
-// The class with the largest α (for the WAN-aware all-reduce: dist/hierarchy.h); zeros if none.
+// The class with the largest α (for the WAN-aware all-reduce: comm/hierarchy.h); zeros if none.
 WideLink widest_class(const ProbeResult& r);
 std::string probe_json(const ProbeResult& r);
 
-}  // namespace slm::dist
+}  // namespace slm::comm

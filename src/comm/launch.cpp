@@ -1,5 +1,5 @@
-// dist/launch.cpp: see launch.h.
-#include "dist/launch.h"
+// comm/launch.cpp: see launch.h.
+#include "comm/launch.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -18,7 +18,7 @@
 
 #include "util/error.h"
 
-namespace slm::dist {
+namespace slm::comm {
 namespace {
 
 volatile sig_atomic_t g_signal = 0;
@@ -190,4 +190,4 @@ int launch(const LaunchOptions& o) {
   return result;
 }
 
-}  // namespace slm::dist
+}  // namespace slm::comm

@@ -1,4 +1,4 @@
-// dist/world.h: joining the job: rendezvous through a c10d TCPStore hosted by rank 0, the world
+// comm/world.h: joining the job: rendezvous through a c10d TCPStore hosted by rank 0, the world
 // process group (Gloo on CPU, NCCL on GPU), and new subgroups.
 // Owns: DistConfig (the [dist] config section), World, init_world, new_group, shrink_world.
 // Worked example, 4 ranks on one machine started by `slm launch -n 4` (MASTER_ADDR=127.0.0.1):
@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
-#include "dist/env.h"
-#include "dist/group.h"
-#include "dist/hierarchy.h"
+#include "comm/env.h"
+#include "comm/group.h"
+#include "comm/hierarchy.h"
 
-namespace slm::dist {
+namespace slm::comm {
 
 struct DistConfig {
   std::string backend = "auto";  // auto (nccl on cuda, gloo on cpu) | gloo | nccl
@@ -24,7 +24,7 @@ struct DistConfig {
                                  // address MASTER_ADDR is reached by
   double timeout_s = 60;         // a collective that waits longer than this fails (a dead peer)
   double join_timeout_s = 120;   // rendezvous: how long to wait for every rank to arrive
-  WanOptions wan;                // data-parallel all-reduce across slow links (dist/hierarchy.h)
+  WanOptions wan;                // data-parallel all-reduce across slow links (comm/hierarchy.h)
 };
 
 struct World {
@@ -51,4 +51,4 @@ Group new_group(World& w, const std::string& name, const std::vector<int>& ranks
 // other ranks may exit. w stays usable for nothing but its store.
 World shrink_world(World& w, const std::vector<int>& keep);
 
-}  // namespace slm::dist
+}  // namespace slm::comm

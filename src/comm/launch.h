@@ -1,4 +1,4 @@
-// dist/launch.h: `slm launch`, a torchrun-style launcher for the ranks of one machine.
+// comm/launch.h: `slm launch`, a torchrun-style launcher for the ranks of one machine.
 // Owns: LaunchOptions and launch(). Starts nproc children with RANK, WORLD_SIZE, LOCAL_RANK,
 // LOCAL_WORLD_SIZE, MASTER_ADDR and MASTER_PORT set, prefixes every line they print with "[rank] ",
 // forwards SIGINT/SIGTERM to them, and when one rank fails (non-zero exit or killed) stops the
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-namespace slm::dist {
+namespace slm::comm {
 
 struct LaunchOptions {
   int nproc = 1;             // ranks on this machine
@@ -27,4 +27,4 @@ struct LaunchOptions {
 // first failing rank's code (128 + signal if it was killed). UserError on bad options.
 int launch(const LaunchOptions& o);
 
-}  // namespace slm::dist
+}  // namespace slm::comm

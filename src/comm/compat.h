@@ -1,4 +1,4 @@
-// dist/compat.h: every LibTorch-version difference of c10d in one place.
+// comm/compat.h: every LibTorch-version difference of c10d in one place.
 // 1.x: ProcessGroupGloo / ProcessGroupNCCL derive from c10d::ProcessGroup; 2.x: from c10d::Backend.
 // Gloo gained reduce_scatter in 2.x; 1.13 has none (we build it from allreduce, see collectives).
 #pragma once
@@ -10,7 +10,7 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
-namespace slm::dist::compat {
+namespace slm::comm::compat {
 
 #if TORCH_VERSION_MAJOR >= 2
 using BackendBase = c10d::Backend;
@@ -20,4 +20,4 @@ using BackendBase = c10d::ProcessGroup;
 constexpr bool kGlooHasReduceScatter = false;
 #endif
 
-}  // namespace slm::dist::compat
+}  // namespace slm::comm::compat

@@ -1,4 +1,4 @@
-// dist/mesh.h: the process mesh: the world factored into named dimensions, each with its own
+// comm/mesh.h: the process mesh: the world factored into named dimensions, each with its own
 // subgroups, so later layouts add a dimension instead of rewiring.
 // Owns: MeshShape (pure), mesh_groups (pure, unit-tested), ProcessGroups and make_process_groups.
 // The shape lists dimensions outermost first; the last varies fastest, so it should be the one
@@ -10,11 +10,11 @@
 #include <string>
 #include <vector>
 
-#include "dist/group.h"
+#include "comm/group.h"
 
-namespace slm::dist {
+namespace slm::comm {
 
-struct World;  // dist/world.h
+struct World;  // comm/world.h
 
 struct MeshShape {
   std::vector<std::string> names;  // outermost first, e.g. {"pp", "dp", "tp"}
@@ -37,4 +37,4 @@ struct ProcessGroups {
 // sizes is not the world size.
 ProcessGroups make_process_groups(World& w, const MeshShape& shape);
 
-}  // namespace slm::dist
+}  // namespace slm::comm

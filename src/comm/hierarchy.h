@@ -1,4 +1,4 @@
-// dist/hierarchy.h: WAN-aware all-reduce for groups that span sites joined by slow links.
+// comm/hierarchy.h: WAN-aware all-reduce for groups that span sites joined by slow links.
 // Owns: WanOptions (part of the [dist] section), make_wan_group (attach the extra groups to a
 // Group), and the all-reduce paths that all_reduce_sum_async takes for such a group:
 //  - hierarchical: ranks are numbered site by site (ranks_per_site); a tensor is summed inside
@@ -17,9 +17,9 @@
 #include <cstdint>
 #include <string>
 
-#include "dist/group.h"
+#include "comm/group.h"
 
-namespace slm::dist {
+namespace slm::comm {
 
 struct World;
 
@@ -67,4 +67,4 @@ Group site_group(const Group& g);
 // "" for a plain group.
 std::string describe_wan(const Group& g);
 
-}  // namespace slm::dist
+}  // namespace slm::comm

@@ -1,5 +1,5 @@
-// dist/world.cpp: see world.h.
-#include "dist/world.h"
+// comm/world.cpp: see world.h.
+#include "comm/world.h"
 
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -10,11 +10,11 @@
 #include <cstdlib>
 #include <fmt/format.h>
 
-#include "dist/backend.h"
-#include "dist/health.h"
+#include "comm/backend.h"
+#include "comm/health.h"
 #include "util/error.h"
 
-namespace slm::dist {
+namespace slm::comm {
 namespace {
 
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
@@ -184,4 +184,4 @@ World shrink_world(World& w, const std::vector<int>& keep) {
   return s;
 }
 
-}  // namespace slm::dist
+}  // namespace slm::comm

@@ -1,4 +1,4 @@
-// dist/env.h: where this process sits in a distributed job, read from the environment.
+// comm/env.h: where this process sits in a distributed job, read from the environment.
 // Owns: LaunchEnv and read_launch_env. Understands the variables of three launchers, first match
 // wins: torchrun and `slm launch` (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE), Slurm's srun
 // (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, SLURM_NTASKS_PER_NODE) and Open MPI's mpirun
@@ -8,7 +8,7 @@
 #pragma once
 #include <string>
 
-namespace slm::dist {
+namespace slm::comm {
 
 struct LaunchEnv {
   int rank = 0, world = 1;              // global rank and number of processes
@@ -22,4 +22,4 @@ struct LaunchEnv {
 // world > 1 but MASTER_ADDR / MASTER_PORT are missing.
 LaunchEnv read_launch_env();
 
-}  // namespace slm::dist
+}  // namespace slm::comm

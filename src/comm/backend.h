@@ -1,4 +1,4 @@
-// dist/backend.h: what a Group's opaque handle holds (private to dist/): the c10d backend object
+// comm/backend.h: what a Group's opaque handle holds (private to comm/): the c10d backend object
 // (Gloo or NCCL), its kind, and the job's health monitor used to name a lost rank when a
 // collective fails.
 #pragma once
@@ -7,11 +7,11 @@
 #include <memory>
 #include <string>
 
-#include "dist/compat.h"
+#include "comm/compat.h"
 
-namespace slm::dist {
+namespace slm::comm {
 
-struct Health;  // dist/health.h
+struct Health;  // comm/health.h
 
 struct Backend {
   c10::intrusive_ptr<compat::BackendBase> pg;
@@ -20,4 +20,4 @@ struct Backend {
   std::atomic<int64_t> bytes_sent{0};  // this rank's payload bytes on the wire (ring-algorithm count)
 };
 
-}  // namespace slm::dist
+}  // namespace slm::comm

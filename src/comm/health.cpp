@@ -1,13 +1,13 @@
-// dist/health.cpp: see health.h.
-#include "dist/health.h"
+// comm/health.cpp: see health.h.
+#include "comm/health.h"
 
 #include <chrono>
 #include <fmt/format.h>
 #include <map>
 
-#include "dist/compat.h"
+#include "comm/compat.h"
 
-namespace slm::dist {
+namespace slm::comm {
 namespace {
 constexpr auto kBeat = std::chrono::milliseconds(1000);
 
@@ -62,4 +62,4 @@ std::string Health::lost_ranks(const std::vector<int>& ranks) {
   }
 }
 
-}  // namespace slm::dist
+}  // namespace slm::comm

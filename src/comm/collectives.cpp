@@ -1,16 +1,16 @@
-// dist/collectives.cpp: see collectives.h.
-#include "dist/collectives.h"
+// comm/collectives.cpp: see collectives.h.
+#include "comm/collectives.h"
 
 #include <torch/torch.h>
 
 #include <fmt/format.h>
 
-#include "dist/backend.h"
-#include "dist/health.h"
-#include "dist/wan.h"
+#include "comm/backend.h"
+#include "comm/health.h"
+#include "comm/wan.h"
 #include "util/hash.h"
 
-namespace slm::dist {
+namespace slm::comm {
 
 struct Pending::State {
   c10::intrusive_ptr<c10d::Work> work;
@@ -229,9 +229,9 @@ double max(double v, const Group& g) {
   return t.cpu().item<double>();
 }
 
-}  // namespace slm::dist
+}  // namespace slm::comm
 
-namespace slm::dist {
+namespace slm::comm {
 
 void require_same(const std::string& text, const Group& g, const std::string& what) {
   if (g.size == 1) return;
@@ -251,4 +251,4 @@ void require_same(const std::string& text, const Group& g, const std::string& wh
                                 differ.size() == 1 ? "rank" : "ranks", fmt::join(differ, ", "), what, g.ranks[0]));
 }
 
-}  // namespace slm::dist
+}  // namespace slm::comm

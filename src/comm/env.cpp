@@ -1,12 +1,12 @@
-// dist/env.cpp: see env.h.
-#include "dist/env.h"
+// comm/env.cpp: see env.h.
+#include "comm/env.h"
 
 #include <cstdlib>
 #include <fmt/format.h>
 
 #include "util/error.h"
 
-namespace slm::dist {
+namespace slm::comm {
 namespace {
 
 const char* get(const char* name) {
@@ -67,4 +67,4 @@ LaunchEnv read_launch_env() {
   return e;
 }
 
-}  // namespace slm::dist
+}  // namespace slm::comm

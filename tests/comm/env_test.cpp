@@ -1,9 +1,9 @@
-// tests/dist/env_test.cpp: read_launch_env understands torchrun, Slurm and mpirun variables.
+// tests/comm/env_test.cpp: read_launch_env understands torchrun, Slurm and mpirun variables.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 
-#include "dist/env.h"
+#include "comm/env.h"
 #include "util/error.h"
 
 namespace {
@@ -22,7 +22,7 @@ struct Env : ::testing::Test {
 };
 
 TEST_F(Env, NothingSetIsOneProcess) {
-  slm::dist::LaunchEnv e = slm::dist::read_launch_env();
+  slm::comm::LaunchEnv e = slm::comm::read_launch_env();
   EXPECT_EQ(e.world, 1);
   EXPECT_EQ(e.rank, 0);
   EXPECT_EQ(e.source, "none");
@@ -31,7 +31,7 @@ TEST_F(Env, NothingSetIsOneProcess) {
 TEST_F(Env, Torchrun) {
   set("RANK", "3"), set("WORLD_SIZE", "8"), set("LOCAL_RANK", "1"), set("LOCAL_WORLD_SIZE", "2");
   set("MASTER_ADDR", "node0"), set("MASTER_PORT", "29400");
-  slm::dist::LaunchEnv e = slm::dist::read_launch_env();
+  slm::comm::LaunchEnv e = slm::comm::read_launch_env();
   EXPECT_EQ(e.source, "torchrun");
   EXPECT_EQ(e.rank, 3);
   EXPECT_EQ(e.world, 8);
@@ -45,7 +45,7 @@ TEST_F(Env, Slurm) {
   set("SLURM_PROCID", "5"), set("SLURM_NTASKS", "6"), set("SLURM_LOCALID", "2"),
       set("SLURM_NTASKS_PER_NODE", "3(x2)");
   set("MASTER_ADDR", "n1"), set("MASTER_PORT", "1234");
-  slm::dist::LaunchEnv e = slm::dist::read_launch_env();
+  slm::comm::LaunchEnv e = slm::comm::read_launch_env();
   EXPECT_EQ(e.source, "slurm");
   EXPECT_EQ(e.rank, 5);
   EXPECT_EQ(e.world, 6);
@@ -57,7 +57,7 @@ TEST_F(Env, Mpirun) {
   set("OMPI_COMM_WORLD_RANK", "1"), set("OMPI_COMM_WORLD_SIZE", "2"), set("OMPI_COMM_WORLD_LOCAL_RANK", "1"),
       set("OMPI_COMM_WORLD_LOCAL_SIZE", "2");
   set("MASTER_ADDR", "127.0.0.1"), set("MASTER_PORT", "29500");
-  slm::dist::LaunchEnv e = slm::dist::read_launch_env();
+  slm::comm::LaunchEnv e = slm::comm::read_launch_env();
   EXPECT_EQ(e.source, "mpirun");
   EXPECT_EQ(e.rank, 1);
   EXPECT_EQ(e.world, 2);
@@ -65,13 +65,13 @@ TEST_F(Env, Mpirun) {
 
 TEST_F(Env, BadValuesAreOneLineErrors) {
   set("RANK", "2"), set("WORLD_SIZE", "2");
-  EXPECT_THROW(slm::dist::read_launch_env(), slm::UserError);
+  EXPECT_THROW(slm::comm::read_launch_env(), slm::UserError);
   set("RANK", "x");
-  EXPECT_THROW(slm::dist::read_launch_env(), slm::UserError);
+  EXPECT_THROW(slm::comm::read_launch_env(), slm::UserError);
   set("RANK", "0");
-  EXPECT_THROW(slm::dist::read_launch_env(), slm::UserError);  // no MASTER_ADDR
+  EXPECT_THROW(slm::comm::read_launch_env(), slm::UserError);  // no MASTER_ADDR
   set("MASTER_ADDR", "h"), set("MASTER_PORT", "70000");
-  EXPECT_THROW(slm::dist::read_launch_env(), slm::UserError);
+  EXPECT_THROW(slm::comm::read_launch_env(), slm::UserError);
 }
 
 }  // namespace

@@ -1,15 +1,15 @@
-// dist/mesh.cpp: see mesh.h.
-#include "dist/mesh.h"
+// comm/mesh.cpp: see mesh.h.
+#include "comm/mesh.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <stdexcept>
 
-#include "dist/world.h"
+#include "comm/world.h"
 #include "util/error.h"
 
-namespace slm::dist {
+namespace slm::comm {
 namespace {
 
 size_t dim_index(const MeshShape& s, const std::string& dim) {
@@ -77,4 +77,4 @@ ProcessGroups make_process_groups(World& w, const MeshShape& shape) {
   return pg;
 }
 
-}  // namespace slm::dist
+}  // namespace slm::comm

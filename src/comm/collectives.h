@@ -1,6 +1,6 @@
-// dist/collectives.h: the collective verbs used by parallel/ and train/, on any Group.
+// comm/collectives.h: the collective verbs used by parallel/ and train/, on any Group.
 // Every verb is a no-op (or the identity) on a group of size 1. A failed or timed-out collective
-// throws PeerLost naming the lost rank(s) (dist/health.h). Gloo has no bf16 and (in LibTorch 1.x)
+// throws PeerLost naming the lost rank(s) (comm/health.h). Gloo has no bf16 and (in LibTorch 1.x)
 // no reduce_scatter: bf16 travels as fp32, and reduce_scatter is an all-reduce of which each rank
 // keeps its part (twice the bytes of a real reduce-scatter; see docs/benchmarks.md).
 #pragma once
@@ -11,10 +11,10 @@
 #include <memory>
 #include <vector>
 
-#include "dist/group.h"
+#include "comm/group.h"
 #include "util/error.h"
 
-namespace slm::dist {
+namespace slm::comm {
 
 // A peer died, hung past the timeout, or the store vanished. One line, names the rank(s).
 struct PeerLost : UserError {
@@ -65,4 +65,4 @@ std::vector<double> sum(std::vector<double> v, const Group& g);
 double sum(double v, const Group& g);
 double max(double v, const Group& g);
 
-}  // namespace slm::dist
+}  // namespace slm::comm

@@ -1,14 +1,14 @@
-// dist/wan.h: what a Group carries when it uses the WAN-aware all-reduce (dist/hierarchy.h).
-// Private to dist/.
+// comm/wan.h: what a Group carries when it uses the WAN-aware all-reduce (comm/hierarchy.h).
+// Private to comm/.
 #pragma once
 #include <ATen/core/Tensor.h>
 
 #include <vector>
 
-#include "dist/collectives.h"
-#include "dist/group.h"
+#include "comm/collectives.h"
+#include "comm/group.h"
 
-namespace slm::dist {
+namespace slm::comm {
 
 struct Wan {
   bool hierarchical = false;
@@ -22,4 +22,4 @@ struct Wan {
 
 Pending wan_all_reduce(const at::Tensor& t, const Group& g);
 
-}  // namespace slm::dist
+}  // namespace slm::comm

@@ -1,5 +1,5 @@
-// dist/probe.cpp: see probe.h.
-#include "dist/probe.h"
+// comm/probe.cpp: see probe.h.
+#include "comm/probe.h"
 
 #include <torch/torch.h>
 
@@ -10,10 +10,10 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 
-#include "dist/collectives.h"
-#include "dist/hierarchy.h"
+#include "comm/collectives.h"
+#include "comm/hierarchy.h"
 
-namespace slm::dist {
+namespace slm::comm {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -223,4 +223,4 @@ std::string probe_json(const ProbeResult& r) {
   return j.dump(1) + "\n";
 }
 
-}  // namespace slm::dist
+}  // namespace slm::comm
