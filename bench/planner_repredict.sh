@@ -4,8 +4,10 @@
 # step times it measured: for checking a change of the cost model without the testbed.
 # Prints a table like the study's (scenario, layout, predicted, measured, error) and the median
 # and worst error. No root needed.
-# Usage: bench/planner_repredict.sh SLM DATA_DIR STUDY_DIR (with planner_study.md and the
+# Usage: bench/planner_repredict.sh SLM DATA_DIR STUDY_DIR (with planner_study*.md and the
 #        planner_study_<scenario>_{profile,topology}.json files)
+# COMM_CPU_FROM=profile.json fills in each rank's comm_cpu_s_per_byte where a kept profile
+# predates it, from a later `slm profile` of the same 4 ranks on the same machine and testbed.
 set -euo pipefail
 SLM=$(readlink -f "$1") DATA=$(readlink -f "$2") DIR=$(readlink -f "$3")
 W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
@@ -13,18 +15,28 @@ MODEL=(-c /dev/null --set data.dir="$DATA" --set model.n_layer=24 --set model.n_
        --set model.block_size=128 --set batch.batch_size=8 --set batch.micro_batch=2 --set optim.lr=1e-3
        --set system.precision=fp32)
 declare -A FLAGS=([dp]="" [zero2]="--zero 2" [pipeshard]="--pp 2 --tp 2" [pp2-dp2]="--pp 2"
-                  [hier-dp]="--set dist.ranks_per_site=2")
-declare -A RTT=([rtt0]=0 [rtt20]=20 [rtt100]=100 [het20]=20 [gpu20]=20)
-declare -A RATE=([rtt0]=1000 [rtt20]=1000 [rtt100]=1000 [het20]=1000 [gpu20]=250)
+                  [hier-dp]="--set dist.ranks_per_site=2" [zero3]="--zero 3" [pp4]="--pp 4"
+                  [pp2-dp2-rc]="--pp 2 --set model.recompute=true")
+declare -A RTT=([rtt0]=0 [rtt20]=20 [rtt100]=100 [het20]=20 [gpu20]=20 [mem20]=20)
+declare -A RATE=([rtt0]=1000 [rtt20]=1000 [rtt100]=1000 [het20]=1000 [gpu20]=250 [mem20]=1000)
 echo "| scenario | layout | predicted s | measured s | error |"
 echo "|---|---|---|---|---|"
-grep -E '^\| [a-z0-9]+ \| (dp|zero2|pipeshard|pp2-dp2|hier-dp) \|' "$DIR/planner_study.md" | while IFS='|' read -r _ sc l _ m _; do
+cat "$DIR"/planner_study*.md | grep -E '^\| [a-z0-9]+ \| (dp|zero2|zero3|pipeshard|pp2-dp2|pp2-dp2-rc|pp4|hier-dp) \| [0-9]' |
+while IFS='|' read -r _ sc l _ m _; do
   sc=$(echo $sc) l=$(echo $l) m=$(echo $m)
-  [ -f "$DIR/planner_study_${sc}_profile.json" ] || continue
+  [ -f "$DIR/planner_study_${sc}_profile.json" ] && [ "$m" != nan ] || continue
   printf '[[site]]\nname = "a"\nranks = 2\n[[site]]\nname = "b"\nranks = 2\n[[link]]\nsites = ["a", "b"]\ndelay_ms = %s\nrate_mbit = %s\n' \
     "$(python3 -c "print(${RTT[$sc]} / 2)")" "${RATE[$sc]}" > "$W/c.toml"
   read -r -a f <<< "${FLAGS[$l]}"
-  p=$("$SLM" plan make "${MODEL[@]}" --world 4 "${f[@]}" --cluster "$W/c.toml" --profile "$DIR/planner_study_${sc}_profile.json" \
+  python3 - "$DIR/planner_study_${sc}_profile.json" "$W/prof.json" "${COMM_CPU_FROM:-}" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+later = json.load(open(sys.argv[3]))["ranks"] if sys.argv[3] else [{}] * len(p["ranks"])
+for r, q in zip(p["ranks"], later):
+    r.setdefault("comm_cpu_s_per_byte", q.get("comm_cpu_s_per_byte", 0.0))
+json.dump(p, open(sys.argv[2], "w"))
+PY
+  p=$("$SLM" plan make "${MODEL[@]}" --world 4 "${f[@]}" --cluster "$W/c.toml" --profile "$W/prof.json" \
       --topology "$DIR/planner_study_${sc}_topology.json" 2>&1 >/dev/null | grep -o "predicted [0-9.]* s per step" | awk '{print $2}')
   echo "| $sc | $l | $p | $m | $(python3 -c "print(f'{100 * ($p / $m - 1):+.0f}%')") |"
 done | tee "$W/rows"

@@ -293,6 +293,60 @@ std::map<int, double> shared_core_factors(const Ctx& x, const PipelinePass& firs
   return factor;
 }
 
+// Bytes plan rank (stage k, replica rep, tp rank) sends per step: tp all-reduces, stage-to-stage
+// activations and gradients, the data-parallel reduction and ZeRO's gathers, the tied embedding.
+// (Ring collectives: a rank receives as much as it sends.)
+double bytes_sent(const Ctx& x, int k, int rep) {
+  const Plan& p = x.c.plan;
+  const size_t S = p.stages.size(), K = static_cast<size_t>(k);
+  const StagePlan& s = p.stages[K];
+  const double M = static_cast<double>(p.micro_batches), t = s.tp, L = static_cast<double>(s.end - s.first);
+  const double act = static_cast<double>(p.micro_batch[static_cast<size_t>(rep)]) * x.T * x.C * 4;
+  double sent = 0;
+  if (s.tp > 1) sent += M * (4 * L + (K == 0 ? 1 : 0)) * 2 * (t - 1) / t * act;  // Megatron's all-reduces
+  sent += M * act / t * ((K > 0 ? 1 : 0) + (K + 1 < S ? 1 : 0));                   // to the next / previous stage
+  const double G = p.dp, params = stage_params(x, s, K, S), block = (12 * x.C * x.C + 13 * x.C) * 4;
+  if (p.dp > 1 && p.zero < 3) sent += (p.zero == 2 ? M : 1) * 2 * (G - 1) / G * 4 * params;
+  if (p.dp > 1 && (p.zero == 1 || p.zero == 2)) sent += (G - 1) / G * 4 * params;  // the updated shards
+  if (p.dp > 1 && p.zero == 3) sent += L * (2 * (G - 1) / G + 2 * (G - 1) / G) * block;
+  if (S > 1 && (K == 0 || K + 1 == S)) sent += x.V * x.C * 4 / t;
+  return sent;
+}
+
+// Ranks sharing a CPU pool (testbed sites, several CPU ranks per machine): moving bytes costs CPU
+// (Gloo's threads, the kernel's copies) that the compute then lacks. A floor on the step per pool:
+// its ranks' CPU work over its cores (cores = n / solo speed-up): compute and optimizer (measured
+// with all n busy, so each used cores / n of them) plus comm_cpu_s_per_byte x bytes moved.
+double cpu_bound_s(const Ctx& x, double optimizer_s) {
+  const Plan& p = x.c.plan;
+  std::map<int, double> work;  // per pool: CPU seconds per step
+  for (int r = 0; r < p.pp; ++r)
+    for (int rep = 0; rep < p.dp; ++rep)
+      for (int j = 0; j < p.stages[static_cast<size_t>(r)].tp; ++j) {
+        const RankProfile& rp = x.prof(parallel::rank_at(p, r, rep, j));
+        if (!rp.shares_cores || rp.comm_cpu_s_per_byte <= 0) continue;
+        const double b = static_cast<double>(p.micro_batch[static_cast<size_t>(rep)]);
+        double compute = optimizer_s, sent = 0;
+        for (int ck = 0; ck < p.virtual_stages; ++ck) {
+          const StageTime st = stage_time(x, ck * p.pp + r, rep, b);
+          compute += static_cast<double>(p.micro_batches) * (st.compute_fwd + st.compute_bwd);
+          sent += bytes_sent(x, ck * p.pp + r, rep);
+        }
+        const double cores = rp.host_ranks / rp.solo_speedup;
+        work[rp.host] += compute * cores / rp.host_ranks + rp.comm_cpu_s_per_byte * 2 * sent;
+      }
+  double bound = 0;
+  for (const auto& [host, w] : work) {
+    for (size_t pr = 0; pr < x.c.ranks.size(); ++pr)
+      if (x.prof(static_cast<int>(pr)).host == host) {
+        const RankProfile& rp = x.prof(static_cast<int>(pr));
+        bound = std::max(bound, w / (rp.host_ranks / rp.solo_speedup));
+        break;
+      }
+  }
+  return bound;
+}
+
 // Memory per rank (the plan's estimate plus the runtime's own) against each rank's cap: the rank
 // closest to (or most over) its cap.
 void memory_per_rank(const Ctx& x, Prediction* out) {
@@ -388,6 +442,8 @@ Prediction predict(const Candidate& c, const CostInputs& in) {
     if (crosses) out.cross_site_bytes += 2 * bytes * p.dp * f.tp;
   }
   out.step_s = end + out.tied_s;
+  out.cpu_bound_s = cpu_bound_s(x, out.optimizer_s);
+  out.step_s = std::max(out.step_s, out.cpu_bound_s);
   // Throughput, cost.
   const double tokens = static_cast<double>(p.global_batch()) * x.T;
   out.tokens_per_s = tokens / out.step_s;

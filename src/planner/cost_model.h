@@ -58,6 +58,8 @@ struct Prediction {
   double optimizer_s = 0;     // slowest rank's AdamW step
   double tied_s = 0;          // pipelines: head gradient to the first stage, weights back
   double bubble = 0;          // mean idle fraction of the pipeline ranks
+  double cpu_bound_s = 0;     // ranks sharing cores: their compute, optimizer and communication's
+                              // CPU over the cores they share (a floor under step_s)
   double tokens_per_s = 0, tflops_per_device = 0, price_per_hour = 0, tokens_per_dollar = 0;
   double cross_site_bytes = 0;       // per step, both directions
   std::vector<double> memory_bytes;  // per plan rank, runtime overhead included

@@ -45,6 +45,8 @@ struct RankProfile {
   int host_ranks = 1;                  // ranks of this job in that pool
   bool shares_cores = false;           // they share its cores: alone a rank runs > 1.1x faster
   double solo_speedup = 1;             // block time with all busy / alone
+  double comm_cpu_s_per_byte = 0;      // CPU time (Gloo threads + kernel) per byte the rank sends
+                                       // or receives, measured during an all-reduce; 0 = unknown
 };
 
 struct ComputeProfile {

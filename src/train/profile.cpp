@@ -9,6 +9,7 @@
 #include <fmt/ranges.h>
 #include <fstream>
 #include <map>
+#include <sys/resource.h>
 #include <unistd.h>
 #include <nlohmann/json.hpp>
 #include <torch/cuda.h>
@@ -162,7 +163,7 @@ namespace {
 // Every rank's profile on every rank (fixed-width doubles summed over g).
 std::vector<planner::RankProfile> gather_profile(const planner::RankProfile& mine, const comm::Group& g) {
   constexpr size_t kName = 80;
-  const size_t n = mine.micro_batch.size(), width = kName + 5 * n + 4;
+  const size_t n = mine.micro_batch.size(), width = kName + 5 * n + 5;
   std::vector<double> all(width * static_cast<size_t>(g.size), 0.0);
   double* me = all.data() + width * static_cast<size_t>(g.rank);
   for (size_t i = 0; i < kName && i < mine.device.size(); ++i) me[i] = static_cast<unsigned char>(mine.device[i]);
@@ -172,6 +173,7 @@ std::vector<planner::RankProfile> gather_profile(const planner::RankProfile& min
   }
   me[kName + 5 * n] = mine.optim_s_per_param, me[kName + 5 * n + 1] = mine.overhead_bytes;
   me[kName + 5 * n + 2] = mine.solo_speedup, me[kName + 5 * n + 3] = mine.block_scale;
+  me[kName + 5 * n + 4] = mine.comm_cpu_s_per_byte;
   all = comm::sum(all, g);
   std::vector<planner::RankProfile> out;
   for (int r = 0; r < g.size; ++r) {
@@ -186,12 +188,33 @@ std::vector<planner::RankProfile> gather_profile(const planner::RankProfile& min
     }
     p.optim_s_per_param = v[kName + 5 * n], p.overhead_bytes = v[kName + 5 * n + 1];
     p.solo_speedup = v[kName + 5 * n + 2], p.block_scale = v[kName + 5 * n + 3];
+    p.comm_cpu_s_per_byte = v[kName + 5 * n + 4];
     p.source = mine.source;
     out.push_back(p);
   }
   return out;
 }
 
+
+// CPU time this process spends per byte it sends or receives in an all-reduce of every rank of
+// g (Gloo's threads and the kernel's socket copies: getrusage counts both; waiting costs none).
+double comm_cpu_per_byte(const comm::Group& g) {
+  if (g.size < 2) return 0;
+  const int64_t n = 1 << 20;  // 4 MB of fp32
+  at::Tensor t = torch::ones({n});
+  comm::all_reduce_sum(t, g);  // connections warm
+  auto cpu_s = [] {
+    rusage u{};
+    ::getrusage(RUSAGE_SELF, &u);
+    return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + 1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+  };
+  const int reps = 3;
+  const double before = cpu_s();
+  for (int i = 0; i < reps; ++i) comm::all_reduce_sum(t, g);
+  const double used = cpu_s() - before;
+  const double moved = reps * 2 * 2.0 * (g.size - 1) / g.size * static_cast<double>(n) * 4;  // sent + received
+  return std::max(0.0, used / moved);
+}
 
 // Block forward + backward at the largest size, alone (the others wait at a barrier).
 double solo_block_s(const ProfileRequest& r) {
@@ -234,7 +257,7 @@ std::vector<planner::RankProfile> profile_job(const ProfileRequest& r, const com
   // The cache, unless any rank misses (then every rank measures: the solo rounds are collective).
   const planner::ProfileShape s = profile_shape(r.model, r.seq_len, r.precision);
   const DeviceInfo dev = describe_device(r.device, r.precision, cpu_threads(), 0, 0);
-  const std::string key = fmt::format("v2 | {} | ranks here {} | cpu {} | C {} H {} Vp {} T {} {} | b {}", dev.name,
+  const std::string key = fmt::format("v3 | {} | ranks here {} | cpu {} | C {} H {} Vp {} T {} {} | b {}", dev.name,
                                       ranks_on[my_host], cpu_quota(), s.n_embd, s.n_head, s.vocab_padded, s.seq_len,
                                       s.precision, fmt::join(r.micro_batch, ","));
   nlohmann::json cache = nlohmann::json::object();
@@ -268,6 +291,7 @@ std::vector<planner::RankProfile> profile_job(const ProfileRequest& r, const com
       }
     }
     comm::barrier(g);
+    mine.comm_cpu_s_per_byte = comm_cpu_per_byte(g);
     cache[key] = to_json(mine);
     cache[key]["solo_speedup"] = mine.solo_speedup;
     try {

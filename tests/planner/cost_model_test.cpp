@@ -1,6 +1,6 @@
 // tests/planner/cost_model_test.cpp: each cost term against hand-computed values: α-β transfers and
 // ring collectives, the data-parallel step (compute + exposed all-reduce + optimizer), ZeRO-3's
-// per-block gathers and blocking reductions, a two-stage
+// per-block gathers and blocking reductions, communication's CPU on shared cores, a two-stage
 // pipeline over a slow link, memory against caps, bytes across sites, the stage split DP, the
 // profile interpolation and file checks, and the cluster file with devices and a probe.
 #include <gtest/gtest.h>
@@ -79,6 +79,27 @@ TEST(CostModel, ZeroThreeGathersHiddenReductionsBlocking) {
   ASSERT_LT(ring_all_gather_s(2, l, block), 0.1);
   // forward: head 0.2 + 2 blocks of 0.1; backward: head 0.4 + 2 x (0.2 + 0.1 recomputed + reduce)
   EXPECT_NEAR(predict(k, in).pipeline_s, 0.4 + 0.4 + 2 * (0.3 + reduce), 1e-9);
+}
+
+TEST(CostModel, SharedCoresAddCommunicationsCpuAsAFloor) {
+  // Two ranks sharing one core (alone each runs 2x faster): their compute, optimizer and the CPU
+  // of moving the gradients (1 ns per byte sent or received) must fit on that one core.
+  const Cluster c = make_cluster({2}, {1e-3, 1e8}, {});
+  ComputeProfile prof = make_profile(2, 0.1);
+  for (RankProfile& r : prof.ranks) r.host = 0, r.host_ranks = 2, r.shares_cores = true, r.solo_speedup = 2;
+  CostInputs in{&c, &prof, make_model(2), 16, 25, 0, {}};
+  Candidate k;
+  k.ranks = {0, 1};
+  k.plan = parallel::plan_from_flags({.dp = 2}, 2, 2, 2, 1);
+  const Prediction before = predict(k, in);
+  EXPECT_EQ(before.cpu_bound_s, 0);  // not measured: no floor
+  for (RankProfile& r : prof.ranks) r.comm_cpu_s_per_byte = 1e-9;
+  const double C = 64, V = 128, params = 2 * (12 * C * C + 13 * C) + V * C + 16 * C + 2 * C;
+  const double compute = 0.4 + 0.8, optim = params * 1e-9, sent = 2.0 * (2 - 1) / 2 * 4 * params;
+  const Prediction p = predict(k, in);
+  // 2 ranks x (their half of the core for compute + optimizer, and 2 x sent bytes) on 1 core
+  EXPECT_NEAR(p.cpu_bound_s, 2 * ((compute + optim) / 2 + 1e-9 * 2 * sent), 1e-9);
+  EXPECT_NEAR(p.step_s, std::max(before.step_s, p.cpu_bound_s), 1e-12);
 }
 
 TEST(CostModel, BucketsRunOnTwoGlooLanes) {
