@@ -42,7 +42,8 @@ struct Trainer {
   int64_t num_params = 0; // of the whole model (before any tensor-parallel split)
   parallel::FlatLayout model_layout;  // the whole model's flat layout: checkpoints use it
   int64_t step = 0;       // optimizer steps done
-  std::optional<parallel::Plan> planned;  // parallel.plan = "auto": the chosen plan (train/auto_plan.h)
+  std::optional<parallel::Plan> planned;  // the plan before setup: chosen by parallel.plan = "auto"
+                                          // (train/auto_plan.h), else from the file or the flags
   double predicted_step_s = 0;            // its predicted step time (0 = no prediction)
   ~Trainer();
 };
