@@ -145,10 +145,12 @@ StageTime stage_time(const Ctx& x, int k, int rep, double b) {
   std::vector<int> tp_group;
   for (int j = 0; j < s.tp; ++j) tp_group.push_back(parallel::rank_at(p, k, rep, j));
   StageTime st;
+  double block_f = 0, block_b = 0;  // one block's forward and backward (the slowest tp rank's share)
   for (int r : tp_group) {
     const RankProfile& pr = x.prof(r);
     const double bf = pr.block_scale * at_batch(pr.micro_batch, pr.block_fwd_s, b);
     const double bb = pr.block_scale * at_batch(pr.micro_batch, pr.block_bwd_s, b);
+    block_f = std::max(block_f, bf / t), block_b = std::max(block_b, bb / t);
     double f = L * bf / t, g = L * (bb + (x.c.recompute ? bf : 0)) / t;  // recomputation: a forward again
     if (first) f += at_batch(pr.micro_batch, pr.embed_s, b) / 2, g += at_batch(pr.micro_batch, pr.embed_s, b) / 2;
     if (last) f += at_batch(pr.micro_batch, pr.head_fwd_s, b) / t, g += at_batch(pr.micro_batch, pr.head_bwd_s, b) / t;
@@ -174,9 +176,7 @@ StageTime stage_time(const Ctx& x, int k, int rep, double b) {
     const double block_bytes = (12 * x.C * x.C + 13 * x.C) * 4, P = p.dp;
     const double gather = ring_all_gather_s(p.dp, ring.slowest, block_bytes);
     const double reduce = ring_all_reduce_s(p.dp, ring.slowest, block_bytes);
-    const RankProfile& pr = x.prof(tp_group[0]);  // ZeRO-3 runs with tp 1
-    const double bf = pr.block_scale * at_batch(pr.micro_batch, pr.block_fwd_s, b);
-    const double bb = pr.block_scale * at_batch(pr.micro_batch, pr.block_bwd_s, b);
+    const double bf = block_f, bb = block_b;  // ZeRO-3 runs with tp 1
     const double other_f = st.fwd - L * bf, other_b = st.bwd - L * (bb + (x.c.recompute ? bf : 0));  // embeddings, head
     st.fwd = other_f + L * std::max(bf, gather);
     st.bwd = other_b + L * (std::max(bb + bf, gather) + reduce);  // every block recomputed in backward
@@ -319,7 +319,7 @@ double bytes_sent(const Ctx& x, int k, int rep) {
 // with all n busy, so each used cores / n of them) plus comm_cpu_s_per_byte x bytes moved.
 double cpu_bound_s(const Ctx& x, double optimizer_s) {
   const Plan& p = x.c.plan;
-  std::map<int, double> work;  // per pool: CPU seconds per step
+  std::map<int, std::pair<double, double>> pool;  // per pool: CPU seconds per step, cores
   for (int r = 0; r < p.pp; ++r)
     for (int rep = 0; rep < p.dp; ++rep)
       for (int j = 0; j < p.stages[static_cast<size_t>(r)].tp; ++j) {
@@ -333,17 +333,11 @@ double cpu_bound_s(const Ctx& x, double optimizer_s) {
           sent += bytes_sent(x, ck * p.pp + r, rep);
         }
         const double cores = rp.host_ranks / rp.solo_speedup;
-        work[rp.host] += compute * cores / rp.host_ranks + rp.comm_cpu_s_per_byte * 2 * sent;
+        auto& [work, c] = pool[rp.host];
+        work += compute * cores / rp.host_ranks + rp.comm_cpu_s_per_byte * 2 * sent, c = cores;
       }
   double bound = 0;
-  for (const auto& [host, w] : work) {
-    for (size_t pr = 0; pr < x.c.ranks.size(); ++pr)
-      if (x.prof(static_cast<int>(pr)).host == host) {
-        const RankProfile& rp = x.prof(static_cast<int>(pr));
-        bound = std::max(bound, w / (rp.host_ranks / rp.solo_speedup));
-        break;
-      }
-  }
+  for (const auto& [host, wc] : pool) bound = std::max(bound, wc.first / wc.second);
   return bound;
 }
 

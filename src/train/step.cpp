@@ -96,12 +96,10 @@ static bool keep_plan_ranks(Trainer& t, const std::string& why) {
 // The pipeline part of make_trainer: plan, groups, this rank's share of the model.
 static void apply_plan(Trainer& t) {
   const Config& cfg = t.cfg;
-  const int world = t.world.world.size;
   auto pipe = std::make_unique<parallel::pipeline::Pipeline>();
   parallel::Plan& plan = pipe->plan;
   plan = *t.planned;
-  const parallel::ModelShape shape = model_shape(cfg.model);
-  parallel::validate_plan(plan, shape, world);
+  const parallel::ModelShape shape = model_shape(cfg.model);  // validated by keep_plan_ranks
   if (cfg.parallel.zero_scope == "site") plan.zero_ranks_per_site = cfg.dist.wan.ranks_per_site;
   parallel::check_memory_caps(plan, shape, t.seq_len, rank_memory_caps(cfg, t.world, t.device));
   t.groups = parallel::make_plan_groups(t.world, plan);
