@@ -1,11 +1,38 @@
 #!/usr/bin/env bash
-# scripts/test.sh: the whole test suite, from a fresh clone: installs missing Debian packages
-# (scripts/setup.sh --deps), builds everything, runs CTest (unit, torch-facing and end-to-end
-# tests). Tests that need ../shared/data skip cleanly without it. .ci/run calls exactly this.
+# scripts/test.sh: the whole test suite, from a fresh clone, on both LibTorch builds: installs
+# missing Debian packages and makes (or reuses) the PyPI virtual environment (scripts/setup.sh
+# --deps, --venv), then
+#   1. Debian's LibTorch 1.13 in build/: builds everything, runs every CTest test;
+#   2. PyPI's LibTorch 2.x in build-pip/: builds everything, runs every unit test and every
+#      layout's loss-match test, the ecosystem tests and the cross-build checkpoint test (against
+#      build/slm); the testbed, planner and WAN tests (build-independent logic, minutes of CI) run
+#      in the first build only.
+# Tests that need ../shared/data skip cleanly without it. .ci/run calls exactly this.
+# SLM_TEST_BUILDS=debian (or pip) runs one build only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+export CCACHE_BASEDIR=$PWD  # relative paths in ccache's keys: clones elsewhere hit the same cache
 bash scripts/setup.sh --deps
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=ON -DSLM_WERROR=ON >/dev/null
-cmake --build build -j "$(nproc)"
-cd build
-ctest -j "$(nproc)" --output-on-failure --timeout 900
+venv=$(bash scripts/setup.sh --venv)
+py=$venv/bin/python
+jobs=$(nproc)
+builds=${SLM_TEST_BUILDS:-debian pip}
+configure() {  # configure DIR [extra CMake arguments]
+  local dir=$1; shift
+  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=ON -DSLM_WERROR=ON \
+    -DSLM_PYTHON="$py" "$@" >/dev/null
+  cmake --build "$dir" -j "$jobs"
+}
+if [[ " $builds " == *" debian "* ]]; then
+  echo "== Debian's LibTorch 1.13 (build/)"
+  configure build -DCMAKE_PREFIX_PATH=/usr -DSLM_OTHER_SLM=
+  (cd build && ctest -j "$jobs" --output-on-failure --timeout 900 -E '^e2e\.(cross_build|torchrun)$')
+fi
+if [[ " $builds " == *" pip "* ]]; then
+  echo "== PyPI's LibTorch $("$py" -c 'import torch; print(torch.__version__)') (build-pip/)"
+  other=""; [ -x build/slm ] && other=$PWD/build/slm
+  configure build-pip -DCMAKE_PREFIX_PATH="$("$py" -c 'import torch; print(torch.utils.cmake_prefix_path)')" \
+    -DSLM_OTHER_SLM="$other"
+  (cd build-pip && ctest -j "$jobs" --output-on-failure --timeout 900 \
+    -E '^e2e\.(testbed|planner|wan_comm|cmake_torch_check)$')
+fi

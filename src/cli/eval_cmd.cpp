@@ -1,5 +1,6 @@
 // cli/eval_cmd.cpp: `slm eval` (loss and perplexity of a checkpoint on a prepared split or on a
-// raw text file) and `slm generate` (sampling from a checkpoint).
+// raw text file) and `slm generate` (sampling from a checkpoint); both also take a Hugging Face
+// GPT-2 folder (model/hf_import.h).
 #include <unistd.h>
 
 #include <cmath>
@@ -12,6 +13,7 @@
 #include "data/manifest.h"
 #include "data/shard.h"
 #include "model/generate.h"
+#include "model/hf_import.h"
 #include "tokenizer/encoder.h"
 #include "tokenizer/hf_files.h"
 #include "train/checkpoint.h"
@@ -31,15 +33,32 @@ struct EvalArgs {
   int64_t batches = 50, micro = 8;
 };
 
-// The tokenizer a checkpoint was trained with (from its dataset's manifest, or given).
-tokenizer::BpeModel training_tokenizer(const train::Config& cfg, const std::string& given,
-                                       data::Manifest* man_out) {
+// The tokenizer a model was trained with: an imported Hugging Face folder's own, else the one of
+// the checkpoint's dataset (its manifest), or the given one, checked against it.
+struct SourceTokenizer {
+  tokenizer::BpeModel tok;
+  int64_t eot_id = -1;        // documents start with it; generation stops at it
+  std::string identity;       // what a dataset must have been prepared with
+};
+
+SourceTokenizer source_tokenizer(const std::string& source, const train::Config& cfg, const std::string& given) {
+  SourceTokenizer s;
+  if (model::is_hf_dir(source)) {
+    s.tok = tokenizer::load_tokenizer(given.empty() ? source : given);
+    s.eot_id = model::read_hf_config(source).eos_id;
+    if (s.eot_id < 0) s.eot_id = s.tok.special_id("<|endoftext|>");
+    if (s.eot_id < 0) throw UserError(fmt::format("{}: config.json has no eos_token_id and the tokenizer no "
+                                                  "<|endoftext|>", source));
+    s.identity = tokenizer::model_identity(s.tok);
+    return s;
+  }
   data::Manifest man = data::read_manifest(cfg.data.dir);
-  tokenizer::BpeModel tok = tokenizer::load_tokenizer(given.empty() ? man.tokenizer_path : given);
-  if (tokenizer::model_identity(tok) != man.tokenizer_identity)
+  s.tok = tokenizer::load_tokenizer(given.empty() ? man.tokenizer_path : given);
+  if (tokenizer::model_identity(s.tok) != man.tokenizer_identity)
     throw UserError(fmt::format("{}: is not the tokenizer the model was trained with", given));
-  if (man_out) *man_out = man;
-  return tok;
+  s.eot_id = man.eot_id;
+  s.identity = man.tokenizer_identity;
+  return s;
 }
 
 void run_eval(const EvalArgs& a) {
@@ -49,10 +68,10 @@ void run_eval(const EvalArgs& a) {
   std::string what;
   double loss;
   if (!a.text.empty()) {  // raw text: tokenize, one shard in a temporary directory, sequential windows
-    data::Manifest man;
-    tokenizer::BpeModel tok = training_tokenizer(cfg, a.tokenizer, &man);
+    const SourceTokenizer st = source_tokenizer(a.source, cfg, a.tokenizer);
+    const tokenizer::BpeModel& tok = st.tok;
     tokenizer::Encoder enc(tok);
-    std::vector<uint32_t> ids{static_cast<uint32_t>(man.eot_id)};
+    std::vector<uint32_t> ids{static_cast<uint32_t>(st.eot_id)};
     enc.encode(read_file(a.text), ids);
     AtomicDir tmp(fmt::format("/tmp/slm_eval_{}", ::getpid()), true);
     data::ShardWriter w(tmp.dir() + "/text.bin", data::bytes_per_token_for(tok.vocab_size()));
@@ -64,8 +83,10 @@ void run_eval(const EvalArgs& a) {
     loss = train::mean_loss(loss_of(m), loader, a.micro, a.batches, "fp32", "cpu");
     what = fmt::format("{} ({} tokens)", a.text, ids.size());
   } else {
+    if (a.data.empty() && cfg.data.dir.empty())
+      throw UserError(fmt::format("{}: an imported model has no dataset; pass --data or --text", a.source));
     data::Dataset d = data::open_dataset(a.data.empty() ? cfg.data.dir : a.data,
-                                         data::read_manifest(cfg.data.dir).tokenizer_identity);
+                                         source_tokenizer(a.source, cfg, a.tokenizer).identity);
     data::Loader loader(a.split == "train" ? d.train : d.val, {T, 0, false});
     loss = train::mean_loss(loss_of(m), loader, a.micro, a.batches, "fp32", "cpu");
     what = fmt::format("{} split of {}", a.split, d.dir);
@@ -81,15 +102,15 @@ struct GenerateArgs {
 void run_generate(const GenerateArgs& a) {
   train::Config cfg;
   model::GPT2 m = train::load_model(a.source, &cfg);
-  data::Manifest man;
-  tokenizer::BpeModel tok = training_tokenizer(cfg, a.tokenizer, &man);
+  const SourceTokenizer st = source_tokenizer(a.source, cfg, a.tokenizer);
+  const tokenizer::BpeModel& tok = st.tok;
   tokenizer::Encoder enc(tok);
-  std::vector<uint32_t> ids{static_cast<uint32_t>(man.eot_id)};  // documents start with it
+  std::vector<uint32_t> ids{static_cast<uint32_t>(st.eot_id)};  // documents start with it
   enc.encode(a.prompt, ids);
   model::SampleOptions o = a.o;
-  o.stop_token = man.eot_id;
+  o.stop_token = st.eot_id;
   std::vector<int64_t> out = model::generate(m, std::vector<int64_t>(ids.begin(), ids.end()), o);
-  if (!out.empty() && out.back() == man.eot_id) out.pop_back();
+  if (!out.empty() && out.back() == st.eot_id) out.pop_back();
   std::vector<uint32_t> text(out.begin(), out.end());
   std::string s = a.prompt + tokenizer::decode(tok, text);
   std::fwrite(s.data(), 1, s.size(), stdout);
@@ -101,7 +122,7 @@ void run_generate(const GenerateArgs& a) {
 void add_eval_commands(CLI::App& app) {
   auto e = std::make_shared<EvalArgs>();
   auto* ev = app.add_subcommand("eval", "loss and perplexity of a checkpoint on a dataset split or a text file");
-  ev->add_option("source", e->source, "run directory (newest valid checkpoint) or checkpoint directory")->required();
+  ev->add_option("source", e->source, "run directory (newest valid checkpoint), checkpoint directory or Hugging Face GPT-2 folder")->required();
   ev->add_option("--data", e->data, "prepared dataset (default: the one the model was trained on)");
   ev->add_option("--split", e->split, "split of the dataset")->capture_default_str()->check(CLI::IsMember({"val", "train"}));
   ev->add_option("--text", e->text, "evaluate on this raw text file instead (tokenized with the model's tokenizer)");
@@ -112,7 +133,7 @@ void add_eval_commands(CLI::App& app) {
 
   auto g = std::make_shared<GenerateArgs>();
   auto* gen = app.add_subcommand("generate", "sample text from a checkpoint");
-  gen->add_option("source", g->source, "run directory (newest valid checkpoint) or checkpoint directory")->required();
+  gen->add_option("source", g->source, "run directory (newest valid checkpoint), checkpoint directory or Hugging Face GPT-2 folder")->required();
   gen->add_option("-p,--prompt", g->prompt, "text to continue (empty: start a new document)");
   gen->add_option("-n,--max-tokens", g->o.max_new_tokens, "tokens to sample at most")->capture_default_str();
   gen->add_option("--temperature", g->o.temperature, "softmax temperature; 0 = greedy")->capture_default_str();

@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -52,7 +53,8 @@ std::string planning_precision(const train::Config& cfg, const planner::Cluster&
   const planner::DeviceSpec* d = planner::find_device(c.ranks[0].device);
   if (d && d->name != "cpu") return d->bf16_tflops > 0 ? "bf16" : "fp16";
   std::string why;
-  return train::resolve_precision("auto", "cpu", &why);
+  const int64_t T = cfg.batch.seq_len > 0 ? cfg.batch.seq_len : cfg.model.block_size;
+  return train::resolve_precision("auto", "cpu", {cfg.model, cfg.batch.micro_batch, T}, &why);
 }
 
 nlohmann::json to_json(const planner::Ranked& r, const planner::Cluster& cl) {

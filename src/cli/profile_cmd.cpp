@@ -48,11 +48,12 @@ void add_profile_command(CLI::App& app) {
     sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
     if (sizes.front() < 1 || sizes.back() > 1024) throw UserError("profile: --micro-batches must be 1..1024");
     const std::string device = train::resolve_device(cfg.system.device);
-    std::string why;
-    const std::string precision = train::resolve_precision(cfg.system.precision, device, &why);
     const int64_t T = cfg.batch.seq_len > 0 ? cfg.batch.seq_len : cfg.model.block_size;
     comm::World w = comm::init_world(cfg.dist, device);
     train::configure_cpu_threads(cfg.system.threads, w.env.local_world);
+    std::string why;
+    const std::string precision =
+        train::resolve_precision(cfg.system.precision, device, {cfg.model, sizes.back(), T}, &why);
     train::ProfileRequest req{cfg.model, T, device, precision, sizes, a->repeats, !a->no_cache, w.env.local_world};
     planner::ComputeProfile p;
     p.shape = train::profile_shape(cfg.model, T, precision);

@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "comm/backend.h"
 #include "comm/health.h"
@@ -35,9 +36,10 @@ namespace {
   throw PeerLost(fmt::format("{} in group {} ({} ranks) failed; lost {}: {}", op, g.name, g.size, who, what));
 }
 
-// Gloo has no bf16/fp16: such tensors travel as fp32 copies, written back on completion.
+// Gloo before 2.15 has no bf16/fp16: such tensors travel as fp32 copies, written back on completion.
 bool needs_wire_copy(const at::Tensor& t, const Group& g) {
-  return g.backend->kind == "gloo" && (t.scalar_type() == at::kBFloat16 || t.scalar_type() == at::kHalf);
+  return !compat::kGlooHasHalfTypes && g.backend->kind == "gloo" &&
+         (t.scalar_type() == at::kBFloat16 || t.scalar_type() == at::kHalf);
 }
 
 Pending start(const Group& g, const char* op, c10::intrusive_ptr<c10d::Work> w, std::function<void()> done) {
@@ -60,13 +62,14 @@ at::Device scalar_device(const Group& g) { return g.backend->kind == "nccl" ? at
 
 // Starts call(tensors) on t -- as an fp32 copy where Gloo lacks t's dtype, copied back on
 // completion -- turning a failure to start into PeerLost.
-// Bytes this rank sends for a ring all-reduce (2(n-1)/n of the tensor) or all-gather ((n-1)/n of
-// the result), or a broadcast / point-to-point send (the tensor).
+// Bytes this rank sends for a ring all-reduce (2(n-1)/n of the tensor), all-gather ((n-1)/n of
+// the result) or reduce-scatter ((n-1)/n of the input), or a broadcast / send (the tensor).
 void count_bytes(const Group& g, const char* op, int64_t bytes) {
   const double n = g.size;
-  const double k = std::string(op).rfind("all-reduce", 0) == 0 ? 2 * (n - 1) / n
-                   : std::string(op) == "all-gather"          ? (n - 1) / n
-                                                              : 1.0;
+  const std::string o = op;
+  const double k = o.rfind("all-reduce", 0) == 0                     ? 2 * (n - 1) / n
+                   : o == "all-gather" || o == "reduce-scatter" ? (n - 1) / n
+                                                                : 1.0;
   g.backend->bytes_sent += static_cast<int64_t>(k * static_cast<double>(bytes));
 }
 
@@ -155,8 +158,18 @@ Pending reduce_scatter_sum_async(const at::Tensor& shard_out, const at::Tensor& 
     shard_out.copy_(flat.reshape({-1}).narrow(0, r * n, n));
   };
   if (g.size == 1) return completed(keep_own);
-  // Built from all-reduce on every LibTorch version: Gloo 1.x has no reduce_scatter, and an
-  // all-reduce keeps one code path whose cost we measured (2x the bytes of a ring reduce-scatter).
+  if (g.backend->kind == "nccl" && !g.wan) {  // a real reduce-scatter: (n-1)/n of the tensor on the wire
+    at::Tensor in = flat.reshape({-1}), out = shard_out;
+    count_bytes(g, "reduce-scatter", in.numel() * static_cast<int64_t>(in.element_size()));
+    try {
+      return start(g, "reduce-scatter", g.backend->pg->_reduce_scatter_base(out, in, c10d::ReduceScatterOptions{}),
+                   [in] {});
+    } catch (const std::exception& e) {
+      fail(g, "reduce-scatter", e);
+    }
+  }
+  // Gloo: an all-reduce of which each rank keeps its part. Gloo 1.13 has no reduce-scatter, and
+  // 2.15's moves as many bytes as an all-reduce (measured), so one code path serves both.
   return then(all_reduce_sum_async(flat, g), keep_own);
 }
 

@@ -1,8 +1,9 @@
 // comm/collectives.h: the collective verbs used by parallel/ and train/, on any Group.
 // Every verb is a no-op (or the identity) on a group of size 1. A failed or timed-out collective
-// throws PeerLost naming the lost rank(s) (comm/health.h). Gloo has no bf16 and (in LibTorch 1.x)
-// no reduce_scatter: bf16 travels as fp32, and reduce_scatter is an all-reduce of which each rank
-// keeps its part (twice the bytes of a real reduce-scatter; see docs/benchmarks.md).
+// throws PeerLost naming the lost rank(s) (comm/health.h). Gloo before LibTorch 2.15 has no bf16:
+// bf16 then travels as fp32 (comm/compat.h). On Gloo reduce_scatter is an all-reduce of which each
+// rank keeps its part (twice the bytes of a ring reduce-scatter: Gloo 1.13 has none, and 2.15's
+// moves as many bytes as an all-reduce; docs/benchmarks.md); on NCCL it is NCCL's.
 #pragma once
 #include <ATen/core/Tensor.h>
 

@@ -1,23 +1,27 @@
-// comm/compat.h: every LibTorch-version difference of c10d in one place.
+// comm/compat.h: every LibTorch-version difference of c10d in one place (the rest: util/torch_compat.h).
 // 1.x: ProcessGroupGloo / ProcessGroupNCCL derive from c10d::ProcessGroup; 2.x: from c10d::Backend.
-// Gloo gained reduce_scatter in 2.x; 1.13 has none (we build it from allreduce, see collectives).
+// Gloo gained reduce_scatter in 2.x, but (measured on 2.15, bench/gloo_bytes.py) it moves as many
+// bytes as an all-reduce, so collectives.cpp keeps its all-reduce form on Gloo; NCCL's is a real one.
+// Gloo gained bf16/fp16: in 2.15 they travel as they are (half of fp32's bytes, measured); older
+// versions get an fp32 copy on the wire.
 #pragma once
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
-#include <torch/version.h>
+
+#include "util/torch_compat.h"
 #ifdef USE_C10D_NCCL
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
 namespace slm::comm::compat {
 
-#if TORCH_VERSION_MAJOR >= 2
+#if SLM_TORCH_AT_LEAST(2, 0)
 using BackendBase = c10d::Backend;
-constexpr bool kGlooHasReduceScatter = true;
 #else
 using BackendBase = c10d::ProcessGroup;
-constexpr bool kGlooHasReduceScatter = false;
 #endif
+// Set from the first version where it was measured (2.15); earlier 2.x may have it too.
+constexpr bool kGlooHasHalfTypes = SLM_TORCH_AT_LEAST(2, 15);
 
 }  // namespace slm::comm::compat

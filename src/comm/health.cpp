@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <map>
 
 #include "comm/compat.h"

@@ -2,6 +2,7 @@
 #include "comm/mesh.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <stdexcept>

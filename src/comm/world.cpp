@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "comm/backend.h"
 #include "comm/health.h"

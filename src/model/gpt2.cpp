@@ -2,7 +2,7 @@
 #include "model/gpt2.h"
 
 #include <torch/torch.h>
-#include <torch/version.h>
+#include "util/torch_compat.h"
 
 #include <cmath>
 #include <fmt/format.h>
@@ -117,7 +117,7 @@ at::Tensor embed(const GPT2& m, const at::Tensor& idx, bool train) {
 
 at::Tensor causal_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, double dropout,
                             bool train) {
-#if TORCH_VERSION_MAJOR >= 2
+#if SLM_TORCH_AT_LEAST(2, 0)  // compat::kHasSdpa
   return at::scaled_dot_product_attention(q, k, v, {}, train ? dropout : 0.0, /*is_causal=*/true);
 #else
   const int64_t T = q.size(2);

@@ -1,9 +1,9 @@
-// model/recompute.cpp: see recompute.h. The autocast queries are LibTorch-version dependent.
+// model/recompute.cpp: see recompute.h. The autocast queries go through util/torch_compat.h.
 #include "model/recompute.h"
 
-#include <ATen/autocast_mode.h>
 #include <torch/torch.h>
-#include <torch/version.h>
+
+#include "util/torch_compat.h"
 
 namespace slm::model {
 namespace {
@@ -11,17 +11,10 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
-bool cpu_autocast() { return at::autocast::is_autocast_enabled(at::kCPU); }
-void set_cpu_autocast(bool on) { at::autocast::set_autocast_enabled(at::kCPU, on); }
-bool gpu_autocast() { return at::autocast::is_autocast_enabled(at::kCUDA); }
-void set_gpu_autocast(bool on) { at::autocast::set_autocast_enabled(at::kCUDA, on); }
-#else
-bool cpu_autocast() { return at::autocast::is_cpu_enabled(); }
-void set_cpu_autocast(bool on) { at::autocast::set_cpu_enabled(on); }
-bool gpu_autocast() { return at::autocast::is_enabled(); }
-void set_gpu_autocast(bool on) { at::autocast::set_enabled(on); }
-#endif
+bool cpu_autocast() { return compat::autocast_enabled(at::kCPU); }
+void set_cpu_autocast(bool on) { compat::set_autocast_enabled(at::kCPU, on); }
+bool gpu_autocast() { return compat::autocast_enabled(at::kCUDA); }
+void set_gpu_autocast(bool on) { compat::set_autocast_enabled(at::kCUDA, on); }
 
 struct RecomputeBlock : torch::autograd::Function<RecomputeBlock> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, at::TensorList params,

@@ -9,6 +9,7 @@
 
 #include "comm/collectives.h"
 #include "parallel/data_parallel.h"
+#include "util/torch_compat.h"
 
 namespace torch::autograd {
 struct Node;
@@ -50,7 +51,7 @@ struct DataParallel {
   std::vector<at::Tensor> staging;  // ZeRO 2: two bucket-sized buffers, used in turn
   size_t next_staging = 0;
   bool last = true;                 // reducing in this backward
-  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators;  // keep hooks alive
+  std::vector<compat::NodePtr> accumulators;  // keep hooks alive
   // ZeRO 3
   std::vector<Unit> units;          // embeddings, blocks 0..L-1, final LayerNorm
   at::Tensor own;                   // (sum of pieces) leaf with requires_grad: this rank's pieces

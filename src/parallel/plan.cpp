@@ -2,6 +2,7 @@
 #include "parallel/plan.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <map>

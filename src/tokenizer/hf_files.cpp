@@ -52,17 +52,48 @@ static std::string pick(const std::string& dir, const char* a, const char* b) {
   if (path_exists(pa)) return pa;
   if (path_exists(pb)) return pb;
   if (!path_exists(dir)) throw UserError(fmt::format("{}: tokenizer directory not found", dir));
-  throw UserError(fmt::format("{}: no {} (or {}) in the tokenizer directory", dir, a, b));
+  throw UserError(fmt::format("{}: no {} (or {}, or tokenizer.json) in the tokenizer directory", dir, a, b));
+}
+
+static json parse_json(const std::string& path) {
+  try {
+    return json::parse(read_file(path));
+  } catch (const json::exception& e) {
+    throw UserError(fmt::format("{}: not valid JSON ({})", path, e.what()));
+  }
+}
+
+// tokenizer.json (the `tokenizers` library's single file, all transformers 5 writes): its BPE
+// vocabulary, merges (as "a b" lines) and added tokens; refused unless it is GPT-2's byte-level BPE.
+static void read_tokenizer_json(const std::string& path, json* vocab, std::string* merges) {
+  const json j = parse_json(path);
+  const json& model = j.contains("model") ? j["model"] : json();
+  if (!model.is_object() || model.value("type", "") != "BPE" || !model.contains("vocab") || !model.contains("merges"))
+    throw UserError(fmt::format("{}: not a BPE tokenizer (model.type {})", path,
+                                model.is_object() ? model.value("type", "?") : "?"));
+  const std::string pre = j.contains("pre_tokenizer") ? j["pre_tokenizer"].dump() : "";
+  if (pre.find("\"ByteLevel\"") == std::string::npos)
+    throw UserError(fmt::format("{}: not a byte-level BPE (GPT-2's pre-tokenizer is ByteLevel)", path));
+  if (pre.find("\"add_prefix_space\":true") != std::string::npos)
+    throw UserError(fmt::format("{}: add_prefix_space is true; slm encodes as GPT-2 (no prefix space)", path));
+  *vocab = model["vocab"];
+  if (j.contains("added_tokens"))
+    for (const json& t : j["added_tokens"]) (*vocab)[t.at("content").get<std::string>()] = t.at("id");
+  for (const json& m : model["merges"])  // "a b" (tokenizers < 0.20) or ["a", "b"]
+    *merges += (m.is_string() ? m.get<std::string>() : m.at(0).get<std::string>() + " " + m.at(1).get<std::string>()) + "\n";
 }
 
 BpeModel load_tokenizer(const std::string& dir) {
-  const std::string vocab_path = pick(dir, "vocab.json", "encoder.json");
-  const std::string merges_path = pick(dir, "merges.txt", "vocab.bpe");
   json vocab;
-  try {
-    vocab = json::parse(read_file(vocab_path));
-  } catch (const json::exception& e) {
-    throw UserError(fmt::format("{}: not valid JSON ({})", vocab_path, e.what()));
+  std::string vocab_path, merges_path, merges;
+  if (!path_exists(dir + "/vocab.json") && !path_exists(dir + "/encoder.json") && path_exists(dir + "/tokenizer.json")) {
+    vocab_path = merges_path = dir + "/tokenizer.json";
+    read_tokenizer_json(vocab_path, &vocab, &merges);
+  } else {
+    vocab_path = pick(dir, "vocab.json", "encoder.json");
+    merges_path = pick(dir, "merges.txt", "vocab.bpe");
+    vocab = parse_json(vocab_path);
+    merges = read_file(merges_path);
   }
   if (!vocab.is_object() || vocab.empty())
     throw UserError(fmt::format("{}: expected a non-empty object of token -> id", vocab_path));
@@ -85,7 +116,6 @@ BpeModel load_tokenizer(const std::string& dir) {
   for (size_t id = 0; id < text_of.size(); ++id)
     if (m.present[id]) id_of_text[text_of[id]] = static_cast<int32_t>(id);
 
-  std::string merges = read_file(merges_path);
   std::unordered_set<int32_t> merged;
   size_t line_no = 0;
   for (size_t pos = 0; pos < merges.size();) {

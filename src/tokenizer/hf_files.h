@@ -3,7 +3,8 @@
 // tokens in GPT-2's byte-unicode alphabet) and merges.txt ("#version: 0.2" then one "a b" merge
 // per line, by rank), plus tokenizer_config.json and special_tokens_map.json so that
 // transformers' GPT2Tokenizer.from_pretrained(dir) loads it. OpenAI's original names
-// (encoder.json, vocab.bpe) load too. Specials are the vocabulary entries that are neither a
+// (encoder.json, vocab.bpe) load too, and so does a lone tokenizer.json (the `tokenizers`
+// library's file, all transformers 5 saves) when it is a byte-level BPE. Specials are the vocabulary entries that are neither a
 // byte nor the result of a merge (GPT-2's "<|endoftext|>"). Errors name the file and line.
 #pragma once
 #include <string>

@@ -7,9 +7,11 @@
 #include <cstdio>
 #include <filesystem>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "comm/collectives.h"
+#include "model/hf_import.h"
 #include "parallel/tensor/model.h"
 #include "util/error.h"
 #include "util/files.h"
@@ -210,6 +212,15 @@ static void check_layout(const std::string& dir, const json& state, const parall
 }
 
 model::GPT2 load_model(const std::string& path, Config* cfg_out) {
+  if (model::is_hf_dir(path)) {  // an imported model: no run, no dataset
+    model::GPT2 m = model::load_hf(path);
+    if (cfg_out) {
+      *cfg_out = Config{};
+      cfg_out->model = m.cfg;
+      cfg_out->init.from = path;
+    }
+    return m;
+  }
   std::string dir = path;
   if (!path_exists(path + "/state.json")) {
     std::optional<std::string> found = find_latest_checkpoint(

@@ -35,7 +35,9 @@ std::optional<std::string> find_latest_checkpoint(const std::string& run_dir,
                                                   const std::function<void(const std::string&)>& warn);
 
 // The model of a checkpoint directory (or of the newest valid checkpoint of a run directory),
-// on the CPU, with the configuration it was trained with. For export, eval and generate.
+// on the CPU, with the configuration it was trained with; or of a Hugging Face GPT-2 folder (then
+// the configuration is the defaults with its shape and init.from = the folder, and no data.dir).
+// For export, eval and generate.
 model::GPT2 load_model(const std::string& ckpt_or_run_dir, Config* cfg_out);
 
 // Restores parameters, this rank's optimizer shard, step, loader position and RNG into t.

@@ -26,6 +26,7 @@ struct Field {
 std::vector<Field> fields(Config& c) {
   return {
       {"run", "dir", &c.run.dir},
+      {"init", "from", &c.init.from},
       {"model", "n_layer", &c.model.n_layer},
       {"model", "n_head", &c.model.n_head},
       {"model", "n_embd", &c.model.n_embd},

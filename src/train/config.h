@@ -19,6 +19,10 @@ struct RunConfig {
   std::string dir = "runs/default";  // run folder: config.toml, metrics.jsonl, checkpoints/
 };
 
+struct InitConfig {
+  std::string from;  // a Hugging Face GPT-2 folder to start from (its shape and weights); "" = random
+};
+
 struct DataConfig {
   std::string dir;      // prepared dataset (`slm data prepare`)
   uint64_t seed = 1337;  // sample order of the training split
@@ -76,6 +80,7 @@ struct CheckpointConfig {
 
 struct Config {
   RunConfig run;
+  InitConfig init;
   model::GPT2Config model;
   DataConfig data;
   BatchConfig batch;

@@ -20,7 +20,7 @@
 namespace slm::train {
 namespace fs = std::filesystem;
 
-static std::string cpu_model() {
+std::string cpu_model_name() {
   std::ifstream in("/proc/cpuinfo");
   for (std::string line; std::getline(in, line);)
     if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
@@ -59,7 +59,7 @@ DeviceInfo describe_device(const std::string& device, const std::string& precisi
                            double peak_tflops, double price_per_hour) {
   DeviceInfo d;
   const CudaInfo gpu = device == "cpu" ? CudaInfo{} : cuda_info();
-  d.name = device == "cpu" ? fmt::format("{} x{} threads", cpu_model(), threads) : gpu.ok ? gpu.name : "cuda:0";
+  d.name = device == "cpu" ? fmt::format("{} x{} threads", cpu_model_name(), threads) : gpu.ok ? gpu.name : "cuda:0";
   if (price_per_hour > 0) {
     d.price_per_hour = price_per_hour;
     d.price_source = "configured";

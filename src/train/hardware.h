@@ -2,8 +2,8 @@
 // Owns: DeviceInfo and describe_device: the device's name, its peak FLOP/s for the run's
 // precision (measured once by a large GEMM and cached in ~/.cache/slmtrain/peak.json, keyed by
 // device name, precision and threads), and its price per hour (from the config, else a small
-// table of assumed on-demand prices, stated in the log), plus peak_memory_bytes and
-// resident_memory_bytes.
+// table of assumed on-demand prices, stated in the log), plus cpu_model_name, peak_memory_bytes
+// and resident_memory_bytes.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -20,6 +20,9 @@ struct DeviceInfo {
 
 DeviceInfo describe_device(const std::string& device, const std::string& precision, int threads,
                            double configured_peak_tflops, double configured_price_per_hour);
+
+// The CPU's model name (/proc/cpuinfo), e.g. "AMD EPYC 9654 96-Core Processor".
+std::string cpu_model_name();
 
 // Peak resident memory of this process (CPU), in bytes.
 int64_t peak_memory_bytes();

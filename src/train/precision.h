@@ -1,17 +1,26 @@
 // train/precision.h: picking and applying the numeric precision of a run.
-// Owns: resolve_precision ("auto" -> fastest safe choice for the device), AutocastGuard (bf16 or
+// Owns: resolve_precision ("auto" -> the faster choice for the device, measured on CPUs), AutocastGuard (bf16 or
 // fp16 autocast with fp32 master weights, on CPU or CUDA, over a scope) and LossScaler (dynamic
-// loss scaling, for fp16). Every LibTorch version difference of the autocast API lives here.
+// loss scaling, for fp16). LibTorch's autocast API differences are in util/torch_compat.h.
 #pragma once
 #include <cstdint>
 #include <string>
 
+#include "model/gpt2.h"
+
 namespace slm::train {
 
-// "auto" -> "bf16" on CUDA devices with bf16 tensor cores (compute capability >= 8.0) and on CPUs
-// with AMX-BF16, "fp16" on older CUDA devices, else "fp32". Returns the choice and, in `why`, a
-// short reason for the log. UserError for fp16 on a CPU or bf16 on a CPU without AVX512-BF16.
-std::string resolve_precision(const std::string& requested, const std::string& device,
+// The step a precision is chosen for: the model's shape, the micro-batch and sequence length.
+struct StepShape {
+  model::GPT2Config model;
+  int64_t micro_batch = 1, seq_len = 0;
+};
+
+// "auto" -> on CPUs the faster of fp32 and bf16 autocast for this step, measured
+// (train/precision_probe.h; fp32 unless bf16 is at least 3% faster); "bf16" on CUDA devices with
+// bf16 tensor cores (compute capability >= 8.0), "fp16" on older ones. Returns the choice and, in
+// `why`, the reason for the log (with the measured times). UserError for fp16 on a CPU.
+std::string resolve_precision(const std::string& requested, const std::string& device, const StepShape& shape,
                               std::string* why);
 std::string resolve_device(const std::string& requested);  // "auto" -> cuda if available
 

@@ -8,6 +8,8 @@
 #include <thread>
 #include <torch/torch.h>
 
+#include "util/torch_compat.h"
+
 namespace slm::train {
 
 void reexec_with_blas_env(int argc, char** argv) {
@@ -20,14 +22,15 @@ void reexec_with_blas_env(int argc, char** argv) {
   };
   if (__builtin_cpu_supports("avx512f")) set_default("OPENBLAS_CORETYPE", "SkylakeX");
   set_default("OMP_WAIT_POLICY", "PASSIVE");
-  // c10d/Gloo log their own copy of errors we report in one line (glog in 1.x, c10 in 2.x).
+  // c10d/Gloo log their own copy of errors we report in one line (glog in 1.13; 2.x: see
+  // compat::quiet_torch_logging).
   set_default("GLOG_minloglevel", "3");
-  set_default("TORCH_CPP_LOG_LEVEL", "FATAL");
   if (changed) ::execv("/proc/self/exe", argv);  // on failure carry on with the defaults
   (void)argc;
 }
 
 void configure_process() {
+  compat::quiet_torch_logging();
   if (__builtin_cpu_supports("avx512f")) ::setenv("ATEN_CPU_CAPABILITY", "avx512", 0);
   mallopt(M_MMAP_THRESHOLD, 1 << 30);
   mallopt(M_TRIM_THRESHOLD, 1 << 30);

@@ -4,8 +4,8 @@
 //     OMP_WAIT_POLICY=PASSIVE (spinning OpenMP workers starved each other: fp32 steps 13x slower
 //     here): both are read when the libraries load, so the process re-executes itself once with
 //     them set (reexec_with_blas_env). A value the user set is kept. The same re-exec quiets
-//     glog/c10 logging (GLOG_minloglevel, TORCH_CPP_LOG_LEVEL): c10d's own copies of errors we
-//     report in one line.
+//     glog logging (GLOG_minloglevel; 2.x's c10 logger is quieted in configure_process): c10d's
+//     own copies of errors we report in one line.
 //  2. ATEN_CPU_CAPABILITY=avx512 and 3. glibc malloc thresholds raised (no page-fault storm):
 //     set at the top of main (configure_process).
 //  4. torch::set_num_threads (configure_cpu_threads).

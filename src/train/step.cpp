@@ -8,10 +8,12 @@
 #include <cmath>
 #include <filesystem>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "data/batch_tensor.h"
 #include "comm/collectives.h"
 #include "comm/probe.h"
+#include "model/hf_import.h"
 #include "parallel/pipeline/stage.h"
 #include "parallel/plan_groups.h"
 #include "parallel/tensor/model.h"
@@ -20,6 +22,7 @@
 #include "train/optim.h"
 #include "train/precision.h"
 #include "train/runtime.h"
+#include "tokenizer/hf_files.h"
 #include "train/trainer.h"
 #include "util/error.h"
 #include "util/files.h"
@@ -59,9 +62,7 @@ static comm::ProbeResult probe_at_start(Trainer& t) {
 // the plan (with its [set] table) and says what was chosen and why. Returns why ranks are left
 // out ("" = none).
 static std::string plan_auto(Trainer& t, const comm::ProbeResult& probe) {
-  std::string reason;
-  const std::string precision = resolve_precision(t.cfg.system.precision, t.device, &reason);
-  const AutoPlan a = plan_at_start(t.cfg, t.world, probe, t.device, precision, t.seq_len);
+  const AutoPlan a = plan_at_start(t.cfg, t.world, probe, t.device, t.precision, t.seq_len);
   t.planned = a.plan;
   t.predicted_step_s = a.predicted.step_s;
   if (t.world.world.rank != 0) return a.left_out;
@@ -113,8 +114,35 @@ static void apply_plan(Trainer& t) {
   const parallel::RankRole role = pipe->role;
   t.model = model::init_gpt2(cfg.model, cfg.system.seed,
                              [&](int64_t l) { return parallel::pipeline::holds_layer(plan, role, l); });
+  if (!cfg.init.from.empty()) model::copy_parameters(model::load_hf(cfg.init.from, cfg.model.vocab_pad), t.model);
   pipe->chunks = parallel::pipeline::split_pipeline(t.model, plan, role);
   t.pipe = std::move(pipe);
+}
+
+// The run's precision: every rank resolves it ("auto" measures, cached per CPU), rank 0's counts.
+static void choose_precision(Trainer& t) {
+  const Config& cfg = t.cfg;
+  const StepShape shape{cfg.model, cfg.batch.micro_batch, t.seq_len};
+  t.precision = resolve_precision(cfg.system.precision, t.device, shape, &t.precision_reason);
+  const std::vector<std::string> names{"fp32", "bf16", "fp16"};
+  const auto code = std::find(names.begin(), names.end(), t.precision) - names.begin();
+  std::vector<double> v{t.world.world.rank == 0 ? static_cast<double>(code) : 0.0};
+  v = comm::sum(v, t.world.world);
+  if (names.at(static_cast<size_t>(v[0])) != t.precision) {
+    t.precision = names.at(static_cast<size_t>(v[0]));
+    t.precision_reason = "rank 0's choice (" + t.precision_reason + " here)";
+  }
+}
+
+// init.from: the imported model dictates the shape; its tokenizer must be the dataset's.
+static void take_shape_from_hf(Config& cfg, const data::Manifest& man) {
+  const model::HfConfig hc = model::read_hf_config(cfg.init.from, cfg.model.vocab_pad);
+  const tokenizer::BpeModel tok = tokenizer::load_tokenizer(cfg.init.from);
+  if (tokenizer::model_identity(tok) != man.tokenizer_identity)
+    throw UserError(fmt::format("init: {}'s tokenizer is not the one {} was prepared with", cfg.init.from,
+                                cfg.data.dir));
+  cfg.model.n_layer = hc.model.n_layer, cfg.model.n_head = hc.model.n_head, cfg.model.n_embd = hc.model.n_embd;
+  cfg.model.block_size = hc.model.block_size, cfg.model.vocab_size = hc.model.vocab_size;
 }
 
 std::unique_ptr<Trainer> make_trainer(const Config& cfg_in) {
@@ -122,6 +150,7 @@ std::unique_ptr<Trainer> make_trainer(const Config& cfg_in) {
   t->cfg = cfg_in;
   Config& cfg = t->cfg;
   t->data = data::open_dataset(cfg.data.dir);
+  if (!cfg.init.from.empty()) take_shape_from_hf(cfg, t->data.manifest);
   const int64_t V = t->data.manifest.vocab_size;
   if (cfg.model.vocab_size == 0) cfg.model.vocab_size = V;
   if (cfg.model.vocab_size != V)
@@ -133,6 +162,8 @@ std::unique_ptr<Trainer> make_trainer(const Config& cfg_in) {
   t->seq_len = cfg.batch.seq_len > 0 ? cfg.batch.seq_len : cfg.model.block_size;
   t->world = comm::init_world(cfg.dist, t->device);
   comm::require_same(to_toml(cfg), t->world.world, "configuration");
+  configure_cpu_threads(cfg.system.threads, t->world.env.local_world);
+  choose_precision(*t);
   std::string why;  // why a plan leaves ranks out
   if (cfg.dist.wan.topology == "probe" || cfg.parallel.plan == "auto") {
     const comm::ProbeResult probe = probe_at_start(*t);
@@ -160,7 +191,6 @@ std::unique_ptr<Trainer> make_trainer(const Config& cfg_in) {
                                   cfg.data.dir, e.what()));
     }
   }
-  t->precision = resolve_precision(cfg.system.precision, t->device, &t->precision_reason);
   t->scaler.enabled = cfg.system.loss_scaling == "on" || (cfg.system.loss_scaling == "auto" && t->precision == "fp16");
   t->scaler.scale = cfg.system.loss_scale_init;
   t->scaler.growth_interval = cfg.system.loss_scale_growth_interval;

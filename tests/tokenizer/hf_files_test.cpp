@@ -69,6 +69,34 @@ TEST(HfFiles, LoadsGpt2FormatFiles) {
   EXPECT_EQ(ids, (std::vector<uint32_t>{83, 257, 258}));
 }
 
+// The same miniature as one tokenizer.json (what transformers 5 saves), merges in both of the
+// `tokenizers` library's spellings, <|endoftext|> as an added token; non-GPT-2 kinds are refused.
+TEST(HfFiles, LoadsTokenizerJson) {
+  test::TempDir tmp;
+  nlohmann::ordered_json vocab;
+  for (int i = 0; i < 256; ++i) vocab[byte_to_unicode()[base_byte_order()[i]]] = i;
+  const std::string G = "\xC4\xA0";
+  vocab[G + "t"] = 256, vocab["he"] = 257, vocab[G + "the"] = 258;
+  nlohmann::json j = {{"model", {{"type", "BPE"}, {"vocab", vocab},
+                                 {"merges", {nlohmann::json::array({G, "t"}), "h e", nlohmann::json::array({G + "t", "he"})}}}},
+                      {"pre_tokenizer", {{"type", "ByteLevel"}, {"add_prefix_space", false}}},
+                      {"added_tokens", {{{"id", 259}, {"content", "<|endoftext|>"}, {"special", true}}}}};
+  test::write(tmp / "tj/tokenizer.json", j.dump());
+  BpeModel m = load_tokenizer(tmp / "tj");
+  EXPECT_EQ(m.vocab_size(), 260);
+  EXPECT_EQ(m.special_id("<|endoftext|>"), 259);
+  EXPECT_EQ(m.id_to_bytes[258], " the");
+  std::vector<uint32_t> ids;
+  Encoder(m).encode("the the", ids);
+  EXPECT_EQ(ids, (std::vector<uint32_t>{83, 257, 258}));
+  j["pre_tokenizer"]["add_prefix_space"] = true;
+  test::write(tmp / "prefix/tokenizer.json", j.dump());
+  EXPECT_NE(error_of(tmp / "prefix").find("add_prefix_space"), std::string::npos);
+  j["model"]["type"] = "WordPiece";
+  test::write(tmp / "wp/tokenizer.json", j.dump());
+  EXPECT_NE(error_of(tmp / "wp").find("tokenizer.json: not a BPE tokenizer (model.type WordPiece)"), std::string::npos);
+}
+
 TEST(HfFiles, ErrorsNameFileAndLine) {
   test::TempDir tmp;
   EXPECT_NE(error_of(tmp / "missing").find("tokenizer directory not found"), std::string::npos);

@@ -2,7 +2,12 @@
 // choices and their errors.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <filesystem>
+#include <unistd.h>
+
 #include "train/precision.h"
+#include "train/precision_probe.h"
 #include "util/error.h"
 
 using slm::train::LossScaler;
@@ -43,6 +48,32 @@ TEST(LossScale, DisabledStillSkipsNonFiniteSteps) {
 
 TEST(Precision, Fp16NeedsCuda) {
   std::string why;
-  EXPECT_THROW(slm::train::resolve_precision("fp16", "cpu", &why), slm::UserError);
-  EXPECT_EQ(slm::train::resolve_precision("fp32", "cpu", &why), "fp32");
+  const slm::train::StepShape shape{slm::model::GPT2Config{}, 2, 32};
+  EXPECT_THROW(slm::train::resolve_precision("fp16", "cpu", shape, &why), slm::UserError);
+  EXPECT_EQ(slm::train::resolve_precision("fp32", "cpu", shape, &why), "fp32");
+  EXPECT_EQ(why, "as configured");
+}
+
+// "auto" on a CPU times both precisions (then reads the cache) and picks the faster, saying so.
+TEST(Precision, AutoOnCpuDecidesByMeasurement) {
+  const std::string home = ::testing::TempDir() + "/precision_home_" + std::to_string(::getpid());
+  std::filesystem::remove_all(home);
+  std::filesystem::create_directories(home);
+  const char* old = std::getenv("HOME");
+  const std::string saved = old ? old : "";
+  ::setenv("HOME", home.c_str(), 1);
+  slm::model::GPT2Config m;
+  m.n_layer = 2, m.n_head = 2, m.n_embd = 64, m.block_size = 32, m.vocab_size = 300;
+  const slm::train::PrecisionTiming t = slm::train::time_precisions(m, 2, 32);
+  EXPECT_GT(t.fp32_s, 0);
+  EXPECT_GT(t.bf16_s, 0);
+  EXPECT_FALSE(t.cached);
+  EXPECT_TRUE(std::filesystem::exists(home + "/.cache/slmtrain/precision.json"));
+  std::string why;
+  const std::string p = slm::train::resolve_precision("auto", "cpu", {m, 2, 32}, &why);
+  EXPECT_EQ(p, t.bf16_s < 0.97 * t.fp32_s ? "bf16" : "fp32");
+  EXPECT_NE(why.find("fp32 "), std::string::npos) << why;
+  EXPECT_NE(why.find("cached"), std::string::npos) << why;  // the second call reads the cache
+  ::setenv("HOME", saved.c_str(), 1);
+  std::filesystem::remove_all(home);
 }

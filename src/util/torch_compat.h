@@ -1,0 +1,62 @@
+// util/torch_compat.h: every LibTorch-version difference outside c10d in one place (c10d's are in
+// comm/compat.h, which builds on this). 1.13 is Debian's build; 2.x is PyPI's.
+//   autocast: 2.4 made the per-device calls take a DeviceType (1.13: is_cpu_enabled / is_enabled).
+//   attention: 2.0 added scaled_dot_product_attention (flash / memory-efficient kernels).
+//   autograd nodes: held by std::shared_ptr in 1.13, by c10::intrusive_ptr in 2.x.
+//   logging: Debian's 1.13 logs through glog (GLOG_minloglevel quiets it); PyPI's 2.x through c10's
+//   own logger, which a C++ program quiets by its flag (TORCH_CPP_LOG_LEVEL is read by Python only).
+#pragma once
+#include <ATen/autocast_mode.h>
+#include <c10/util/Logging.h>
+#include <cstdlib>
+#include <string>
+#include <torch/csrc/autograd/variable.h>
+#include <torch/version.h>
+
+#define SLM_TORCH_AT_LEAST(major, minor) \
+  (TORCH_VERSION_MAJOR > (major) || (TORCH_VERSION_MAJOR == (major) && TORCH_VERSION_MINOR >= (minor)))
+
+namespace slm::compat {
+
+constexpr bool kHasSdpa = SLM_TORCH_AT_LEAST(2, 0);
+
+// What torch::autograd::impl::grad_accumulator returns (keeps a parameter's hooks alive).
+using NodePtr = decltype(torch::autograd::impl::grad_accumulator(std::declval<at::Tensor>()));
+
+inline bool autocast_enabled(at::DeviceType d) {
+#if SLM_TORCH_AT_LEAST(2, 4)
+  return at::autocast::is_autocast_enabled(d);
+#else
+  return d == at::kCPU ? at::autocast::is_cpu_enabled() : at::autocast::is_enabled();
+#endif
+}
+
+inline void set_autocast_enabled(at::DeviceType d, bool on) {
+#if SLM_TORCH_AT_LEAST(2, 4)
+  at::autocast::set_autocast_enabled(d, on);
+#else
+  if (d == at::kCPU) at::autocast::set_cpu_enabled(on);
+  else at::autocast::set_enabled(on);
+#endif
+}
+
+inline void set_autocast_dtype(at::DeviceType d, at::ScalarType t) {
+#if SLM_TORCH_AT_LEAST(2, 4)
+  at::autocast::set_autocast_dtype(d, t);
+#else
+  if (d == at::kCPU) at::autocast::set_autocast_cpu_dtype(t);
+  else at::autocast::set_autocast_gpu_dtype(t);
+#endif
+}
+
+// c10d logs its own (multi-line) copy of errors slm reports in one line: keep only fatal ones,
+// unless TORCH_CPP_LOG_LEVEL (INFO, WARNING, ERROR, FATAL) says otherwise.
+inline void quiet_torch_logging() {
+#ifndef C10_USE_GLOG
+  const char* want = std::getenv("TORCH_CPP_LOG_LEVEL");
+  const std::string w = want ? want : "FATAL";
+  FLAGS_caffe2_log_level = w == "INFO" ? 0 : w == "WARNING" ? 1 : w == "ERROR" ? 2 : 3;
+#endif
+}
+
+}  // namespace slm::compat
