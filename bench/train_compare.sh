@@ -4,15 +4,26 @@
 # Both get the same process settings slm applies to itself: OPENBLAS_CORETYPE, OMP_WAIT_POLICY,
 # ATEN_CPU_CAPABILITY and the malloc thresholds (for Python through GLIBC_TUNABLES).
 # Usage: bench/train_compare.sh SLM DATA_DIR [PRECISION=fp32] [STEPS=8] [ROUNDS=2]
+# PY=python with the PyTorch to compare with (default Debian's 1.13; the venv's for 2.x);
+# COMPILE=1 adds torch.compile (2.x) to each round.
 set -euo pipefail
 SLM=$1 DATA=$2 PREC=${3:-fp32} STEPS=${4:-8} ROUNDS=${5:-2}
 L=4 C=256 H=4 T=256 B=16 MICRO=8 THREADS=$(nproc)
 V=$(python3 -c "import json,sys; print(json.load(open('$DATA/manifest.json'))['tokenizer']['vocab_size'])")
-export OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-SkylakeX} OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE} ATEN_CPU_CAPABILITY=avx512
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE}
+if grep -qw avx512f /proc/cpuinfo; then  # as slm does for itself (train/runtime.h)
+  export OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-SkylakeX} ATEN_CPU_CAPABILITY=avx512
+fi
 export GLIBC_TUNABLES=glibc.malloc.mmap_threshold=1073741824:glibc.malloc.trim_threshold=1073741824
 W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
 for r in $(seq "$ROUNDS"); do
-  py=$(/usr/bin/python3 "$(dirname "$0")/train_reference.py" $L $C $H $T $V $B $MICRO "$STEPS" "$PREC" "$THREADS")
+  PY=${PY:-/usr/bin/python3}
+  py=$("$PY" "$(dirname "$0")/train_reference.py" $L $C $H $T $V $B $MICRO "$STEPS" "$PREC" "$THREADS" eager)
+  compiled=""
+  if [ "${COMPILE:-0}" = 1 ]; then
+    c=$("$PY" "$(dirname "$0")/train_reference.py" $L $C $H $T $V $B $MICRO "$STEPS" "$PREC" "$THREADS" compile 2>/dev/null || echo 0)
+    compiled=", torch.compile $c tok/s"
+  fi
   rm -rf "$W/run"
   "$SLM" train -c /dev/null --set data.dir="$DATA" --set run.dir="$W/run" --set model.n_layer=$L \
     --set model.n_embd=$C --set model.n_head=$H --set model.block_size=$T --set batch.batch_size=$B \
@@ -22,5 +33,5 @@ for r in $(seq "$ROUNDS"); do
 import json, statistics
 r = [json.loads(l)['tokens_per_s'] for l in open('$W/run/metrics.jsonl') if 'tokens_per_s' in l][2:]
 print(f'{statistics.median(r):.0f}')")
-  echo "round $r ($PREC, L=$L C=$C T=$T V=$V, batch $B micro $MICRO, $THREADS threads): pytorch $py tok/s, slm $slm tok/s, ratio $(python3 -c "print(f'{$slm/$py:.2f}')")"
+  echo "round $r ($PREC, L=$L C=$C T=$T V=$V, batch $B micro $MICRO, $THREADS threads): pytorch $("$PY" -c 'import torch; print(torch.__version__)') eager $py tok/s$compiled, slm ($("$SLM" --version)) $slm tok/s, ratio to eager $(python3 -c "print(f'{$slm/$py:.2f}')")"
 done

@@ -1,12 +1,16 @@
 # bench/train_reference.py: the same GPT-2 training step in Python PyTorch, for side-by-side
 # speed comparison with `slm train` (bench/train_compare.sh). Written for the benchmark, not part
-# of the product. Prints the median tokens/s over the timed steps.
+# of the product. Prints the median tokens/s over the timed steps. MODE: eager (default) or
+# compile (torch.compile of the model, 2.x: Inductor's C++/OpenMP kernels on the CPU). On 2.x the
+# attention is scaled_dot_product_attention, as in slm's 2.x build.
 import math, statistics, sys, time
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
 L, C, H, T, V, B, MICRO, STEPS, PREC, THREADS = sys.argv[1:11]
+MODE = sys.argv[11] if len(sys.argv) > 11 else "eager"
+SDPA = hasattr(F, "scaled_dot_product_attention")
 L, C, H, T, V, B, MICRO, STEPS, THREADS = map(int, (L, C, H, T, V, B, MICRO, STEPS, THREADS))
 torch.set_num_threads(THREADS)
 torch.manual_seed(0)
@@ -22,8 +26,11 @@ class Block(nn.Module):
         Bb, Tt, _ = x.shape
         q, k, v = s.c_attn(s.ln_1(x)).split(C, 2)
         q, k, v = (t.view(Bb, Tt, H, C // H).transpose(1, 2) for t in (q, k, v))
-        att = (q @ k.transpose(-2, -1)) / math.sqrt(C // H)
-        y = att.masked_fill(s.mask[:Tt, :Tt], float("-inf")).softmax(-1) @ v
+        if SDPA:
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:
+            att = (q @ k.transpose(-2, -1)) / math.sqrt(C // H)
+            y = att.masked_fill(s.mask[:Tt, :Tt], float("-inf")).softmax(-1) @ v
         x = x + s.c_proj(y.transpose(1, 2).reshape(Bb, Tt, C))
         return x + s.mlp_proj(F.gelu(s.c_fc(s.ln_2(x)), approximate="tanh"))
 
@@ -40,17 +47,19 @@ class GPT(nn.Module):
         return F.cross_entropy(logits.view(-1, V), tgt.view(-1))
 
 m = GPT()
+step_model = torch.compile(m) if MODE == "compile" else m
 opt = torch.optim.AdamW(m.parameters(), lr=1e-3, betas=(0.9, 0.95), weight_decay=0.1)
 rates = []
-for step in range(STEPS + 2):
+WARM = 3 if MODE == "compile" else 2  # compilation happens in the first steps
+for step in range(STEPS + WARM):
     t0 = time.time()
     opt.zero_grad()
     for _ in range(B // MICRO):
         idx = torch.randint(V, (MICRO, T)); tgt = torch.randint(V, (MICRO, T))
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=(PREC == "bf16")):
-            loss = m(idx, tgt) / (B // MICRO)
+            loss = step_model(idx, tgt) / (B // MICRO)
         loss.backward()
     torch.nn.utils.clip_grad_norm_(m.parameters(), 1.0)
     opt.step()
-    if step >= 2: rates.append(B * T / (time.time() - t0))
+    if step >= WARM: rates.append(B * T / (time.time() - t0))
 print(f"{statistics.median(rates):.0f}")
