@@ -2,11 +2,12 @@
 # scripts/test.sh: the whole test suite, from a fresh clone, on both LibTorch builds: installs
 # missing Debian packages and makes (or reuses) the PyPI virtual environment (scripts/setup.sh
 # --deps, --venv), then
-#   1. Debian's LibTorch 1.13 in build/: builds everything, runs every CTest test;
+#   1. Debian's LibTorch 1.13 in build/: builds everything, runs every CTest test but the two
+#      that belong to the second build (torchrun, cross_build);
 #   2. PyPI's LibTorch 2.x in build-pip/: builds everything, runs every unit test and every
 #      layout's loss-match test, the ecosystem tests and the cross-build checkpoint test (against
-#      build/slm); the testbed, planner and WAN tests (build-independent logic, minutes of CI) run
-#      in the first build only.
+#      build/slm); the testbed, planner and WAN-collective tests (~3 min; the c10d calls they make
+#      are the ones the other tests make) run in the first build only, to keep CI under 40 min.
 # Tests that need ../shared/data skip cleanly without it. .ci/run calls exactly this.
 # SLM_TEST_BUILDS=debian (or pip) runs one build only.
 set -euo pipefail
