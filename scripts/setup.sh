@@ -7,7 +7,7 @@
 #   scripts/setup.sh --build    install + build, no demo
 #   scripts/setup.sh --venv     make (or reuse) the PyPI virtual environment; prints its folder
 # Which LibTorch (SLM_TORCH):
-#   debian  Debian's libtorch-dev 1.13, CPU; builds into build/ (the default)
+#   debian  Debian's libtorch-dev 1.13, CPU; builds into build/
 #   pip     PyPI's torch 2.x (CUDA-enabled, runs on CPU too) in a virtual environment made from
 #           scripts/requirements-torch.txt and kept in ${XDG_CACHE_HOME:-~/.cache}/slmtrain/
 #           venv-<hash of that file>, so re-runs reuse it; builds into build-pip/
