@@ -5,11 +5,14 @@
 # ATEN_CPU_CAPABILITY and the malloc thresholds (for Python through GLIBC_TUNABLES).
 # Usage: bench/train_compare.sh SLM DATA_DIR [PRECISION=fp32] [STEPS=8] [ROUNDS=2]
 # PY=python with the PyTorch to compare with (default Debian's 1.13; the venv's for 2.x);
-# COMPILE=1 adds torch.compile (2.x) to each round.
+# COMPILE=1 adds torch.compile (2.x) to each round. DEVICE=cuda compares on the GPU; the shape is
+# the tiny preset's unless L, C, H, T, B, MICRO are set (e.g. gpt2: L=12 C=768 H=12 T=1024).
+# Both models have the padded vocabulary slm trains (a multiple of 128, as nanoGPT's 50304).
 set -euo pipefail
 SLM=$1 DATA=$2 PREC=${3:-fp32} STEPS=${4:-8} ROUNDS=${5:-2}
-L=4 C=256 H=4 T=256 B=16 MICRO=8 THREADS=$(nproc)
-V=$(python3 -c "import json,sys; print(json.load(open('$DATA/manifest.json'))['tokenizer']['vocab_size'])")
+L=${L:-4} C=${C:-256} H=${H:-4} T=${T:-256} B=${B:-16} MICRO=${MICRO:-8} THREADS=$(nproc) DEVICE=${DEVICE:-cpu}
+V=$(python3 -c "import json,sys; v=json.load(open('$DATA/manifest.json'))['tokenizer']['vocab_size']; print((v+127)//128*128)")
+export DEVICE
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE}
 if grep -qw avx512f /proc/cpuinfo; then  # as slm does for itself (train/runtime.h)
   export OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-SkylakeX} ATEN_CPU_CAPABILITY=avx512
@@ -28,10 +31,15 @@ for r in $(seq "$ROUNDS"); do
   "$SLM" train -c /dev/null --set data.dir="$DATA" --set run.dir="$W/run" --set model.n_layer=$L \
     --set model.n_embd=$C --set model.n_head=$H --set model.block_size=$T --set batch.batch_size=$B \
     --set batch.micro_batch=$MICRO --set schedule.max_steps=$((STEPS + 2)) --set eval.every=0 \
-    --set checkpoint.every=0 --set system.precision="$PREC" --set system.threads="$THREADS" 2>/dev/null
+    --set checkpoint.every=0 --set system.precision="$PREC" --set system.threads="$THREADS" --set system.device="$DEVICE" \
+    2> "$W/slm.err" || { cat "$W/slm.err" >&2; exit 1; }
   slm=$(python3 -c "
 import json, statistics
-r = [json.loads(l)['tokens_per_s'] for l in open('$W/run/metrics.jsonl') if 'tokens_per_s' in l][2:]
-print(f'{statistics.median(r):.0f}')")
-  echo "round $r ($PREC, L=$L C=$C T=$T V=$V, batch $B micro $MICRO, $THREADS threads): pytorch $("$PY" -c 'import torch; print(torch.__version__)') eager $py tok/s$compiled, slm ($("$SLM" --version)) $slm tok/s, ratio to eager $(python3 -c "print(f'{$slm/$py:.2f}')")"
+r = [json.loads(l) for l in open('$W/run/metrics.jsonl') if 'tokens_per_s' in l][2:]
+print(f\"{statistics.median(x['tokens_per_s'] for x in r):.0f}\")")
+  mfu=$(python3 -c "
+import json, statistics
+r = [json.loads(l) for l in open('$W/run/metrics.jsonl') if 'mfu' in l][2:]
+print(f\"{100 * statistics.median(x['mfu'] for x in r):.1f}%\")")
+  echo "round $r ($DEVICE $PREC, L=$L C=$C T=$T V=$V, batch $B micro $MICRO, $THREADS threads): pytorch $("$PY" -c 'import torch; print(torch.__version__)') eager $py tok/s$compiled, slm ($("$SLM" --version)) $slm tok/s (MFU $mfu), ratio to eager $(python3 -c "print(f'{$slm/$py:.2f}')")"
 done

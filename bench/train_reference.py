@@ -2,14 +2,16 @@
 # speed comparison with `slm train` (bench/train_compare.sh). Written for the benchmark, not part
 # of the product. Prints the median tokens/s over the timed steps. MODE: eager (default) or
 # compile (torch.compile of the model, 2.x: Inductor's C++/OpenMP kernels on the CPU). On 2.x the
-# attention is scaled_dot_product_attention, as in slm's 2.x build.
-import math, statistics, sys, time
+# attention is scaled_dot_product_attention, as in slm's 2.x build. DEVICE=cuda runs it on the GPU
+# (bf16 autocast there, fused AdamW as nanoGPT and torchtitan use, timed after a synchronize).
+import math, os, statistics, sys, time
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
 L, C, H, T, V, B, MICRO, STEPS, PREC, THREADS = sys.argv[1:11]
 MODE = sys.argv[11] if len(sys.argv) > 11 else "eager"
+DEVICE = os.environ.get("DEVICE", "cpu")
 SDPA = hasattr(F, "scaled_dot_product_attention")
 L, C, H, T, V, B, MICRO, STEPS, THREADS = map(int, (L, C, H, T, V, B, MICRO, STEPS, THREADS))
 torch.set_num_threads(THREADS)
@@ -41,25 +43,28 @@ class GPT(nn.Module):
         s.h = nn.ModuleList(Block() for _ in range(L))
         s.ln_f = nn.LayerNorm(C)
     def forward(s, idx, tgt):
-        x = s.wte(idx) + s.wpe(torch.arange(idx.shape[1]))
+        x = s.wte(idx) + s.wpe(torch.arange(idx.shape[1], device=idx.device))
         for b in s.h: x = b(x)
         logits = s.ln_f(x) @ s.wte.weight.t()
         return F.cross_entropy(logits.view(-1, V), tgt.view(-1))
 
-m = GPT()
+m = GPT().to(DEVICE)
 step_model = torch.compile(m) if MODE == "compile" else m
-opt = torch.optim.AdamW(m.parameters(), lr=1e-3, betas=(0.9, 0.95), weight_decay=0.1)
+opt = torch.optim.AdamW(m.parameters(), lr=1e-3, betas=(0.9, 0.95), weight_decay=0.1,
+                        **({"fused": True} if DEVICE == "cuda" else {}))
+sync = torch.cuda.synchronize if DEVICE == "cuda" else (lambda: None)
 rates = []
 WARM = 3 if MODE == "compile" else 2  # compilation happens in the first steps
 for step in range(STEPS + WARM):
-    t0 = time.time()
+    sync(); t0 = time.time()
     opt.zero_grad()
     for _ in range(B // MICRO):
-        idx = torch.randint(V, (MICRO, T)); tgt = torch.randint(V, (MICRO, T))
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=(PREC == "bf16")):
+        idx = torch.randint(V, (MICRO, T), device=DEVICE); tgt = torch.randint(V, (MICRO, T), device=DEVICE)
+        with torch.autocast(DEVICE, dtype=torch.bfloat16, enabled=(PREC == "bf16")):
             loss = step_model(idx, tgt) / (B // MICRO)
         loss.backward()
     torch.nn.utils.clip_grad_norm_(m.parameters(), 1.0)
     opt.step()
+    sync()
     if step >= WARM: rates.append(B * T / (time.time() - t0))
 print(f"{statistics.median(rates):.0f}")

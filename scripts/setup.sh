@@ -24,6 +24,7 @@ PACKAGES=(
   libpcre2-dev                                      # tokenizer pre-tokenization regex (JIT)
   libcli11-dev nlohmann-json3-dev libfmt-dev        # command line, manifests, formatting
   libtomlplusplus-dev libxxhash-dev                 # configs, checksums / identities
+  libfaiss-dev libsqlite3-dev                       # slm embed / search: vectors, entries, BM25
   libgtest-dev                                      # unit tests
   fortunes                                          # the shipped default corpus
   gnuplot-nox                                       # slm report: loss and throughput plots

@@ -23,6 +23,8 @@ void add_testbed_command(CLI::App& app);     // testbed_cmd.cpp: testbed up, dow
 void add_probe_command(CLI::App& app);       // probe_cmd.cpp
 void add_profile_command(CLI::App& app);     // profile_cmd.cpp
 void add_plan_auto_command(CLI::App& plan);  // plan_auto_cmd.cpp: plan auto (under `slm plan`)
+void add_embed_command(CLI::App& app);       // embed_cmd.cpp: embed, embed eval
+void add_search_command(CLI::App& app);      // search_cmd.cpp
 
 // --dp --tp --pp --virtual-stages --micro-batches --schedule --zero, appended to `sets` as
 // "parallel.<key>=<value>" overrides (plan_cmd.cpp).

@@ -17,6 +17,7 @@
 #include "tokenizer/encoder.h"
 #include "tokenizer/hf_files.h"
 #include "train/checkpoint.h"
+#include "train/model_tokenizer.h"
 #include "train/trainer.h"
 #include "util/error.h"
 #include "util/files.h"
@@ -33,34 +34,6 @@ struct EvalArgs {
   int64_t batches = 50, micro = 8;
 };
 
-// The tokenizer a model was trained with: an imported Hugging Face folder's own, else the one of
-// the checkpoint's dataset (its manifest), or the given one, checked against it.
-struct SourceTokenizer {
-  tokenizer::BpeModel tok;
-  int64_t eot_id = -1;        // documents start with it; generation stops at it
-  std::string identity;       // what a dataset must have been prepared with
-};
-
-SourceTokenizer source_tokenizer(const std::string& source, const train::Config& cfg, const std::string& given) {
-  SourceTokenizer s;
-  if (model::is_hf_dir(source)) {
-    s.tok = tokenizer::load_tokenizer(given.empty() ? source : given);
-    s.eot_id = model::read_hf_config(source).eos_id;
-    if (s.eot_id < 0) s.eot_id = s.tok.special_id("<|endoftext|>");
-    if (s.eot_id < 0) throw UserError(fmt::format("{}: config.json has no eos_token_id and the tokenizer no "
-                                                  "<|endoftext|>", source));
-    s.identity = tokenizer::model_identity(s.tok);
-    return s;
-  }
-  data::Manifest man = data::read_manifest(cfg.data.dir);
-  s.tok = tokenizer::load_tokenizer(given.empty() ? man.tokenizer_path : given);
-  if (tokenizer::model_identity(s.tok) != man.tokenizer_identity)
-    throw UserError(fmt::format("{}: is not the tokenizer the model was trained with", given));
-  s.eot_id = man.eot_id;
-  s.identity = man.tokenizer_identity;
-  return s;
-}
-
 void run_eval(const EvalArgs& a) {
   train::Config cfg;
   model::GPT2 m = train::load_model(a.source, &cfg);
@@ -68,7 +41,7 @@ void run_eval(const EvalArgs& a) {
   std::string what;
   double loss;
   if (!a.text.empty()) {  // raw text: tokenize, one shard in a temporary directory, sequential windows
-    const SourceTokenizer st = source_tokenizer(a.source, cfg, a.tokenizer);
+    const train::ModelTokenizer st = train::model_tokenizer(a.source, cfg, a.tokenizer);
     const tokenizer::BpeModel& tok = st.tok;
     tokenizer::Encoder enc(tok);
     std::vector<uint32_t> ids{static_cast<uint32_t>(st.eot_id)};
@@ -86,7 +59,7 @@ void run_eval(const EvalArgs& a) {
     if (a.data.empty() && cfg.data.dir.empty())
       throw UserError(fmt::format("{}: an imported model has no dataset; pass --data or --text", a.source));
     data::Dataset d = data::open_dataset(a.data.empty() ? cfg.data.dir : a.data,
-                                         source_tokenizer(a.source, cfg, a.tokenizer).identity);
+                                         train::model_tokenizer(a.source, cfg, a.tokenizer).identity);
     data::Loader loader(a.split == "train" ? d.train : d.val, {T, 0, false});
     loss = train::mean_loss(loss_of(m), loader, a.micro, a.batches, "fp32", "cpu");
     what = fmt::format("{} split of {}", a.split, d.dir);
@@ -102,7 +75,7 @@ struct GenerateArgs {
 void run_generate(const GenerateArgs& a) {
   train::Config cfg;
   model::GPT2 m = train::load_model(a.source, &cfg);
-  const SourceTokenizer st = source_tokenizer(a.source, cfg, a.tokenizer);
+  const train::ModelTokenizer st = train::model_tokenizer(a.source, cfg, a.tokenizer);
   const tokenizer::BpeModel& tok = st.tok;
   tokenizer::Encoder enc(tok);
   std::vector<uint32_t> ids{static_cast<uint32_t>(st.eot_id)};  // documents start with it

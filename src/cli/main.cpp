@@ -31,6 +31,8 @@ int main(int argc, char** argv) {
   slm::cli::add_testbed_command(app);
   slm::cli::add_probe_command(app);
   slm::cli::add_profile_command(app);
+  slm::cli::add_embed_command(app);
+  slm::cli::add_search_command(app);
   slm::install_interrupt_handlers();
   try {
     app.parse(argc, argv);

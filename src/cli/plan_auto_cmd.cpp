@@ -192,7 +192,7 @@ void run_auto(const AutoArgs& a) {
   const std::string& prof_from = pi.profile_from;
   const std::string& precision = pi.precision;
   const int64_t T = pi.seq_len;
-  planner::CostInputs in{&cl, &prof, train::model_shape(cfg.model), T, cfg.parallel.bucket_mb, cfg.parallel.memory_cap_gb, {}};
+  planner::CostInputs in{&cl, &prof, train::model_shape(cfg.model, precision), T, cfg.parallel.bucket_mb, cfg.parallel.memory_cap_gb, {}};
   planner::SearchOptions o;
   o.objective = a.objective.empty() ? cfg.planner.objective : a.objective;
   if (o.objective != "time" && o.objective != "cost") throw UserError("plan auto: --objective must be time or cost");

@@ -56,7 +56,7 @@ void print_prediction(const parallel::Plan& p, const train::Config& cfg, const P
   PlanningInputs pi = load_planning_inputs(cfg, a.cluster, a.topology, a.profile);
   if (pi.cluster.world() != a.world)
     throw UserError(fmt::format("{} has {} ranks, --world is {}", a.cluster, pi.cluster.world(), a.world));
-  planner::CostInputs in{&pi.cluster, &pi.profile, train::model_shape(cfg.model), pi.seq_len, cfg.parallel.bucket_mb,
+  planner::CostInputs in{&pi.cluster, &pi.profile, train::model_shape(cfg.model, pi.precision), pi.seq_len, cfg.parallel.bucket_mb,
                          cfg.parallel.memory_cap_gb, {}};
   const planner::Candidate k = candidate_of(p, cfg, pi.cluster);
   std::fprintf(stderr, "  %s (%s)\n", describe_prediction(planner::predict(k, in)).c_str(), planner::describe_candidate(k).c_str());

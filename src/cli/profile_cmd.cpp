@@ -11,6 +11,7 @@
 #include "cli/commands.h"
 #include "comm/world.h"
 #include "planner/profile.h"
+#include "train/device.h"
 #include "train/precision.h"
 #include "train/profile.h"
 #include "train/runtime.h"
@@ -47,7 +48,7 @@ void add_profile_command(CLI::App& app) {
     std::sort(sizes.begin(), sizes.end());
     sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
     if (sizes.front() < 1 || sizes.back() > 1024) throw UserError("profile: --micro-batches must be 1..1024");
-    const std::string device = train::resolve_device(cfg.system.device);
+    const std::string device = train::resolve_device(cfg.system.device, cfg.dist.backend);
     const int64_t T = cfg.batch.seq_len > 0 ? cfg.batch.seq_len : cfg.model.block_size;
     comm::World w = comm::init_world(cfg.dist, device);
     train::configure_cpu_threads(cfg.system.threads, w.env.local_world);

@@ -36,10 +36,15 @@ namespace {
   throw PeerLost(fmt::format("{} in group {} ({} ranks) failed; lost {}: {}", op, g.name, g.size, who, what));
 }
 
-// Gloo before 2.15 has no bf16/fp16: such tensors travel as fp32 copies, written back on completion.
-bool needs_wire_copy(const at::Tensor& t, const Group& g) {
-  return !compat::kGlooHasHalfTypes && g.backend->kind == "gloo" &&
-         (t.scalar_type() == at::kBFloat16 || t.scalar_type() == at::kHalf);
+// What a tensor travels as. Gloo before 2.15 has no bf16/fp16: such tensors travel as fp32
+// copies. Gloo's send/recv take CPU tensors only (its collectives stage CUDA tensors themselves):
+// a CUDA tensor goes point to point through a CPU copy. Copies are written back on completion.
+at::Tensor wire_of(const at::Tensor& t, const Group& g, bool point_to_point) {
+  const bool gloo = g.backend->kind == "gloo";
+  const bool half = t.scalar_type() == at::kBFloat16 || t.scalar_type() == at::kHalf;
+  const at::ScalarType dtype = gloo && half && !compat::kGlooHasHalfTypes ? at::kFloat : t.scalar_type();
+  const at::Device device = gloo && point_to_point && t.is_cuda() ? at::Device(at::kCPU) : t.device();
+  return dtype == t.scalar_type() && device == t.device() ? t : at::empty(t.sizes(), t.options().dtype(dtype).device(device));
 }
 
 Pending start(const Group& g, const char* op, c10::intrusive_ptr<c10d::Work> w, std::function<void()> done) {
@@ -74,8 +79,9 @@ void count_bytes(const Group& g, const char* op, int64_t bytes) {
 }
 
 template <typename F>
-Pending launch_on(const Group& g, const char* op, const at::Tensor& t, F call) {
-  at::Tensor wire = needs_wire_copy(t, g) ? t.to(at::kFloat) : t;
+Pending launch_on(const Group& g, const char* op, const at::Tensor& t, F call, bool point_to_point = false) {
+  at::Tensor wire = wire_of(t, g, point_to_point);
+  if (!wire.is_same(t)) wire.copy_(t);
   count_bytes(g, op, wire.numel() * static_cast<int64_t>(wire.element_size()));
   std::vector<at::Tensor> ts{wire};
   std::function<void()> done;
@@ -100,12 +106,12 @@ int64_t bytes_sent(const Group& g) {
 
 Pending send_async(const at::Tensor& t, int dst, int tag, const Group& g) {
   TORCH_CHECK(t.is_contiguous(), "send_async: tensor must be contiguous");
-  return launch_on(g, "send", t, [&](std::vector<at::Tensor>& ts) { return g.backend->pg->send(ts, dst, tag); });
+  return launch_on(g, "send", t, [&](std::vector<at::Tensor>& ts) { return g.backend->pg->send(ts, dst, tag); }, true);
 }
 
 Pending recv_async(const at::Tensor& t, int src, int tag, const Group& g) {
   TORCH_CHECK(t.is_contiguous(), "recv_async: tensor must be contiguous");
-  at::Tensor wire = needs_wire_copy(t, g) ? at::empty(t.sizes(), t.options().dtype(at::kFloat)) : t;
+  at::Tensor wire = wire_of(t, g, true);
   std::vector<at::Tensor> ts{wire};
   std::function<void()> done;
   if (!wire.is_same(t)) done = [t, wire]() mutable { t.copy_(wire); };
@@ -182,8 +188,9 @@ Pending all_gather_into_async(const at::Tensor& flat_out, const at::Tensor& shar
   TORCH_CHECK(flat_out.numel() == n * g.size, "all_gather_into: flat_out has ", flat_out.numel(),
               " elements, want ", n, " x ", g.size);
   if (g.size == 1) return completed([flat_out, shard]() mutable { flat_out.view(shard.sizes()).copy_(shard); });
-  const bool wire_copy = needs_wire_copy(shard, g);
-  at::Tensor in = (wire_copy ? shard.to(at::kFloat) : shard.clone()).reshape({-1});
+  at::Tensor in = wire_of(shard, g, false);
+  const bool wire_copy = !in.is_same(shard);
+  in = (wire_copy ? in.copy_(shard) : shard.clone()).reshape({-1});
   at::Tensor out = wire_copy ? at::empty({n * g.size}, in.options()) : flat_out.reshape({-1});
   std::vector<std::vector<at::Tensor>> outs(1);
   for (int r = 0; r < g.size; ++r) outs[0].push_back(out.narrow(0, r * n, n));

@@ -1,6 +1,7 @@
 // data/manifest.cpp: see manifest.h.
 #include "data/manifest.h"
 
+#include <filesystem>
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
@@ -47,6 +48,13 @@ void write_manifest(const std::string& dir, const Manifest& m) {
   write_file_atomic(dir + "/manifest.json", j.dump(2) + "\n");
 }
 
+std::string tokenizer_path_from(const std::string& dataset_dir, const std::string& tokenizer_dir) {
+  namespace fs = std::filesystem;
+  const fs::path tok = fs::absolute(tokenizer_dir).lexically_normal();
+  const fs::path rel = tok.lexically_relative(fs::absolute(dataset_dir).lexically_normal());
+  return rel.empty() ? tok.string() : rel.string();
+}
+
 Manifest read_manifest(const std::string& dir) {
   const std::string path = dir + "/manifest.json";
   if (!path_exists(dir)) throw UserError(fmt::format("{}: dataset directory not found", dir));
@@ -61,6 +69,9 @@ Manifest read_manifest(const std::string& dir) {
                                   m.version, kManifestVersion));
     const json& t = j.at("tokenizer");
     m.tokenizer_path = t.at("path").get<std::string>();
+    const std::filesystem::path here = std::filesystem::path(dir) / m.tokenizer_path;
+    if (std::filesystem::path(m.tokenizer_path).is_relative() && (path_exists(here.string()) || !path_exists(m.tokenizer_path)))
+      m.tokenizer_path = here.lexically_normal().string();
     m.tokenizer_identity = t.at("identity").get<std::string>();
     m.vocab_size = t.at("vocab_size").get<int64_t>();
     m.eot_token = t.at("eot_token").get<std::string>();

@@ -28,7 +28,7 @@ struct SplitInfo {
 
 struct Manifest {
   int version = kManifestVersion;
-  std::string tokenizer_path;      // as given at preparation time
+  std::string tokenizer_path;      // read: where it is; written: relative to the dataset folder
   std::string tokenizer_identity;  // tokenizer::model_identity
   int64_t vocab_size = 0;
   int64_t eot_id = -1;
@@ -43,6 +43,11 @@ struct Manifest {
 
 void write_manifest(const std::string& dir, const Manifest& m);
 Manifest read_manifest(const std::string& dir);  // UserError on a missing or malformed file
+// The tokenizer folder as a manifest in `dataset_dir` records it: relative to that folder (so a
+// dataset and its tokenizer can move together and be used from any working directory), or
+// absolute when they share no root. read_manifest resolves it back; manifests from before
+// recorded it relative to the working directory of `slm data prepare`, which is tried second.
+std::string tokenizer_path_from(const std::string& dataset_dir, const std::string& tokenizer_dir);
 
 struct Dataset {
   std::string dir;

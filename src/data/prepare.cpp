@@ -87,7 +87,7 @@ Manifest prepare_dataset(const PrepareOptions& opt) {
   std::vector<bool> is_val = choose_val_docs(ndocs, opt.val_fraction, opt.seed);
 
   Manifest man;
-  man.tokenizer_path = opt.tokenizer_dir;
+  man.tokenizer_path = tokenizer_path_from(opt.out, opt.tokenizer_dir);
   man.tokenizer_identity = tokenizer::model_identity(model);
   man.vocab_size = model.vocab_size();
   man.eot_id = eot;

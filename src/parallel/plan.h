@@ -49,6 +49,11 @@ struct Plan {
 struct ModelShape {
   int64_t n_layer = 0, n_head = 0, n_embd = 0, vocab_padded = 0, block_size = 0;
   bool recompute = false;
+  // What the backward pass keeps per activation: 4 bytes in fp32, 2 under bf16/fp16 autocast;
+  // attention_matrix = the (T, T) softmax is stored (explicit attention; SDPA's fused kernels
+  // recompute it instead).
+  int activation_bytes = 4;
+  bool attention_matrix = true;
 };
 
 // The flag form: --dp --tp --pp --virtual-stages --micro-batches --schedule.
@@ -94,7 +99,8 @@ struct MemoryEstimate {
 };
 // Per rank, fp32 training state (parameters 4 B, gradients 4 B, AdamW 8 B per parameter, divided
 // by dp where ZeRO shards them) plus activations of the micro-batches the schedule keeps in flight
-// (Korthikanti et al.'s per-layer formula at 4-byte precision; recomputation keeps block inputs only).
+// (Korthikanti et al.'s per-layer formula at m.activation_bytes, without the attention-matrix term
+// when m.attention_matrix is false; recomputation keeps block inputs only).
 // ZeRO-3 shards the parameters too, keeps the gathered embeddings and one or two gathered blocks,
 // and recomputes every block in backward (parallel/zero3.cpp).
 MemoryEstimate estimate_memory(const Plan& p, const ModelShape& m, int64_t seq_len, int rank);

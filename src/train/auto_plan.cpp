@@ -64,7 +64,7 @@ AutoPlan plan_at_start(Config& cfg, comm::World& w, const comm::ProbeResult& pro
     a.profile_source = prof.ranks[0].source;
   }
   a.profile_s = std::chrono::duration<double>(Clock::now() - t0).count();
-  planner::CostInputs in{&cluster, &prof, model_shape(cfg.model), seq_len, cfg.parallel.bucket_mb,
+  planner::CostInputs in{&cluster, &prof, model_shape(cfg.model, precision), seq_len, cfg.parallel.bucket_mb,
                          cfg.parallel.memory_cap_gb, {}};
   planner::SearchOptions o;
   o.objective = pc.objective, o.allow_lossy = pc.allow_lossy, o.subsets = !pc.all_ranks, o.keep_rank = 0;

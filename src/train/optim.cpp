@@ -5,6 +5,8 @@
 
 #include <cmath>
 
+#include "util/torch_compat.h"
+
 namespace slm::train {
 
 static constexpr int64_t kChunk = 1 << 16;  // elements per chunk: 4 tensors x 256 KiB stay in L2
@@ -23,24 +25,30 @@ AdamW make_adamw(const parallel::FlatLayout& l, const std::vector<parallel::Segm
   return a;
 }
 
-void adamw_step(AdamW& a, at::Tensor param, const at::Tensor& grad, const OptimConfig& o, double lr) {
+void adamw_step(AdamW& a, at::Tensor param, const at::Tensor& grad, const OptimConfig& o, double lr, bool fused) {
   torch::NoGradGuard no_grad;
   a.step += 1;
   if (o.weight_decay != 0)
     for (auto [lo, hi] : a.decay) param.narrow(0, lo, hi - lo).mul_(1 - lr * o.weight_decay);
+  if (fused && compat::fused_adam(param, grad, a.exp_avg, a.exp_avg_sq, a.step, lr, o.beta1, o.beta2, o.eps)) return;
   const double bc1 = 1 - std::pow(o.beta1, static_cast<double>(a.step));
   const double bc2 = 1 - std::pow(o.beta2, static_cast<double>(a.step));
   const int64_t n = param.numel();
-  for (int64_t off = 0; off < n; off += kChunk) {
-    const int64_t len = std::min(kChunk, n - off);
+  const int64_t chunk = param.is_cuda() ? n : kChunk;  // a GPU wants few large kernels
+  for (int64_t off = 0; off < n; off += chunk) {
+    const int64_t len = std::min(chunk, n - off);
     at::Tensor p = param.narrow(0, off, len), g = grad.narrow(0, off, len);
     at::Tensor m = a.exp_avg.narrow(0, off, len), v = a.exp_avg_sq.narrow(0, off, len);
-    at::Tensor denom = a.scratch.narrow(0, 0, len);
+    at::Tensor denom = len <= a.scratch.numel() ? a.scratch.narrow(0, 0, len) : at::empty_like(p);
     m.mul_(o.beta1).add_(g, 1 - o.beta1);
     v.mul_(o.beta2).addcmul_(g, g, 1 - o.beta2);
     at::sqrt_out(denom, v).div_(std::sqrt(bc2)).add_(o.eps);
     p.addcdiv_(m, denom, -lr / bc1);
   }
+}
+
+void adamw_step(AdamW& a, at::Tensor param, const at::Tensor& grad, const OptimConfig& o, double lr) {
+  adamw_step(a, param, grad, o, lr, param.is_cuda());
 }
 
 double lr_at(const ScheduleConfig& s, double peak, int64_t step) {

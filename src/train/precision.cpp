@@ -1,8 +1,6 @@
 // train/precision.cpp: see precision.h.
 #include "train/precision.h"
 
-#include <torch/cuda.h>
-
 #include "train/cuda_info.h"
 #include "train/precision_probe.h"
 #include "util/error.h"
@@ -13,13 +11,6 @@
 #include <string>
 
 namespace slm::train {
-
-std::string resolve_device(const std::string& requested) {
-  bool cuda = torch::cuda::is_available();
-  if (requested == "cuda" && !cuda) throw UserError("system: device \"cuda\" but no CUDA device is available");
-  if (requested == "auto") return cuda ? "cuda" : "cpu";
-  return requested;
-}
 
 std::string resolve_precision(const std::string& requested, const std::string& device, const StepShape& shape,
                               std::string* why) {

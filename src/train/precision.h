@@ -22,7 +22,6 @@ struct StepShape {
 // `why`, the reason for the log (with the measured times). UserError for fp16 on a CPU.
 std::string resolve_precision(const std::string& requested, const std::string& device, const StepShape& shape,
                               std::string* why);
-std::string resolve_device(const std::string& requested);  // "auto" -> cuda if available
 
 // Dynamic loss scaling (as torch.cuda.amp.GradScaler): the loss is multiplied by `scale` before
 // backward so that small fp16 gradients do not flush to zero; a step whose gradients overflow

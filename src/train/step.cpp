@@ -18,6 +18,8 @@
 #include "parallel/plan_groups.h"
 #include "parallel/tensor/model.h"
 #include "train/auto_plan.h"
+#include "train/device.h"
+#include "util/torch_compat.h"
 #include "train/memory_caps.h"
 #include "train/optim.h"
 #include "train/precision.h"
@@ -100,7 +102,7 @@ static void apply_plan(Trainer& t) {
   auto pipe = std::make_unique<parallel::pipeline::Pipeline>();
   parallel::Plan& plan = pipe->plan;
   plan = *t.planned;
-  const parallel::ModelShape shape = model_shape(cfg.model);  // validated by keep_plan_ranks
+  const parallel::ModelShape shape = model_shape(cfg.model, t.precision);  // validated by keep_plan_ranks
   if (cfg.parallel.zero_scope == "site") plan.zero_ranks_per_site = cfg.dist.wan.ranks_per_site;
   parallel::check_memory_caps(plan, shape, t.seq_len, rank_memory_caps(cfg, t.world, t.device));
   t.groups = parallel::make_plan_groups(t.world, plan);
@@ -158,7 +160,7 @@ std::unique_ptr<Trainer> make_trainer(const Config& cfg_in) {
                                 cfg.model.vocab_size, V, cfg.data.dir));
   validate(cfg);
   parallel::tensor::validate_tp(cfg.model, static_cast<int>(cfg.parallel.tp));
-  t->device = resolve_device(cfg.system.device);
+  t->device = resolve_device(cfg.system.device, cfg.dist.backend);
   t->seq_len = cfg.batch.seq_len > 0 ? cfg.batch.seq_len : cfg.model.block_size;
   t->world = comm::init_world(cfg.dist, t->device);
   comm::require_same(to_toml(cfg), t->world.world, "configuration");
@@ -307,8 +309,9 @@ double evaluate(Trainer& t) {
   return comm::sum(reporter ? run.loss / static_cast<double>(n) : 0.0, t.groups.world);
 }
 
-parallel::ModelShape model_shape(const model::GPT2Config& m) {
-  return {m.n_layer, m.n_head, m.n_embd, m.padded_vocab(), m.block_size, m.recompute};
+parallel::ModelShape model_shape(const model::GPT2Config& m, const std::string& precision) {
+  return {m.n_layer, m.n_head, m.n_embd, m.padded_vocab(), m.block_size, m.recompute, precision == "fp32" ? 4 : 2,
+          !compat::kHasSdpa};
 }
 
 double step_flops(const model::GPT2Config& m, int64_t batch, int64_t s) {

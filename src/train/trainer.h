@@ -76,8 +76,9 @@ using LossFn = std::function<at::Tensor(const at::Tensor& idx, const at::Tensor&
 double mean_loss(const LossFn& loss, data::Loader& loader, int64_t micro, int64_t batches,
                  const std::string& precision, const std::string& device);
 
-// What the plan needs of the model (validation, memory estimate).
-parallel::ModelShape model_shape(const model::GPT2Config& m);
+// What the plan needs of the model (validation, memory estimate); `precision` sets the size of
+// the activations backward keeps.
+parallel::ModelShape model_shape(const model::GPT2Config& m, const std::string& precision = "fp32");
 
 // FLOPs of one optimizer step by the GPT-2 scaling studies' formula (Narayanan et al.):
 // 72·B·s·h²·L·(1 + s/(6h)) + 6·B·s·h·V, with 96 for 72 under activation recomputation.

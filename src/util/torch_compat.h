@@ -3,9 +3,11 @@
 //   autocast: 2.4 made the per-device calls take a DeviceType (1.13: is_cpu_enabled / is_enabled).
 //   attention: 2.0 added scaled_dot_product_attention (flash / memory-efficient kernels).
 //   autograd nodes: held by std::shared_ptr in 1.13, by c10::intrusive_ptr in 2.x.
+//   fused AdamW: at::_fused_adamw_ (2.0 on CUDA, 2.4 on CPU too): one kernel for a whole update.
 //   logging: Debian's 1.13 logs through glog (GLOG_minloglevel quiets it); PyPI's 2.x through c10's
 //   own logger, which a C++ program quiets by its flag (TORCH_CPP_LOG_LEVEL is read by Python only).
 #pragma once
+#include <ATen/ATen.h>
 #include <ATen/autocast_mode.h>
 #include <c10/util/Logging.h>
 #include <cstdlib>
@@ -19,6 +21,7 @@
 namespace slm::compat {
 
 constexpr bool kHasSdpa = SLM_TORCH_AT_LEAST(2, 0);
+constexpr bool kHasFusedAdam = SLM_TORCH_AT_LEAST(2, 4);  // see fused_adam
 
 // What torch::autograd::impl::grad_accumulator returns (keeps a parameter's hooks alive).
 using NodePtr = decltype(torch::autograd::impl::grad_accumulator(std::declval<at::Tensor>()));
@@ -46,6 +49,21 @@ inline void set_autocast_dtype(at::DeviceType d, at::ScalarType t) {
 #else
   if (d == at::kCPU) at::autocast::set_autocast_cpu_dtype(t);
   else at::autocast::set_autocast_gpu_dtype(t);
+#endif
+}
+
+// One Adam update without weight decay (the caller applies it) of p with gradient g and moments
+// m, v at optimizer step `step` (>= 1), as one fused kernel; false where this LibTorch has none
+// (then the caller does the arithmetic itself).
+inline bool fused_adam(at::Tensor& p, const at::Tensor& g, at::Tensor& m, at::Tensor& v, int64_t step, double lr,
+                       double beta1, double beta2, double eps) {
+#if SLM_TORCH_AT_LEAST(2, 4)
+  const at::Tensor steps = at::full({}, static_cast<double>(step), p.options().dtype(at::kFloat));
+  at::_fused_adamw_({p}, {g}, {m}, {v}, {}, {steps}, lr, beta1, beta2, 0.0, eps, false, false);
+  return true;
+#else
+  (void)p, (void)g, (void)m, (void)v, (void)step, (void)lr, (void)beta1, (void)beta2, (void)eps;
+  return false;
 #endif
 }
 

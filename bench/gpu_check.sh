@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# bench/gpu_check.sh: slm's CUDA paths on one GPU, end to end, for a session that is lent one
+# (none of this runs in CI). Prints one line per check; logs and run folders go to OUT.
+#  1. The tiny preset for 20 steps on the CPU in fp32 and on the GPU in fp32, auto precision (bf16
+#     on compute capability >= 8), fp16 with dynamic loss scaling, and with activation recomputation:
+#     per-step losses against the CPU run.
+#  2. Stop at step 10 and --resume on the GPU: steps 11-20 against the straight run.
+#  3. Process groups: world 1 under NCCL; 2 ranks on one GPU refused in one line under NCCL, and
+#     dp 2 / ZeRO 2 / pp 2 / tp 2 under Gloo with CUDA tensors, losses against the single GPU.
+#  4. eval and generate of the GPU-trained run.
+#  5. `slm profile` of gpt2 in bf16 (the planner's compute profile).
+#  6. Throughput against PyTorch on the same GPU (bench/train_compare.sh, DEVICE=cuda): the tiny
+#     preset, gpt2 (124M) and gpt2-medium (350M) in bf16; torch.compile beside eager for gpt2.
+# Usage: bench/gpu_check.sh SLM DATA_DIR OUT_DIR   (DATA_DIR: a prepared dataset; GPT-2's vocabulary
+# size 50257 makes the gpt2 rows the real shapes)
+set -uo pipefail
+SLM=$(realpath "$1") DATA=$(realpath "$2") OUT=$3
+mkdir -p "$OUT"
+BENCH=$(dirname "$(realpath "$0")")
+export PYTHONUNBUFFERED=1
+T=(-c /dev/null --set data.dir="$DATA" --set model.n_layer=4 --set model.n_head=4 --set model.n_embd=256
+   --set model.block_size=256 --set batch.batch_size=16 --set batch.micro_batch=8 --set schedule.max_steps=20
+   --set schedule.warmup_steps=5 --set eval.every=0 --set log.every=5 --set checkpoint.every=0)
+cd "$BENCH/.."
+train() {  # NAME ARGS...: one run; prints its precision line or its error
+  local name=$1; shift
+  timeout 300 "$SLM" train "${T[@]}" --set run.dir="$OUT/$name" "$@" > "$OUT/$name.log" 2>&1
+  local rc=$?
+  echo "$name: rc $rc; $(grep -m1 -o -E '(cpu|cuda) (fp32|bf16|fp16) \([^)]*\)|error.*' "$OUT/$name.log")"
+}
+launch() {  # NAME N ARGS...: N ranks on this host
+  local name=$1 n=$2; shift 2
+  timeout 300 "$SLM" launch -n "$n" -- "$SLM" train "${T[@]}" --set run.dir="$OUT/$name" --set dist.timeout_s=60 "$@" \
+    > "$OUT/$name.log" 2>&1
+  echo "$name: rc $?; $(grep -m1 -E 'error|refus' "$OUT/$name.log")"
+}
+compare() {  # REF RUN [FROM_STEP]: max per-step loss difference
+  python3 - "$OUT/$1" "$OUT/$2" "${3:-0}" <<'PY'
+import json, sys
+rows = lambda d: {r["step"]: r["loss"] for r in map(json.loads, open(d + "/metrics.jsonl")) if "loss" in r}
+try:
+    a, b = rows(sys.argv[1]), rows(sys.argv[2])
+except OSError as e:
+    sys.exit(print(f"  {sys.argv[2]}: no metrics ({e.strerror})"))
+steps = [s for s in b if s > int(sys.argv[3]) and s in a]
+d = max(abs(a[s] - b[s]) for s in steps)
+print(f"  {sys.argv[2].split('/')[-1]} vs {sys.argv[1].split('/')[-1]}: {len(steps)} steps, "
+      f"max |loss diff| {d:.2e}; last loss {b[max(b)]:.4f} vs {a[max(a)]:.4f}")
+PY
+}
+echo "== device: $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader); slm $("$SLM" --version)"
+echo "== 1. precisions"
+train cpu-fp32 --set system.device=cpu --set system.precision=fp32
+train cuda-fp32 --set system.device=cuda --set system.precision=fp32
+train cuda-auto --set system.device=auto
+train cuda-fp16 --set system.device=cuda --set system.precision=fp16
+train cuda-recompute --set system.device=cuda --set system.precision=bf16 --set model.recompute=true
+for r in cuda-fp32 cuda-auto cuda-fp16; do compare cpu-fp32 $r; done
+compare cuda-auto cuda-recompute
+echo "== 2. resume"
+train cuda-split --set system.device=cuda --set system.precision=fp32 --stop-at 10
+train cuda-split --set system.device=cuda --set system.precision=fp32 --resume
+grep -m1 resumed "$OUT/cuda-split.log"
+compare cuda-fp32 cuda-split 10
+echo "== 3. process groups"
+launch nccl-1 1 --set system.device=cuda --set system.precision=fp32
+compare cuda-fp32 nccl-1
+launch nccl-2 2 --set system.device=cuda --set system.precision=fp32
+for p in "dp2 parallel.dp=2" "zero2 parallel.zero=2" "pp2 parallel.pp=2" "tp2 parallel.tp=2"; do
+  set -- $p
+  launch gloo-$1 2 --set system.device=cuda --set system.precision=fp32 --set dist.backend=gloo --set "$2"
+  compare cuda-fp32 gloo-$1
+done
+echo "== 4. eval / generate"
+timeout 120 "$SLM" eval "$OUT/cuda-auto" --batches 4 2>&1 | tail -1
+timeout 120 "$SLM" generate "$OUT/cuda-auto" -p "The" -n 12 --seed 3 2>&1 | tail -1
+echo "== 5. compute profile of gpt2 on this GPU (what the planner reads)"
+timeout 300 "$SLM" profile -c configs/gpt2.toml --set system.precision=bf16 --micro-batches 4,8,16 \
+  -o "$OUT/profile-gpt2.json" 2>&1 | tail -3
+echo "== 6. throughput against PyTorch on this GPU"
+export PY=python3 DEVICE=cuda
+bash bench/train_compare.sh "$SLM" "$DATA" bf16 10 1
+L=12 C=768 H=12 T=1024 B=64 MICRO=16 COMPILE=1 bash bench/train_compare.sh "$SLM" "$DATA" bf16 10 1
+L=24 C=1024 H=16 T=1024 B=64 MICRO=16 bash bench/train_compare.sh "$SLM" "$DATA" bf16 6 1
+L=12 C=768 H=12 T=1024 B=32 MICRO=16 bash bench/train_compare.sh "$SLM" "$DATA" fp32 6 1

@@ -1,0 +1,42 @@
+// embed/embed_model.cpp: see embed_model.h.
+#include "embed/embed_model.h"
+
+#include <torch/torch.h>
+
+#include <filesystem>
+
+#include "tokenizer/encoder.h"
+#include "train/checkpoint.h"
+#include "train/device.h"
+#include "util/error.h"
+
+namespace slm::embed {
+
+EmbedModel load_embed_model(const std::string& source, const std::string& device) {
+  EmbedModel m;
+  train::Config cfg;
+  m.model = train::load_model(source, &cfg);
+  m.tok = train::model_tokenizer(source, cfg, "");
+  m.source = std::filesystem::absolute(source).lexically_normal().string();
+  m.identity = model_identity(m.model);
+  m.device = train::resolve_device(device, "gloo");
+  for (auto& [name, p] : model::named_parameters(m.model)) {
+    p.requires_grad_(false);
+    if (m.device != "cpu") p.set_data(p.data().to(m.device));
+  }
+  return m;
+}
+
+at::Tensor embed_texts(const EmbedModel& m, const std::vector<std::string>& texts, int64_t window,
+                       const EmbedOptions& opt) {
+  tokenizer::Encoder enc(m.tok.tok);
+  std::vector<Window> ws;
+  for (const std::string& t : texts) {
+    std::vector<Window> w = cut_windows(m.tok.tok, enc, t, 0, window, window - 1, m.tok.eot_id);
+    if (w.empty()) throw UserError("empty query: give some text to search for");
+    ws.push_back(std::move(w.front()));
+  }
+  return embed_windows(m.model, ws, opt);
+}
+
+}  // namespace slm::embed

@@ -1,0 +1,31 @@
+// embed/embed_model.h: a model ready to embed text: weights on their device, tokenizer, identity.
+// Owns: EmbedModel, load_embed_model (any checkpoint, run folder or Hugging Face export) and
+// embed_texts (short texts such as queries: each its first window).
+#pragma once
+#include <ATen/core/Tensor.h>
+
+#include <string>
+#include <vector>
+
+#include "embed/embedder.h"
+#include "model/gpt2.h"
+#include "train/model_tokenizer.h"
+
+namespace slm::embed {
+
+struct EmbedModel {
+  model::GPT2 model;
+  train::ModelTokenizer tok;
+  std::string source;    // absolute path, as recorded in an index
+  std::string identity;  // model_identity()
+  std::string device;    // "cpu" | "cuda"
+};
+
+// device: auto | cpu | cuda. UserError for a missing or unreadable model.
+EmbedModel load_embed_model(const std::string& source, const std::string& device);
+
+// One unit vector per text (its first `window` tokens, the eot included), (N, C) fp32.
+at::Tensor embed_texts(const EmbedModel& m, const std::vector<std::string>& texts, int64_t window,
+                       const EmbedOptions& opt);
+
+}  // namespace slm::embed

@@ -1,0 +1,178 @@
+# tests/e2e/embed_search.sh: corpus -> model -> index -> answers, from the command line:
+#  1. `slm embed` of an exported model's documents; its vectors equal an independent Python
+#     reference (Debian's python3-torch: GPT-2 forward from model.safetensors, final LayerNorm,
+#     mean over the text positions, L2 norm) to 1e-4.
+#  2. `slm search`: vector results equal a brute-force ranking of embeddings.npy; lexical (BM25)
+#     finds a rare word; hybrid and --queries (with latency) and --json work; hnsw/fp16 indexes.
+#  3. --append from the run folder (same weights as the export): the new documents are found.
+#  4. Refusals in one line, nothing overwritten: another model's vectors, an existing --out,
+#     a missing index, an empty query, a corrupt index file.
+#  5. `slm embed eval`: the retrieval table on generated documents, where it must beat chance.
+source "$(dirname "$0")/lib.sh"
+PY=/usr/bin/python3
+$PY -c 'import torch, numpy' 2>/dev/null || skip "Debian's python3-torch is not installed"
+cd "$WORK"
+corpus=$(real_corpus)
+make_dataset "$corpus" 512 0.05
+"$SLM" train -c /dev/null --set data.dir=data --set run.dir=run --set model.n_layer=2 --set model.n_head=2 \
+  --set model.n_embd=64 --set model.block_size=64 --set batch.batch_size=8 --set batch.micro_batch=8 \
+  --set optim.lr=3e-3 --set schedule.max_steps=40 --set schedule.warmup_steps=4 --set eval.every=0 \
+  --set checkpoint.every=20 --set system.threads=2 2>/dev/null || fail "training"
+"$SLM" export run --out hf >/dev/null
+# Two document sets cut from the corpus: paragraphs (blank-line separated) 1-400 and 401-500.
+python3 - "$corpus" <<'PY'
+import os, sys
+p = sys.argv[1]
+text = open(p, encoding="utf-8", errors="replace").read() if os.path.isfile(p) else \
+       "\n\n".join(open(os.path.join(p, f), errors="replace").read() for f in sorted(os.listdir(p)) if not f.endswith(".dat"))
+docs = [d.strip() for d in text.split("\n\n") if len(d.strip()) > 40]
+open("a.txt", "w").write("\n\n".join(docs[:400]) + "\n")
+open("b.txt", "w").write("\n\n".join(docs[400:500]) + "\n")
+PY
+
+# 1. Embed, and check against the Python reference.
+"$SLM" embed hf a.txt --separator blank -q --out ix > embed.txt || fail "slm embed"
+cat embed.txt
+grep -q "embed: [0-9]* windows of 400 documents" embed.txt || fail "embed summary"
+for f in index.sqlite vectors.faiss embeddings.npy; do [ -s ix/$f ] || fail "index lacks $f"; done
+python3 - <<'PY' > entries.txt || fail "reading index.sqlite"
+import sqlite3
+db = sqlite3.connect("ix/index.sqlite")
+docs = db.execute("SELECT doc FROM entries GROUP BY doc HAVING count(*) = 1").fetchall()
+kept = 0
+for (d,) in docs:
+    i, text = db.execute("SELECT id, text FROM entries WHERE doc = ?", (d,)).fetchone()
+    if text != text.strip() or kept == 6: continue  # the shell passes it on as an argument
+    open(f"entry{i}.txt", "w").write(text)
+    print(i)
+    kept += 1
+PY
+[ "$(wc -l < entries.txt)" -ge 3 ] || fail "too few single-window documents"
+for i in $(cat entries.txt); do "$SLM" tokenizer encode -t hf "entry$i.txt" > "entry$i.ids"; done
+$PY - hf <<'PY' || fail "embeddings differ from the Python reference"
+import json, math, struct, sys, torch, numpy as np
+d = sys.argv[1]
+raw = open(f"{d}/model.safetensors", "rb").read()
+n = struct.unpack("<Q", raw[:8])[0]
+header, base, W = json.loads(raw[8:8 + n]), 8 + n, {}
+for name, info in header.items():
+    if name == "__metadata__": continue
+    b, e = info["data_offsets"]
+    W[name] = torch.frombuffer(bytearray(raw[base + b:base + e]), dtype=torch.float32).view(info["shape"]).double()
+cfg = json.load(open(f"{d}/config.json"))
+C, H, eps, eot = cfg["n_embd"], cfg["n_head"], cfg["layer_norm_epsilon"], cfg["eos_token_id"]
+def ln(x, p): return torch.nn.functional.layer_norm(x, (C,), W[p + ".weight"], W[p + ".bias"], eps)
+def conv1d(x, p): return x @ W[p + ".weight"] + W[p + ".bias"]
+def gelu_new(x): return 0.5 * x * (1 + torch.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
+def embed(ids):
+    T = len(ids)
+    x = W["transformer.wte.weight"][ids] + W["transformer.wpe.weight"][:T]
+    for l in range(cfg["n_layer"]):
+        p = f"transformer.h.{l}"
+        q, k, v = conv1d(ln(x, p + ".ln_1"), p + ".attn.c_attn").split(C, -1)
+        q, k, v = (t.view(T, H, C // H).transpose(0, 1) for t in (q, k, v))
+        att = (q @ k.transpose(-1, -2)) / math.sqrt(C // H)
+        att = att.masked_fill(torch.ones(T, T, dtype=torch.bool).triu(1), float("-inf")).softmax(-1)
+        x = x + conv1d((att @ v).transpose(0, 1).reshape(T, C), p + ".attn.c_proj")
+        x = x + conv1d(gelu_new(conv1d(ln(x, p + ".ln_2"), p + ".mlp.c_fc")), p + ".mlp.c_proj")
+    v = ln(x, "transformer.ln_f")[1:].mean(0)  # the leading end-of-text token is left out
+    return v / v.norm()
+E = np.load("ix/embeddings.npy")
+worst = 0
+for i in map(int, open("entries.txt").read().split()):
+    ids = [eot] + [int(t) for t in open(f"entry{i}.ids").read().split()]
+    assert len(ids) <= cfg["n_positions"], "a single-window document is longer than the window"
+    worst = max(worst, (embed(ids) - torch.from_numpy(E[i]).double()).abs().max().item())
+print(f"max |embedding - Python reference| = {worst:.2e} over {len(open('entries.txt').read().split())} entries")
+assert worst < 1e-4
+PY
+
+# 2. Search.
+# A single-window entry's whole text as the query: its vector is that entry's row of
+# embeddings.npy, so brute force over the file must give the same ranking and scores.
+qid=$(head -1 entries.txt)
+q=$(cat "entry$qid.txt")
+"$SLM" search ix "$q" --mode vector -k 5 --json > vec.json || fail "slm search --mode vector"
+$PY - "$qid" <<'PY' || fail "vector search differs from brute force"
+import json, sys, numpy as np
+r = json.loads(open("vec.json").read())["results"]
+E = np.load("ix/embeddings.npy").astype(np.float64)
+s = E @ E[int(sys.argv[1])]
+brute = [int(i) for i in np.argsort(-s, kind="stable")[:5]]
+got = [x["id"] for x in r]
+print("vector search", got, "brute force", brute)
+assert got == brute and all(abs(x["score"] - s[x["id"]]) < 1e-4 for x in r)
+PY
+rare=$(python3 - <<'PY'
+import re, collections
+words = re.findall(r"[A-Za-z]{6,}", open("a.txt").read())
+c = collections.Counter(w.lower() for w in words)
+print(next(w for w, n in sorted(c.items()) if n == 1))
+PY
+)
+"$SLM" search ix "$rare" --mode lexical -k 3 --json > lex.json || fail "lexical search"
+python3 -c "
+import json, sys; r = json.load(open('lex.json'))['results']
+assert r and '$rare' in r[0]['text'].lower(), r" || fail "BM25 did not find the rare word $rare"
+"$SLM" search ix "$q" -k 3 > hybrid.txt || fail "hybrid search"
+grep -q "^  1\. " hybrid.txt || { cat hybrid.txt; fail "hybrid output"; }
+head -c 2000 a.txt | tr '\n' ' ' | fold -w 60 | head -12 > queries.txt
+"$SLM" search ix --queries queries.txt --mode vector -k 2 > /dev/null 2> lat.txt || fail "--queries"
+grep -q "search: 12 queries, vector mode, [0-9]* entries (flat): latency p50 .* ms, p99 .* ms" lat.txt || { cat lat.txt; fail "latency line"; }
+"$SLM" embed hf a.txt --separator blank -q --out ix16 --index hnsw --dtype fp16 > /dev/null || fail "hnsw fp16 index"
+"$SLM" search ix16 "$q" --mode vector -k 1 --json | python3 -c "
+import json, sys; assert json.load(sys.stdin)['results'][0]['id'] == $qid" || fail "hnsw/fp16 does not find the entry first"
+echo "ok: search (vector = brute force, BM25, hybrid, latency, hnsw fp16)"
+
+# 3. Append from the run folder (same weights as its export).
+before=$($PY -c "import numpy; print(numpy.load('ix/embeddings.npy').shape[0])")
+"$SLM" embed run b.txt --separator blank -q --append ix > append.txt || fail "append"
+grep -q "ix ($before + [0-9]* entries)" append.txt || { cat append.txt; fail "append summary"; }
+line=$(sed -n 3p b.txt)
+"$SLM" search ix "$line" --mode lexical -k 1 --json | python3 -c "
+import json, sys; r = json.load(sys.stdin)['results'][0]; assert r['source'].endswith('b.txt') and r['id'] >= $before, r" \
+  || fail "appended document not found"
+echo "ok: append"
+
+# 4. Refusals: one line each, the index unchanged.
+sum_before=$(cat ix/* | sha256sum)
+expect_error "ix: built with another model" "$SLM" embed run/checkpoints/step_00000020 b.txt --separator blank -q --append ix
+expect_error "ix: built with another pooling" "$SLM" embed run b.txt --separator blank -q --append ix --pooling last
+expect_error "ix: already exists" "$SLM" embed run b.txt -q --out ix
+expect_error "nowhere: no such index folder" "$SLM" search nowhere "query"
+expect_error "search: empty query" "$SLM" search ix "  "
+[ "$(cat ix/* | sha256sum)" = "$sum_before" ] || fail "a refused command changed the index"
+cp -r ix broken && printf 'garbage' > broken/vectors.faiss
+expect_error "broken/vectors.faiss: not a FAISS index" "$SLM" search broken "query"
+echo "ok: refusals"
+
+# 5. Retrieval quality table, on generated documents that each repeat a made-up word: even an
+# untrained model's mean-pooled states carry it, so a wrong pairing of vectors and entries (or
+# a broken ranking) falls to chance, which the test would catch. Quality on real text is
+# measured in bench/embed_eval.sh (docs/embeddings.md).
+python3 - <<'PY'
+import random
+r = random.Random(5)
+syl = ["ka", "zu", "mor", "tel", "vin", "op", "rax", "lu", "pem", "dos", "quil", "bex"]
+words = set()
+while len(words) < 150: words.add("".join(r.choice(syl) for _ in range(3)))
+fill = ["the market", "a river", "the old road", "every morning", "the hills", "a quiet song"]
+with open("topics.txt", "w") as f:
+    for w in sorted(words):
+        f.write(" ".join(f"{w} {w}, the {w} of {r.choice(fill)}." for _ in range(6)) + "\n\n")
+PY
+"$SLM" embed eval run topics.txt --separator blank --all-docs --query-tokens 16 --json > eval.json || fail "embed eval"
+$PY - <<'PY' || fail "embed eval results"
+import json
+rows = {r["method"]: r for r in json.load(open("eval.json"))}
+for name, r in rows.items(): print(f"{name:30s} R@1 {r['recall_at_1']:.3f} R@10 {r['recall_at_10']:.3f} MRR@10 {r['mrr_at_10']:.3f}")
+n = rows["random (expected)"]["queries"]
+chance = rows["random (expected)"]
+assert n == 150 and abs(chance["recall_at_10"] - 10 / n) < 1e-9 and abs(chance["recall_at_1"] - 1 / n) < 1e-9
+best = max(rows[f"vector, {p} pooling"]["recall_at_10"] for p in ("mean", "last", "weighted-mean"))
+assert best > 3 * chance["recall_at_10"]  # 4.4x measured (weighted-mean), after 40 steps on other text
+assert rows["hybrid (mean + BM25, RRF)"]["recall_at_10"] > best  # fusion adds the words' evidence
+assert rows["BM25 (SQLite FTS5)"]["recall_at_1"] > 0.9  # the made-up word is in query and target
+for r in rows.values(): assert 0 <= r["recall_at_1"] <= r["recall_at_10"] <= 1 and r["mrr_at_10"] <= r["recall_at_10"]
+PY
+echo "embed_search: all passed"
