@@ -9,12 +9,14 @@
 #     dp 2 / ZeRO 2 / pp 2 / tp 2 under Gloo with CUDA tensors, losses against the single GPU.
 #  4. eval and generate of the GPU-trained run.
 #  5. `slm profile` of gpt2 in bf16 (the planner's compute profile).
-#  6. Throughput against PyTorch on the same GPU (bench/train_compare.sh, DEVICE=cuda): the tiny
+#  6. `slm embed` on the GPU and on the CPU of the GPU-trained run (TEXT): the same vectors, and
+#     windows/s each; `slm embed eval` on the GPU; `slm search` with the GPU embedding queries.
+#  7. Throughput against PyTorch on the same GPU (bench/train_compare.sh, DEVICE=cuda): the tiny
 #     preset, gpt2 (124M) and gpt2-medium (350M) in bf16; torch.compile beside eager for gpt2.
-# Usage: bench/gpu_check.sh SLM DATA_DIR OUT_DIR   (DATA_DIR: a prepared dataset; GPT-2's vocabulary
-# size 50257 makes the gpt2 rows the real shapes)
+# Usage: bench/gpu_check.sh SLM DATA_DIR OUT_DIR TEXT   (DATA_DIR: a prepared dataset; GPT-2's
+# vocabulary size 50257 makes the gpt2 rows the real shapes; TEXT: a text file to embed)
 set -uo pipefail
-SLM=$(realpath "$1") DATA=$(realpath "$2") OUT=$3
+SLM=$(realpath "$1") DATA=$(realpath "$2") OUT=$3 TEXT=$(realpath "$4")
 mkdir -p "$OUT"
 BENCH=$(dirname "$(realpath "$0")")
 export PYTHONUNBUFFERED=1
@@ -77,7 +79,19 @@ timeout 120 "$SLM" generate "$OUT/cuda-auto" -p "The" -n 12 --seed 3 2>&1 | tail
 echo "== 5. compute profile of gpt2 on this GPU (what the planner reads)"
 timeout 300 "$SLM" profile -c configs/gpt2.toml --set system.precision=bf16 --micro-batches 4,8,16 \
   -o "$OUT/profile-gpt2.json" 2>&1 | tail -3
-echo "== 6. throughput against PyTorch on this GPU"
+echo "== 6. embeddings on the GPU"
+for d in cuda cpu; do
+  timeout 300 "$SLM" embed "$OUT/cuda-auto" "$TEXT" --separator blank --window 128 --device $d -q --out "$OUT/ix-$d" 2>&1 | tail -1
+done
+python3 -c "
+import numpy as np
+a, b = np.load('$OUT/ix-cuda/embeddings.npy'), np.load('$OUT/ix-cpu/embeddings.npy')
+print(f'  {a.shape[0]} vectors; max |cuda - cpu| = {np.abs(a - b).max():.2e}')"
+timeout 300 "$SLM" embed eval "$OUT/cuda-auto" "$TEXT" --separator blank --val-fraction 0.05 --seed 7 --device cuda 2>&1 | tail -8
+head -c 3000 "$TEXT" | tr '\n' ' ' | fold -w 60 | head -40 > "$OUT/queries.txt"
+timeout 300 "$SLM" search "$OUT/ix-cuda" --queries "$OUT/queries.txt" --mode vector --device cuda -k 5 2>&1 >/dev/null | tail -1
+timeout 300 "$SLM" search "$OUT/ix-cuda" --queries "$OUT/queries.txt" --mode hybrid --device cuda -k 5 2>&1 >/dev/null | tail -1
+echo "== 7. throughput against PyTorch on this GPU"
 export PY=python3 DEVICE=cuda
 bash bench/train_compare.sh "$SLM" "$DATA" bf16 10 1
 L=12 C=768 H=12 T=1024 B=64 MICRO=16 COMPILE=1 bash bench/train_compare.sh "$SLM" "$DATA" bf16 10 1

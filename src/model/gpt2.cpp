@@ -159,9 +159,19 @@ at::Tensor head_logits(const GPT2& m, const at::Tensor& x_in) {
   return logits.narrow(-1, 0, m.cfg.vocab_size);
 }
 
-at::Tensor head_loss(const GPT2& m, const at::Tensor& x, const at::Tensor& targets) {
-  at::Tensor logits = head_logits(m, x);
-  return at::cross_entropy_loss(logits.reshape({-1, logits.size(-1)}), targets.reshape({-1}));
+at::Tensor head_loss(const GPT2& m, const at::Tensor& x_in, const at::Tensor& targets) {
+  const at::Tensor& w = m.head.defined() ? m.head : m.wte;
+  const int64_t Vp = w.size(0), V = m.cfg.vocab_size;
+  at::Tensor x = at::layer_norm(x_in, {m.cfg.n_embd}, m.ln_f_w, m.ln_f_b, 1e-5);
+  // The padding columns get a -inf bias: they take no probability and no gradient, exactly as if
+  // the logits were cut to V columns, without copying the (B, T, Vp) logits to cut them.
+  at::Tensor bias;
+  if (Vp > V) {
+    bias = at::zeros({Vp}, x.options().dtype(at::kFloat));
+    bias.narrow(0, V, Vp - V).fill_(-std::numeric_limits<float>::infinity());
+  }
+  at::Tensor logits = at::linear(x, w, bias);  // (B, T, Vp)
+  return at::cross_entropy_loss(logits.reshape({-1, Vp}), targets.reshape({-1}));
 }
 
 at::Tensor forward_logits(const GPT2& m, const at::Tensor& idx, bool train) {

@@ -70,6 +70,7 @@ ScheduleResult run_actions(Pipeline& p, DataParallel& d, const std::vector<Actio
   const auto started = Clock::now();
   const int64_t C = p.model->cfg.n_embd;
   ScheduleResult r;
+  at::Tensor loss_sum;  // the micro-batch losses, summed on the device
   struct Live {
     at::Tensor in, out;  // the chunk's input (activations with grad) and output (activations or loss)
   };
@@ -127,7 +128,7 @@ ScheduleResult run_actions(Pipeline& p, DataParallel& d, const std::vector<Actio
         at::AutoGradMode grad_mode(train);
         out = chunk_forward(d, *p.model, c, in, mb.y, p.tp, train);
       }
-      if (c.last) r.loss += out.item<double>();
+      if (c.last) loss_sum = loss_sum.defined() ? loss_sum + out.detach().to(at::kDouble) : out.detach().to(at::kDouble);
       r.compute_s += since(t);
       if (!c.last) send(out, c.stage + 1, tag_of(p, a.micro, c.stage + 1, 0));
       if (train) live[{a.micro, a.chunk}] = {in, out};
@@ -158,6 +159,7 @@ ScheduleResult run_actions(Pipeline& p, DataParallel& d, const std::vector<Actio
     g = at::Tensor();
   }
   for (comm::Pending& s : sends) s.wait();
+  if (loss_sum.defined()) r.loss = loss_sum.item<double>();  // one device sync per step, not per micro-batch
   r.wall_s = since(started);
   return r;
 }
