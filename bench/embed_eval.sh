@@ -10,8 +10,8 @@ SLM=$(realpath "$1") DATA=$(realpath "$2") WORK=$3 STEPS=${4:-600}
 TINY=$(dirname "$(realpath "$0")")/../configs/tiny.toml
 mkdir -p "$WORK" && cd "$WORK"
 for name in tinyshakespeare wikitext-2; do
-  corpus=$DATA/tinyshakespeare.txt sep=blank  # paragraphs (speeches; wikitext's are articles' paragraphs)
-  [ $name = wikitext-2 ] && corpus=$DATA/wikitext-2/valid.txt
+  corpus=$DATA/tinyshakespeare.txt sep=blank  # documents: speeches; wikitext's paragraphs are lines
+  [ $name = wikitext-2 ] && corpus=$DATA/wikitext-2/valid.txt sep=line
   if [ ! -d $name/run/checkpoints ]; then
     mkdir -p $name
     "$SLM" tokenizer train "$corpus" --vocab-size 4096 --out $name/tok -q > /dev/null

@@ -5,6 +5,8 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <numeric>
 
 #include "train/precision.h"
@@ -62,10 +64,9 @@ std::string model_identity(const model::GPT2& m) {
     at::Tensor t = p.detach();
     if (name == "wte.weight") t = t.narrow(0, 0, m.cfg.vocab_size);  // padding rows are not the model
     t = t.to(torch::kCPU, torch::kFloat).contiguous();
-    std::string shape = name;
-    for (int64_t s : t.sizes()) shape += "," + std::to_string(s);
-    digests += hash_hex(shape) + hash_hex({static_cast<const char*>(t.data_ptr()),
-                                           static_cast<size_t>(t.numel()) * sizeof(float)});
+    const std::vector<int64_t> sizes(t.sizes().begin(), t.sizes().end());
+    digests += hash_hex(fmt::format("{}:{}", name, fmt::join(sizes, ",")));
+    digests += hash_hex({static_cast<const char*>(t.data_ptr()), static_cast<size_t>(t.numel()) * sizeof(float)});
   }
   return hash_hex(digests);
 }

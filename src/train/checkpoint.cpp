@@ -129,7 +129,8 @@ std::string save_checkpoint(const Trainer& t, const std::string& run_dir, int64_
                    {{"world", solo ? 1 : world.size}, {"zero", parallel::zero_stage(*t.dp)}, {"tp", t.groups.tp.size},
                     {"pp", t.pipe->plan.pp}}},
                   {"tokenizer_identity", t.data.manifest.tokenizer_identity},
-                  {"config", to_toml(t.cfg)}};
+                  {"config", to_toml(t.cfg)},
+                  {"cwd", fs::current_path().string()}};  // what the config's relative paths start from
     write_file_atomic(partial + "/state.json", state.dump(1) + "\n");
     fs::remove_all(path);
     fs::rename(partial, path);
@@ -230,6 +231,11 @@ model::GPT2 load_model(const std::string& path, Config* cfg_out) {
   }
   json state = read_state(dir);
   Config cfg = parse_config_text(state.at("config").get<std::string>(), dir + "/state.json");
+  // A relative data.dir means the working directory of the training run; from anywhere else,
+  // look for it there (eval, generate, export, embed from another folder).
+  if (!cfg.data.dir.empty() && fs::path(cfg.data.dir).is_relative() && !path_exists(cfg.data.dir) && state.contains("cwd"))
+    if (const fs::path p = fs::path(state["cwd"].get<std::string>()) / cfg.data.dir; path_exists(p.string()))
+      cfg.data.dir = p.string();
   model::GPT2 m = model::init_gpt2(cfg.model, 0);
   auto named = model::named_parameters(m);
   parallel::FlatLayout l = parallel::make_layout(named, 1);
