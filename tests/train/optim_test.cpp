@@ -30,8 +30,9 @@ TEST(AdamW, FusedEqualsChunked) {
     adamw_step(b, p2, g, o, 1e-2, true);
   }
   EXPECT_TRUE(torch::allclose(p1, p2, 1e-6, 1e-7)) << (p1 - p2).abs().max().item<double>();
-  EXPECT_TRUE(torch::allclose(a.exp_avg, b.exp_avg, 1e-6, 1e-8));
-  EXPECT_TRUE(torch::allclose(a.exp_avg_sq, b.exp_avg_sq, 1e-6, 1e-10));
+  // the fused kernel updates the moments by lerp: the same values to rounding
+  EXPECT_TRUE(torch::allclose(a.exp_avg, b.exp_avg, 1e-5, 1e-7)) << (a.exp_avg - b.exp_avg).abs().max().item<double>();
+  EXPECT_TRUE(torch::allclose(a.exp_avg_sq, b.exp_avg_sq, 1e-5, 1e-9));
 }
 
 }  // namespace
