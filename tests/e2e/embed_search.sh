@@ -9,6 +9,7 @@
 #     a missing index, an empty query, a corrupt index file.
 #  5. `slm embed eval`: the retrieval table on generated documents, where it must beat chance.
 source "$(dirname "$0")/lib.sh"
+HERE=$(cd "$(dirname "$0")" && pwd)
 PY=/usr/bin/python3
 $PY -c 'import torch, numpy' 2>/dev/null || skip "Debian's python3-torch is not installed"
 cd "$WORK"
@@ -49,33 +50,14 @@ for (d,) in docs:
 PY
 [ "$(wc -l < entries.txt)" -ge 3 ] || fail "too few single-window documents"
 for i in $(cat entries.txt); do "$SLM" tokenizer encode -t hf "entry$i.txt" > "entry$i.ids"; done
-$PY - hf <<'PY' || fail "embeddings differ from the Python reference"
-import json, math, struct, sys, torch, numpy as np
-d = sys.argv[1]
-raw = open(f"{d}/model.safetensors", "rb").read()
-n = struct.unpack("<Q", raw[:8])[0]
-header, base, W = json.loads(raw[8:8 + n]), 8 + n, {}
-for name, info in header.items():
-    if name == "__metadata__": continue
-    b, e = info["data_offsets"]
-    W[name] = torch.frombuffer(bytearray(raw[base + b:base + e]), dtype=torch.float32).view(info["shape"]).double()
-cfg = json.load(open(f"{d}/config.json"))
-C, H, eps, eot = cfg["n_embd"], cfg["n_head"], cfg["layer_norm_epsilon"], cfg["eos_token_id"]
-def ln(x, p): return torch.nn.functional.layer_norm(x, (C,), W[p + ".weight"], W[p + ".bias"], eps)
-def conv1d(x, p): return x @ W[p + ".weight"] + W[p + ".bias"]
-def gelu_new(x): return 0.5 * x * (1 + torch.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
+$PY - hf "$HERE" <<'PY' || fail "embeddings differ from the Python reference"
+import sys, torch, numpy as np
+sys.path.insert(0, sys.argv[2])
+from gpt2_ref import load, hidden
+W, cfg = load(sys.argv[1])
+eot = cfg["eos_token_id"]
 def embed(ids):
-    T = len(ids)
-    x = W["transformer.wte.weight"][ids] + W["transformer.wpe.weight"][:T]
-    for l in range(cfg["n_layer"]):
-        p = f"transformer.h.{l}"
-        q, k, v = conv1d(ln(x, p + ".ln_1"), p + ".attn.c_attn").split(C, -1)
-        q, k, v = (t.view(T, H, C // H).transpose(0, 1) for t in (q, k, v))
-        att = (q @ k.transpose(-1, -2)) / math.sqrt(C // H)
-        att = att.masked_fill(torch.ones(T, T, dtype=torch.bool).triu(1), float("-inf")).softmax(-1)
-        x = x + conv1d((att @ v).transpose(0, 1).reshape(T, C), p + ".attn.c_proj")
-        x = x + conv1d(gelu_new(conv1d(ln(x, p + ".ln_2"), p + ".mlp.c_fc")), p + ".mlp.c_proj")
-    v = ln(x, "transformer.ln_f")[1:].mean(0)  # the leading end-of-text token is left out
+    v = hidden(W, cfg, ids)[1:].mean(0)  # the leading end-of-text token is left out
     return v / v.norm()
 E = np.load("ix/embeddings.npy")
 worst = 0

@@ -3,6 +3,7 @@
 # x @ W + b, gelu_new, tied LM head), reading model.safetensors with its own parser, gives the same
 # logits as slm (tests/tools/dump_logits) to 1e-4.
 source "$(dirname "$0")/lib.sh"
+HERE=$(cd "$(dirname "$0")" && pwd)
 DUMP=$3
 PY=/usr/bin/python3
 $PY -c 'import torch' 2>/dev/null || skip "Debian's python3-torch is not installed"
@@ -21,37 +22,15 @@ done
 expect_error "hf: already exists (pass --force" "$SLM" export run --out hf
 ids="5 17 200 42 299 0 7 7 7 100 250 3"
 "$DUMP" run $ids > slm_logits.json
-$PY - hf "$ids" slm_logits.json <<'PY' || fail "logits differ"
-import json, math, struct, sys, torch
+$PY - hf "$ids" slm_logits.json "$HERE" <<'PY' || fail "logits differ"
+import json, sys, torch
+sys.path.insert(0, sys.argv[4])
+from gpt2_ref import load, hidden
 d, ids, ref = sys.argv[1], [int(x) for x in sys.argv[2].split()], sys.argv[3]
-raw = open(f"{d}/model.safetensors", "rb").read()
-n = struct.unpack("<Q", raw[:8])[0]
-header = json.loads(raw[8:8 + n])
-base = 8 + n
-W = {}
-for name, info in header.items():
-    if name == "__metadata__": continue
-    assert info["dtype"] == "F32"
-    b, e = info["data_offsets"]
-    W[name] = torch.frombuffer(bytearray(raw[base + b:base + e]), dtype=torch.float32).view(info["shape"]).double()
-cfg = json.load(open(f"{d}/config.json"))
+W, cfg = load(d)
 assert cfg["model_type"] == "gpt2" and cfg["activation_function"] == "gelu_new" and cfg["tie_word_embeddings"]
-C, H, eps = cfg["n_embd"], cfg["n_head"], cfg["layer_norm_epsilon"]
 assert W["transformer.wte.weight"].shape[0] == cfg["vocab_size"]
-def ln(x, p): return torch.nn.functional.layer_norm(x, (C,), W[p + ".weight"], W[p + ".bias"], eps)
-def conv1d(x, p): return x @ W[p + ".weight"] + W[p + ".bias"]
-def gelu_new(x): return 0.5 * x * (1 + torch.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
-T = len(ids)
-x = W["transformer.wte.weight"][ids] + W["transformer.wpe.weight"][:T]
-for l in range(cfg["n_layer"]):
-    p = f"transformer.h.{l}"
-    q, k, v = conv1d(ln(x, p + ".ln_1"), p + ".attn.c_attn").split(C, -1)
-    q, k, v = (t.view(T, H, C // H).transpose(0, 1) for t in (q, k, v))
-    att = (q @ k.transpose(-1, -2)) / math.sqrt(C // H)
-    att = att.masked_fill(torch.ones(T, T, dtype=torch.bool).triu(1), float("-inf")).softmax(-1)
-    x = x + conv1d((att @ v).transpose(0, 1).reshape(T, C), p + ".attn.c_proj")
-    x = x + conv1d(gelu_new(conv1d(ln(x, p + ".ln_2"), p + ".mlp.c_fc")), p + ".mlp.c_proj")
-logits = ln(x, "transformer.ln_f") @ W["transformer.wte.weight"].t()
+logits = hidden(W, cfg, ids) @ W["transformer.wte.weight"].t()
 mine = torch.tensor(json.load(open(ref)), dtype=torch.float64)
 diff = (logits - mine).abs().max().item()
 print(f"max |logit difference| = {diff:.2e} over {logits.numel()} logits (scale {logits.abs().max().item():.2f})")
