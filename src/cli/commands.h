@@ -24,6 +24,7 @@ void add_probe_command(CLI::App& app);       // probe_cmd.cpp
 void add_profile_command(CLI::App& app);     // profile_cmd.cpp
 void add_plan_auto_command(CLI::App& plan);  // plan_auto_cmd.cpp: plan auto (under `slm plan`)
 void add_embed_command(CLI::App& app);       // embed_cmd.cpp: embed, embed eval
+void add_embed_tune_command(CLI::App& embed);  // embed_tune_cmd.cpp: embed tune (under `slm embed`)
 void add_search_command(CLI::App& app);      // search_cmd.cpp
 
 // --dp --tp --pp --virtual-stages --micro-batches --schedule --zero, appended to `sets` as

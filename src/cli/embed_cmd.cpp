@@ -171,9 +171,10 @@ void add_embed_command(CLI::App& app) {
       ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
   ev->add_flag("--json", e->json, "one JSON array of the rows");
   ev->callback([e] { run_eval(*e); });
+  add_embed_tune_command(*cmd);
 
   cmd->callback([a, cmd, ev] {
-    if (cmd->got_subcommand(ev)) return;
+    if (cmd->got_subcommand(ev) || cmd->got_subcommand("tune")) return;
     if (a->source.empty()) throw UserError("embed: give a model (run, checkpoint or export folder) and inputs");
     run_embed(*a);
   });

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 
+#include "model/hf_import.h"
 #include "tokenizer/encoder.h"
 #include "train/checkpoint.h"
 #include "train/device.h"
@@ -12,7 +13,12 @@
 
 namespace slm::embed {
 
-EmbedModel load_embed_model(const std::string& source, const std::string& device) {
+std::string model_path(const std::string& source) {
+  return !model::is_hf_dir(source) && model::is_hf_dir(source + "/model") ? source + "/model" : source;
+}
+
+EmbedModel load_embed_model(const std::string& given, const std::string& device) {
+  const std::string source = model_path(given);
   EmbedModel m;
   train::Config cfg;
   m.model = train::load_model(source, &cfg);

@@ -1,5 +1,5 @@
 // embed/embed_model.h: a model ready to embed text: weights on their device, tokenizer, identity.
-// Owns: EmbedModel, load_embed_model (any checkpoint, run folder or Hugging Face export) and
+// Owns: EmbedModel, model_path, load_embed_model (any checkpoint, run folder or Hugging Face export) and
 // embed_texts (short texts such as queries: each its first window).
 #pragma once
 #include <ATen/core/Tensor.h>
@@ -21,6 +21,10 @@ struct EmbedModel {
   std::string device;    // "cpu" | "cuda"
 };
 
+// The model folder of `source`: an `slm embed tune` output folder's model/, else source itself.
+std::string model_path(const std::string& source);
+
+// source: a run, checkpoint, Hugging Face folder or `slm embed tune` output folder (its model/).
 // device: auto | cpu | cuda. UserError for a missing or unreadable model.
 EmbedModel load_embed_model(const std::string& source, const std::string& device);
 

@@ -14,15 +14,12 @@
 #include "util/progress.h"
 
 namespace slm::embed {
-namespace {
 
 at::Tensor final_hidden(const model::GPT2& m, const at::Tensor& idx) {
   at::Tensor x = model::embed(m, idx, false);
   x = model::run_blocks(m, x, 0, m.h.size(), false);
   return at::layer_norm(x, {m.cfg.n_embd}, m.ln_f_w, m.ln_f_b, 1e-5);
 }
-
-}  // namespace
 
 at::Tensor embed_windows(const model::GPT2& m, const std::vector<Window>& windows, const EmbedOptions& opt) {
   const int64_t n = static_cast<int64_t>(windows.size());
@@ -48,7 +45,7 @@ at::Tensor embed_windows(const model::GPT2& m, const std::vector<Window>& window
     at::Tensor v;
     {
       train::AutocastGuard autocast(opt.precision, opt.device);
-      v = pool(final_hidden(m, idx.to(opt.device)), lengths, opt.pooling);
+      v = pool(final_hidden(m, idx.to(opt.device)), lengths, opt.pooling).cpu();
     }
     out.index_copy_(0, torch::from_blob(order.data() + i, {rows}, torch::kLong).clone(), v);
     i += rows;

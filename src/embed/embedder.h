@@ -22,6 +22,10 @@ struct EmbedOptions {
   bool quiet = false;            // no progress line
 };
 
+// idx (B, T) -> the final hidden states (B, T, C): blocks and final LayerNorm, no LM head, no
+// dropout; differentiable unless under a NoGradGuard.
+at::Tensor final_hidden(const model::GPT2& m, const at::Tensor& idx);
+
 // (N, C) fp32 CPU tensor, row i = windows[i]'s unit vector. `m` must be on opt.device.
 at::Tensor embed_windows(const model::GPT2& m, const std::vector<Window>& windows, const EmbedOptions& opt);
 

@@ -32,7 +32,7 @@ at::Tensor pool(const at::Tensor& hidden, const std::vector<int64_t>& lengths, P
   }
   w = (w / w.sum(1, true)).to(hidden.device());
   at::Tensor v = torch::bmm(w.unsqueeze(1), hidden.to(torch::kFloat)).squeeze(1);  // (B, C)
-  return torch::nn::functional::normalize(v, torch::nn::functional::NormalizeFuncOptions().dim(1)).cpu();
+  return torch::nn::functional::normalize(v, torch::nn::functional::NormalizeFuncOptions().dim(1));
 }
 
 }  // namespace slm::embed

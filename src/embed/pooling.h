@@ -19,7 +19,7 @@ std::string pooling_name(Pooling p);
 // hidden (B, T, C), right-padded; lengths[b] = real tokens of row b (the leading eot included,
 // >= 2). mean: average of positions 1..len-1; last: position len-1; weighted-mean: positions
 // 1..len-1 weighted 1, 2, ..., len-1 (later tokens have seen more of the text; as SGPT). -> (B, C)
-// fp32, each row of unit length.
+// fp32 on hidden's device, each row of unit length; differentiable (contrastive tuning).
 at::Tensor pool(const at::Tensor& hidden, const std::vector<int64_t>& lengths, Pooling p);
 
 }  // namespace slm::embed

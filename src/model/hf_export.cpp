@@ -37,10 +37,15 @@ void save_safetensors(const std::string& path,
 
 void export_hf(const GPT2& m, const std::string& tokenizer_dir, int64_t eot_id,
                const std::string& dir, bool overwrite) {
+  AtomicDir out(dir, overwrite);
+  write_hf_files(m, tokenizer_dir, eot_id, out.dir());
+  out.commit();
+}
+
+void write_hf_files(const GPT2& m, const std::string& tokenizer_dir, int64_t eot_id, const std::string& dir) {
   const GPT2Config& c = m.cfg;
   if (!m.wte.defined() || !m.ln_f_w.defined() || static_cast<int64_t>(m.h.size()) != c.n_layer)
     throw UserError("export: the model is not complete (a pipeline stage?)");
-  AtomicDir out(dir, overwrite);
   std::vector<std::pair<std::string, at::Tensor>> t;
   for (const auto& [name, p] : named_parameters(m)) {
     at::Tensor v = p;
@@ -49,7 +54,7 @@ void export_hf(const GPT2& m, const std::string& tokenizer_dir, int64_t eot_id,
     if (conv1d) v = p.t();  // HF's Conv1D stores (in, out)
     t.emplace_back("transformer." + name, v);
   }
-  save_safetensors(out.dir() + "/model.safetensors", t);
+  save_safetensors(dir + "/model.safetensors", t);
   nlohmann::ordered_json cfg = {
       {"architectures", {"GPT2LMHeadModel"}}, {"model_type", "gpt2"},
       {"vocab_size", c.vocab_size},           {"n_positions", c.block_size},
@@ -61,14 +66,13 @@ void export_hf(const GPT2& m, const std::string& tokenizer_dir, int64_t eot_id,
       {"initializer_range", 0.02},            {"bos_token_id", eot_id},
       {"eos_token_id", eot_id},               {"tie_word_embeddings", true},
       {"torch_dtype", "float32"}};
-  write_file_atomic(out.dir() + "/config.json", cfg.dump(2) + "\n");
+  write_file_atomic(dir + "/config.json", cfg.dump(2) + "\n");
   for (const char* f : {"vocab.json", "merges.txt", "tokenizer_config.json", "special_tokens_map.json"}) {
     std::string src = tokenizer_dir + "/" + f;
-    if (path_exists(src)) write_file_atomic(out.dir() + "/" + f, read_file(src));
+    if (path_exists(src)) write_file_atomic(dir + "/" + f, read_file(src));
     else if (std::string(f) == "vocab.json" || std::string(f) == "merges.txt")
       throw UserError(fmt::format("{}: missing; cannot export the tokenizer", src));
   }
-  out.commit();
 }
 
 }  // namespace slm::model

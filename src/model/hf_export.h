@@ -23,5 +23,8 @@ void save_safetensors(const std::string& path,
 // special_tokens_map.json) from tokenizer_dir. eot_id becomes bos/eos_token_id.
 void export_hf(const GPT2& m, const std::string& tokenizer_dir, int64_t eot_id,
                const std::string& dir, bool overwrite);
+// The same files written into an existing folder `dir` (for callers that add files of their own
+// to one atomic folder, e.g. `slm embed tune`'s model with its optimizer state).
+void write_hf_files(const GPT2& m, const std::string& tokenizer_dir, int64_t eot_id, const std::string& dir);
 
 }  // namespace slm::model
