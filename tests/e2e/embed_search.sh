@@ -132,17 +132,7 @@ echo "ok: refusals"
 # untrained model's mean-pooled states carry it, so a wrong pairing of vectors and entries (or
 # a broken ranking) falls to chance, which the test would catch. Quality on real text is
 # measured in bench/embed_eval.sh (docs/embeddings.md).
-python3 - <<'PY'
-import random
-r = random.Random(5)
-syl = ["ka", "zu", "mor", "tel", "vin", "op", "rax", "lu", "pem", "dos", "quil", "bex"]
-words = set()
-while len(words) < 150: words.add("".join(r.choice(syl) for _ in range(3)))
-fill = ["the market", "a river", "the old road", "every morning", "the hills", "a quiet song"]
-with open("topics.txt", "w") as f:
-    for w in sorted(words):
-        f.write(" ".join(f"{w} {w}, the {w} of {r.choice(fill)}." for _ in range(6)) + "\n\n")
-PY
+gen_topics 150 5 6 > topics.txt
 "$SLM" embed eval run topics.txt --separator blank --all-docs --query-tokens 16 --json > eval.json || fail "embed eval"
 $PY - <<'PY' || fail "embed eval results"
 import json

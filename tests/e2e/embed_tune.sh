@@ -1,7 +1,8 @@
 # tests/e2e/embed_tune.sh: contrastive tuning (`slm embed tune`) from the command line.
-#  1. Data parallel = one process: 2 ranks (`slm launch`) with the same global batch give every
-#     step's loss and gradient norm within 1e-4 (only the order of float sums differs) and the
-#     same final vectors (1e-5).
+#  1. Data parallel = one process: 2 ranks (`slm launch`) with the same global batch give the
+#     first step's loss within 5e-6 (float32 rounding of a loss of ~4) and later ones within 2e-4
+#     (rounding, amplified by training: one process at another thread count differs as much),
+#     and the same final vectors (1e-4).
 #  2. --stop-at then --resume reproduces the uninterrupted run; SIGTERM saves the model and exits
 #     143; a killed rank is named in one line and rank 0 saves; the saved model is what
 #     `slm embed` reads.
@@ -17,17 +18,7 @@ make_dataset "$(real_corpus)" 512 0.05
   --set model.n_embd=64 --set model.block_size=64 --set batch.batch_size=8 --set batch.micro_batch=8 \
   --set optim.lr=3e-3 --set schedule.max_steps=40 --set schedule.warmup_steps=4 --set eval.every=0 \
   --set system.threads=2 2>/dev/null || fail "pretraining"
-python3 - <<'PY'
-import random
-r = random.Random(11)
-syl = ["ka", "zu", "mor", "tel", "vin", "op", "rax", "lu", "pem", "dos", "quil", "bex"]
-words = set()
-while len(words) < 400: words.add("".join(r.choice(syl) for _ in range(3)))
-fill = ["the market", "a river", "the old road", "every morning", "the hills", "a quiet song"]
-with open("topics.txt", "w") as f:
-    for w in sorted(words):
-        f.write(" ".join(f"The {w} of {r.choice(fill)}, {w} again." for _ in range(8)) + "\n\n")
-PY
+gen_topics 400 11 8 > topics.txt
 T=(topics.txt --separator blank --val-fraction 0.25 --seed 3 --anchor-min 8 --anchor-max 24 --positive-min 8)
 TUNE=(embed tune run "${T[@]}" --batch 8 --steps 8 --warmup 1 --lr 1e-3 --save-every 0)
 
@@ -39,7 +30,18 @@ for f in model.safetensors config.json vocab.json merges.txt optimizer.pt tune_s
 done
 "$SLM" launch -n 2 -- "$SLM" "${TUNE[@]}" --threads 1 --out n2 > n2.log 2>&1 || { cat n2.log; fail "tune, 2 ranks"; }
 grep -q "batch 8 pairs on 2 rank(s)" n2.log || { cat n2.log; fail "2-rank header"; }
-same_losses ref n2 1e-4  # loss 5e-7 measured; grad norms (~5-20) to 2e-5
+python3 - <<'PY' || fail "2 ranks: losses differ from one process"
+import json
+rows = lambda d: [json.loads(l) for l in open(d + "/metrics.jsonl")]
+a, b = rows("ref"), rows("n2")
+assert len(a) == len(b) == 8
+dl = [abs(x["loss"] - y["loss"]) for x, y in zip(a, b)]
+dg = [abs(x["grad_norm"] - y["grad_norm"]) / x["grad_norm"] for x, y in zip(a, b)]
+print(f"n2: step 1 |loss diff| {dl[0]:.1e}, relative grad norm {dg[0]:.1e}; all steps {max(dl):.1e}, {max(dg):.1e}")
+# Step 1 is rounding only; later steps amplify it (gradient norms grow to ~16 at lr 1e-3): one
+# process at 1 and at 2 threads differs as much (measured on LibTorch 2.15: 2.5e-5 / 5e-5).
+assert dl[0] < 5e-6 and dg[0] < 1e-5 and max(dl) < 2e-4 and max(dg) < 5e-4
+PY
 same_vectors() {  # same_vectors A B TOL: `slm embed` of the same text with A's and B's models
   "$SLM" embed "$1" topics.txt --separator blank -q --force --out "v_$1" > /dev/null || fail "slm embed $1"
   "$SLM" embed "$2" topics.txt --separator blank -q --force --out "v_$2" > /dev/null || fail "slm embed $2"
@@ -57,7 +59,7 @@ print(f"{sys.argv[2]}: {sa[0]} vectors, max diff {d:.2e}")
 assert sa == sb and d < float(sys.argv[3])
 PY
 }
-same_vectors ref n2 1e-5
+same_vectors ref n2 1e-4
 
 # 2. Stop and resume; SIGTERM.
 "$SLM" "${TUNE[@]}" --threads 2 --out rs --stop-at 4 2> /dev/null || fail "stop at 4"
@@ -103,7 +105,7 @@ m = "vector, mean pooling"
 b, a = before[m]["recall_at_1"], after[m]["recall_at_1"]
 chance = before["random (expected)"]["recall_at_1"]
 print(f"held-out recall@1 of {before[m]['queries']} queries: pretrained {b:.3f}, tuned {a:.3f}, chance {chance:.3f}")
-assert a > 4 * b and a > 0.1, (a, b)  # measured: 0.020 -> 0.220
+assert a > 2 * b and a > b + 0.15, (a, b)  # measured: 0.11 -> 0.35 (LibTorch 2.15)
 PY
 "$SLM" embed tuned topics.txt --separator blank -q --out ixt > /dev/null || fail "embed with the tuned folder"
 "$SLM" search ixt "the kazumor of the market" -k 3 > /dev/null || fail "search the tuned index"

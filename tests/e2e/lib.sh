@@ -38,6 +38,21 @@ real_corpus() {
 }
 # gen_corpus N: N small generated documents separated by blank lines.
 gen_corpus() { for i in $(seq "$1"); do echo "Line $i: the fox $((i % 7)) jumps over the dog."; echo; done; }
+# gen_topics N SEED REPEATS > FILE: N documents (blank-line separated), each repeating a made-up
+# word of its own in REPEATS short sentences: text whose documents a retrieval model can tell apart.
+gen_topics() {
+  python3 - "$1" "$2" "$3" <<'PY'
+import random, sys
+n, seed, repeats = map(int, sys.argv[1:])
+r = random.Random(seed)
+syl = ["ka", "zu", "mor", "tel", "vin", "op", "rax", "lu", "pem", "dos", "quil", "bex"]
+words = set()
+while len(words) < n: words.add("".join(r.choice(syl) for _ in range(3)))
+fill = ["the market", "a river", "the old road", "every morning", "the hills", "a quiet song"]
+for w in sorted(words):
+    print(" ".join(f"{w} {w}, the {w} of {r.choice(fill)}." for _ in range(repeats)) + "\n")
+PY
+}
 # make_dataset CORPUS VOCAB VAL_FRACTION: tokenizer in ./tok, dataset in ./data.
 make_dataset() {
   "$SLM" tokenizer train "$1" --vocab-size "$2" --out tok -q >/dev/null
