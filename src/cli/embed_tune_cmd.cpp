@@ -41,8 +41,8 @@ void add_embed_tune_command(CLI::App& embed) {
   cmd->add_option("--stop-at", o->stop_at, "stop (and save) after this step; continue later with --resume");
   cmd->add_flag("--resume", o->resume, "continue the tuning saved in --out");
   cmd->add_option("--device", o->device, "auto, cpu or cuda")->capture_default_str();
-  cmd->add_option("--precision", o->precision, "fp32, bf16 or fp16 (autocast)")->capture_default_str()
-      ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
+  cmd->add_option("--precision", o->precision, "fp32 or bf16 (autocast; fp16 would need loss scaling)")
+      ->capture_default_str()->check(CLI::IsMember({"fp32", "bf16"}));
   cmd->add_option("--threads", o->threads, "CPU threads per rank (0 = cores / ranks)")->capture_default_str();
   cmd->add_option("--timeout", o->dist.timeout_s, "seconds before a silent peer counts as lost")->capture_default_str();
   cmd->callback([o] {

@@ -28,7 +28,7 @@ struct TuneOptions {
   PairOptions pairs;                // pairs.seed also chooses the held-out documents
   double val_fraction = 0.05;       // held out as `slm embed eval` holds out
   int64_t steps = 200, batch = 64, warmup = 20;  // batch: pairs per step, all ranks together
-  double lr = 1e-4, min_lr_ratio = 0.1, temperature = 0.05, weight_decay = 0, grad_clip = 1;
+  double lr = 3e-4, min_lr_ratio = 0.1, temperature = 0.05, weight_decay = 0, grad_clip = 1;
   int64_t save_every = 100;         // 0 = only at the end (and on a signal)
   int64_t stop_at = 0;              // stop (and save) after this step; 0 = run to `steps`
   std::string device = "auto", precision = "fp32";
