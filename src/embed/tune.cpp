@@ -202,8 +202,15 @@ int run_tune(const TuneOptions& options) {
   r.opt = std::make_unique<torch::optim::AdamW>(
       r.params, torch::optim::AdamWOptions(o.lr).betas({0.9, 0.999}).weight_decay(o.weight_decay));
   if (saved) {
-    torch::load(*r.opt, model_dir + "/optimizer.pt", torch::Device(r.device));
-    r.step = json::parse(read_file(model_dir + "/tune_state.json")).at("step").get<int64_t>();
+    try {
+      torch::load(*r.opt, model_dir + "/optimizer.pt", torch::Device(r.device));
+      r.step = json::parse(read_file(model_dir + "/tune_state.json")).at("step").get<int64_t>();
+    } catch (const UserError&) {
+      throw;
+    } catch (const std::exception&) {
+      throw UserError(fmt::format("{}: optimizer.pt or tune_state.json is unreadable (damaged?); start again in "
+                                  "another --out", model_dir));
+    }
   }
 
   int64_t held_out = 0;

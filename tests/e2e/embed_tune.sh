@@ -9,8 +9,9 @@
 #  3. It learns: on generated documents that each repeat a made-up word, tuning lifts held-out
 #     recall@1 of mean pooling well above the pretrained model's (a broken gradient, a wrong
 #     gather or a swapped pair would not).
-#  4. Refusals in one line: an existing --out without --resume, --resume with other options, a
-#     batch not divisible by the ranks, more pairs than documents, a bad --window.
+#  4. Refusals in one line: an existing --out without --resume, --resume with other options or a
+#     damaged optimizer state, a batch not divisible by the ranks, more pairs than documents, a
+#     bad --window, a missing model.
 source "$(dirname "$0")/lib.sh"
 cd "$WORK"
 make_dataset "$(real_corpus)" 512 0.05
@@ -115,6 +116,8 @@ expect_error "pass --resume" "$SLM" "${TUNE[@]}" --out ref
 expect_error "other options" "$SLM" embed tune run "${T[@]}" --batch 8 --steps 8 --warmup 1 --lr 5e-4 --out rs --resume
 out=$("$SLM" launch -n 2 -- "$SLM" embed tune run "${T[@]}" --batch 7 --out odd 2>&1) && fail "odd batch on 2 ranks accepted"
 [[ "$out" == *"multiple of the 2 ranks"* ]] || { echo "$out"; fail "odd batch: message"; }
+cp -r rs damaged && echo "not a torch archive" > damaged/model/optimizer.pt
+expect_error "unreadable" "$SLM" "${TUNE[@]}" --out damaged --resume
 expect_error "lower --batch" "$SLM" embed tune run "${T[@]}" --batch 5000 --out big
 expect_error "--window 500 must be in" "$SLM" embed tune run "${T[@]}" --window 500 --out w
 expect_error "no valid checkpoint" "$SLM" embed tune nowhere topics.txt --out x
