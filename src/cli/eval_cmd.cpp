@@ -35,6 +35,8 @@ struct EvalArgs {
 };
 
 void run_eval(const EvalArgs& a) {
+  if (a.batches < 1) throw UserError(fmt::format("eval: --batches {} must be at least 1", a.batches));
+  if (a.micro < 1) throw UserError(fmt::format("eval: --micro-batch {} must be at least 1", a.micro));
   train::Config cfg;
   model::GPT2 m = train::load_model(a.source, &cfg);
   const int64_t T = cfg.batch.seq_len > 0 ? cfg.batch.seq_len : cfg.model.block_size;
@@ -73,6 +75,7 @@ struct GenerateArgs {
 };
 
 void run_generate(const GenerateArgs& a) {
+  model::validate(a.o);  // before loading anything
   train::Config cfg;
   model::GPT2 m = train::load_model(a.source, &cfg);
   const train::ModelTokenizer st = train::model_tokenizer(a.source, cfg, a.tokenizer);

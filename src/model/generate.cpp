@@ -3,9 +3,28 @@
 
 #include <torch/torch.h>
 
+#include <cmath>
+#include <fmt/format.h>
+#include <string>
+
+#include "util/error.h"
+
 namespace slm::model {
 
+void validate(const SampleOptions& o) {
+  auto need = [](bool ok, const std::string& what) {
+    if (!ok) throw UserError("generate: " + what);
+  };
+  need(o.max_new_tokens >= 0, fmt::format("--max-tokens {} must be at least 0", o.max_new_tokens));
+  need(std::isfinite(o.temperature) && o.temperature >= 0,
+       fmt::format("--temperature {} must be a finite number >= 0 (0 = greedy)", o.temperature));
+  need(o.top_k >= 0, fmt::format("--top-k {} must be at least 0 (0 = all tokens)", o.top_k));
+  need(std::isfinite(o.top_p) && o.top_p > 0 && o.top_p <= 1,
+       fmt::format("--top-p {} must be in (0, 1] (1 = all tokens)", o.top_p));
+}
+
 std::vector<int64_t> generate(const GPT2& m, const std::vector<int64_t>& prompt, const SampleOptions& o) {
+  validate(o);
   torch::NoGradGuard no_grad;
   auto gen = at::detail::createCPUGenerator(o.seed);
   std::vector<int64_t> ctx = prompt, out;

@@ -1,6 +1,6 @@
 // model/generate.h: sampling text from a GPT2 (autoregressive, full recompute per token: fine
 // for the small models this project trains; no KV cache yet).
-// Owns: SampleOptions and generate.
+// Owns: SampleOptions, its validation and generate.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -18,8 +18,11 @@ struct SampleOptions {
   int64_t stop_token = -1;   // stop after sampling this id (e.g. <|endoftext|>); -1 = never
 };
 
+// UserError (one line, naming the option) unless max_new_tokens >= 0, temperature finite and
+// >= 0, top_k >= 0 and top_p in (0, 1].
+void validate(const SampleOptions& o);
 // Continues `prompt` (at least one id); returns only the new ids. The context is cropped to the
-// model's block_size.
+// model's block_size. Validates o first.
 std::vector<int64_t> generate(const GPT2& m, const std::vector<int64_t>& prompt, const SampleOptions& o);
 
 }  // namespace slm::model
