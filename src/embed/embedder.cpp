@@ -21,6 +21,19 @@ at::Tensor final_hidden(const model::GPT2& m, const at::Tensor& idx) {
   return at::layer_norm(x, {m.cfg.n_embd}, m.ln_f_w, m.ln_f_b, 1e-5);
 }
 
+at::Tensor padded_batch(const std::vector<const std::vector<int64_t>*>& rows, std::vector<int64_t>& lengths) {
+  size_t T = 0;
+  for (const auto* r : rows) T = std::max(T, r->size());
+  at::Tensor idx = torch::zeros({static_cast<int64_t>(rows.size()), static_cast<int64_t>(T)}, torch::kLong);
+  auto a = idx.accessor<int64_t, 2>();
+  lengths.clear();
+  for (size_t r = 0; r < rows.size(); ++r) {
+    lengths.push_back(static_cast<int64_t>(rows[r]->size()));
+    for (size_t t = 0; t < rows[r]->size(); ++t) a[static_cast<int64_t>(r)][static_cast<int64_t>(t)] = (*rows[r])[t];
+  }
+  return idx;
+}
+
 at::Tensor embed_windows(const model::GPT2& m, const std::vector<Window>& windows, const EmbedOptions& opt) {
   const int64_t n = static_cast<int64_t>(windows.size());
   at::Tensor out = torch::empty({n, m.cfg.n_embd}, torch::kFloat);
@@ -34,14 +47,10 @@ at::Tensor embed_windows(const model::GPT2& m, const std::vector<Window>& window
   for (int64_t i = 0; i < n;) {  // longest first: each batch is padded to its first window
     const int64_t T = static_cast<int64_t>(windows[static_cast<size_t>(order[static_cast<size_t>(i)])].ids.size());
     const int64_t rows = std::max<int64_t>(1, std::min(n - i, opt.batch_tokens / T));
-    at::Tensor idx = torch::zeros({rows, T}, torch::kLong);
-    auto a = idx.accessor<int64_t, 2>();
-    std::vector<int64_t> lengths(static_cast<size_t>(rows));
-    for (int64_t r = 0; r < rows; ++r) {
-      const std::vector<int64_t>& ids = windows[static_cast<size_t>(order[static_cast<size_t>(i + r)])].ids;
-      lengths[static_cast<size_t>(r)] = static_cast<int64_t>(ids.size());
-      for (size_t t = 0; t < ids.size(); ++t) a[r][static_cast<int64_t>(t)] = ids[t];
-    }
+    std::vector<const std::vector<int64_t>*> batch;
+    for (int64_t r = 0; r < rows; ++r) batch.push_back(&windows[static_cast<size_t>(order[static_cast<size_t>(i + r)])].ids);
+    std::vector<int64_t> lengths;
+    const at::Tensor idx = padded_batch(batch, lengths);
     at::Tensor v;
     {
       train::AutocastGuard autocast(opt.precision, opt.device);

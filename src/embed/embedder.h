@@ -1,5 +1,5 @@
 // embed/embedder.h: windows -> unit vectors with a GPT-2 model, batched, without gradients.
-// Owns: EmbedOptions, embed_windows and model_identity (what an index records of the model).
+// Owns: EmbedOptions, final_hidden, padded_batch, embed_windows and model_identity (what an index records of the model).
 // Windows are sorted by length and batched up to a token budget, so padding stays small; right
 // padding never changes the real positions (causal attention), so no attention mask is needed.
 #pragma once
@@ -25,6 +25,9 @@ struct EmbedOptions {
 // idx (B, T) -> the final hidden states (B, T, C): blocks and final LayerNorm, no LM head, no
 // dropout; differentiable unless under a NoGradGuard.
 at::Tensor final_hidden(const model::GPT2& m, const at::Tensor& idx);
+
+// Rows of token ids as one right-padded (rows, longest) int64 CPU batch; lengths = each row's size.
+at::Tensor padded_batch(const std::vector<const std::vector<int64_t>*>& rows, std::vector<int64_t>& lengths);
 
 // (N, C) fp32 CPU tensor, row i = windows[i]'s unit vector. `m` must be on opt.device.
 at::Tensor embed_windows(const model::GPT2& m, const std::vector<Window>& windows, const EmbedOptions& opt);

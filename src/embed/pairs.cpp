@@ -20,7 +20,8 @@ std::vector<Pair> step_pairs(const std::vector<std::vector<uint32_t>>& docs, con
                              int64_t eot_id) {
   // The step's documents: the first `batch` of a seeded Fisher-Yates shuffle, done lazily (a map
   // of the swapped slots) so a step costs O(batch), not O(documents).
-  SplitMix64 pick(mix_seed(o.seed, static_cast<uint64_t>(step)));
+  const uint64_t step_seed = mix_seed(o.seed, static_cast<uint64_t>(step));
+  SplitMix64 pick(step_seed);
   std::unordered_map<int64_t, int64_t> swapped;
   auto at = [&](int64_t i) {
     auto it = swapped.find(i);
@@ -39,7 +40,7 @@ std::vector<Pair> step_pairs(const std::vector<std::vector<uint32_t>>& docs, con
     const int64_t d = chosen[static_cast<size_t>(i)];
     const std::vector<uint32_t>& ids = docs[static_cast<size_t>(d)];
     const int64_t len = static_cast<int64_t>(ids.size());
-    SplitMix64 cut(mix_seed(mix_seed(o.seed, static_cast<uint64_t>(step)), static_cast<uint64_t>(i) + 1));
+    SplitMix64 cut(mix_seed(step_seed, static_cast<uint64_t>(i) + 1));
     const int64_t a_max = std::min({o.anchor_max, o.window - 1, len - o.positive_min});
     const int64_t a = o.anchor_min + static_cast<int64_t>(cut.below(static_cast<uint64_t>(a_max - o.anchor_min + 1)));
     const int64_t start = static_cast<int64_t>(cut.below(static_cast<uint64_t>(len - a - o.positive_min + 1)));

@@ -11,6 +11,7 @@
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -92,17 +93,9 @@ std::vector<std::vector<uint32_t>> training_docs(const TuneOptions& o, const tra
 
 // One side of the pairs as a right-padded (n, T) batch and each row's length.
 at::Tensor side(const std::vector<Pair>& pairs, bool anchors, std::vector<int64_t>& lengths) {
-  int64_t T = 0;
-  for (const Pair& p : pairs) T = std::max<int64_t>(T, static_cast<int64_t>((anchors ? p.anchor : p.positive).size()));
-  at::Tensor idx = torch::zeros({static_cast<int64_t>(pairs.size()), T}, torch::kLong);
-  auto a = idx.accessor<int64_t, 2>();
-  lengths.clear();
-  for (size_t r = 0; r < pairs.size(); ++r) {
-    const std::vector<int64_t>& ids = anchors ? pairs[r].anchor : pairs[r].positive;
-    lengths.push_back(static_cast<int64_t>(ids.size()));
-    for (size_t t = 0; t < ids.size(); ++t) a[static_cast<int64_t>(r)][static_cast<int64_t>(t)] = ids[t];
-  }
-  return idx;
+  std::vector<const std::vector<int64_t>*> rows;
+  for (const Pair& p : pairs) rows.push_back(anchors ? &p.anchor : &p.positive);
+  return padded_batch(rows, lengths);
 }
 
 struct Run {
@@ -140,8 +133,8 @@ StepStats tune_step(Run& r, const TuneOptions& o, const comm::Group& world) {
   const ContrastiveLoss l = info_nce(parallel::gather_rows(a, world), parallel::gather_rows(p, world), o.temperature);
   l.loss.backward();
   parallel::sum_gradients(r.params, world);
-  s.grad_norm = o.grad_clip > 0 ? torch::nn::utils::clip_grad_norm_(r.params, o.grad_clip)
-                                : torch::nn::utils::clip_grad_norm_(r.params, 1e30);
+  s.grad_norm = torch::nn::utils::clip_grad_norm_(  // the norm is logged even without clipping
+      r.params, o.grad_clip > 0 ? o.grad_clip : std::numeric_limits<double>::infinity());
   train::ScheduleConfig sched;
   sched.max_steps = o.steps, sched.warmup_steps = o.warmup, sched.min_lr_ratio = o.min_lr_ratio;
   s.lr = train::lr_at(sched, o.lr, r.step);
@@ -249,8 +242,8 @@ int run_tune(const TuneOptions& options) {
     bool stop = false;
     try {
       s = tune_step(r, o, world);
-      tokens = comm::sum(static_cast<double>(s.tokens), world);
-      stop = comm::sum(interrupted() ? 1.0 : 0.0, world) > 0;
+      const std::vector<double> agreed = comm::sum({static_cast<double>(s.tokens), interrupted() ? 1.0 : 0.0}, world);
+      tokens = agreed[0], stop = agreed[1] > 0;
     } catch (const comm::PeerLost&) {
       // Every rank holds the whole model, and r.step counts only finished updates: rank 0 keeps them.
       if (main_rank) {
