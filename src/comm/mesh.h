@@ -30,6 +30,7 @@ int mesh_coord(const MeshShape& shape, const std::string& dim, int rank);
 struct ProcessGroups {
   MeshShape shape;
   Group world, dp, tp, pp;
+  Group outer;  // DiLoCo (parallel/diloco.h): this rank's position in every site; dp then stays in the site
 };
 
 // Creates this rank's group along each dimension of shape (a dimension of size 1 gets a trivial

@@ -203,6 +203,11 @@ at::Tensor grad_shard(DataParallel& d) {
   return d.cfg.zero == 2 ? d.grad_own : d.grad_flat.narrow(0, d.shard.offset, d.shard.size);
 }
 
+at::Tensor full_params(DataParallel& d) {
+  if (d.cfg.zero == 3) throw UserError("parallel: ZeRO 3 keeps no whole copy of the parameters; use zero <= 2 here");
+  return d.param_flat;
+}
+
 void gather_params(DataParallel& d) {
   if (d.cfg.zero == 0 || d.cfg.zero == 3 || d.zg.size == 1) return;
   torch::NoGradGuard no_grad;

@@ -62,6 +62,9 @@ double grad_norm_sq(DataParallel& d);
 // What this rank's optimizer updates, in place (padded flat ranges; padding stays zero).
 at::Tensor param_shard(DataParallel& d);
 at::Tensor grad_shard(DataParallel& d);
+// ZeRO 0-2: this rank's whole flat parameter buffer (padded); its parameters are views of it.
+// UserError for ZeRO 3 (parameters are gathered block by block there).
+at::Tensor full_params(DataParallel& d);
 // ZeRO 1/2: all-gather the updated shards into every rank's full parameters. No-op for DDP.
 void gather_params(DataParallel& d);
 

@@ -229,6 +229,39 @@ int rank_at(const Plan& p, int stage, int replica, int tp_rank) {
   return s.ranks.at(static_cast<size_t>(replica * s.tp + tp_rank));
 }
 
+std::vector<int> replica_sites(const Plan& p, int64_t ranks_per_site) {
+  std::vector<int> site(static_cast<size_t>(p.dp));
+  std::map<int, int> per_site;
+  for (int r = 0; r < p.dp; ++r) {
+    site[static_cast<size_t>(r)] = static_cast<int>(rank_at(p, 0, r, 0) / ranks_per_site);
+    for (size_t k = 0; k < p.stages.size(); ++k)
+      for (int j = 0; j < p.stages[k].tp; ++j)
+        if (rank_at(p, static_cast<int>(k), r, j) / ranks_per_site != site[static_cast<size_t>(r)])
+          throw UserError(fmt::format("sync: diloco needs every model replica inside one site, but replica {} spans "
+                                      "ranks of sites {} and {} (dist.ranks_per_site = {}); use a plan whose "
+                                      "replicas lie in consecutive ranks",
+                                      r, site[static_cast<size_t>(r)], rank_at(p, static_cast<int>(k), r, j) / ranks_per_site,
+                                      ranks_per_site));
+    ++per_site[site[static_cast<size_t>(r)]];
+  }
+  for (const auto& [s, n] : per_site)
+    if (n != per_site.begin()->second)
+      throw UserError(fmt::format("sync: diloco needs the same number of replicas in every site; site {} has {}, "
+                                  "site {} has {}",
+                                  per_site.begin()->first, per_site.begin()->second, s, n));
+  return site;
+}
+
+Plan replica_major(Plan p) {
+  for (size_t k = 0; k < p.stages.size(); ++k) {
+    StagePlan& s = p.stages[k];
+    const int pipe = static_cast<int>(k) % p.pp;
+    for (int r = 0; r < p.dp; ++r)
+      for (int j = 0; j < s.tp; ++j) s.ranks[static_cast<size_t>(r * s.tp + j)] = (r * p.pp + pipe) * s.tp + j;
+  }
+  return p;
+}
+
 int zero_shards(const Plan& p, int rank) {
   if (p.zero_ranks_per_site <= 0) return p.dp;
   const RankRole role = role_of(p, rank);

@@ -42,6 +42,10 @@ struct Plan {
   int64_t zero_ranks_per_site = 0;   // hybrid sharding ([parallel] zero_scope = "site" with
                                      // [dist] ranks_per_site): ZeRO state split inside each site.
                                      // Not part of the plan file; for the memory estimate.
+  int64_t sync_ranks_per_site = 0;   // DiLoCo ([sync] mode = "diloco" with [dist] ranks_per_site):
+                                     // sites of this many consecutive ranks, each holding whole
+                                     // replicas; data-parallel groups stay inside a site (parallel/
+                                     // diloco.h). Not part of the plan file.
   int64_t global_batch() const;      // micro_batches * sum(micro_batch)
 };
 
@@ -92,6 +96,13 @@ struct RankRole {
 RankRole role_of(const Plan& p, int rank);
 // Global rank of (stage, replica, tp rank).
 int rank_at(const Plan& p, int stage, int replica, int tp_rank);
+
+// DiLoCo: the site (rank / ranks_per_site) of each replica. UserError (one line) unless each replica's
+// ranks lie in one site and every site holds the same number of replicas.
+std::vector<int> replica_sites(const Plan& p, int64_t ranks_per_site);
+// The same plan with replicas outermost: replica r of stage k on ranks ((r*pp + k%pp)*tp + j), so
+// that each replica's pipeline occupies consecutive ranks (a site). Needs one tp for every stage.
+Plan replica_major(Plan p);
 
 struct MemoryEstimate {
   double params = 0, grads = 0, optimizer = 0, activations = 0;  // bytes

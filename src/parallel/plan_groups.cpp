@@ -2,6 +2,7 @@
 #include "parallel/plan_groups.h"
 
 #include <algorithm>
+#include <map>
 
 namespace slm::parallel {
 
@@ -11,10 +12,10 @@ comm::ProcessGroups make_plan_groups(comm::World& w, const Plan& p) {
   comm::ProcessGroups g;
   g.world = w.world;
   g.shape = {{"pp", "dp", "tp"}, {p.pp, p.dp, p.stages[static_cast<size_t>(role.pipe)].tp}};
-  auto join = [&](const std::string& name, std::vector<int> ranks, comm::Group& out) {
+  auto join = [&](const std::string& name, std::vector<int> ranks, comm::Group& out, bool own = false) {
     std::sort(ranks.begin(), ranks.end());
     if (std::find(ranks.begin(), ranks.end(), me) == ranks.end()) return;
-    out = ranks.size() == 1 ? comm::Group{name, 0, 1, {me}, nullptr, nullptr} : comm::new_group(w, name, ranks);
+    out = ranks.size() == 1 ? comm::Group{name, 0, 1, {me}, nullptr, nullptr} : comm::new_group(w, name, ranks, own);
   };
   for (int k = 0; k < p.pp; ++k)
     for (int r = 0; r < p.dp; ++r) {
@@ -22,13 +23,26 @@ comm::ProcessGroups make_plan_groups(comm::World& w, const Plan& p) {
       for (int j = 0; j < p.stages[static_cast<size_t>(k)].tp; ++j) ranks.push_back(rank_at(p, k, r, j));
       join("tp", ranks, g.tp);
     }
+  // DiLoCo: dp groups inside each site; `outer` joins the replicas of the same index in each site.
+  std::vector<int> site(static_cast<size_t>(p.dp), 0), index(static_cast<size_t>(p.dp), 0);
+  if (p.sync_ranks_per_site > 0) {
+    site = replica_sites(p, p.sync_ranks_per_site);
+    std::map<int, int> seen;
+    for (int r = 0; r < p.dp; ++r) index[static_cast<size_t>(r)] = seen[site[static_cast<size_t>(r)]]++;
+  }
   for (int k = 0; k < p.pp; ++k)
     for (int j = 0; j < p.stages[static_cast<size_t>(k)].tp; ++j) {
-      std::vector<int> ranks;
-      for (int r = 0; r < p.dp; ++r) ranks.push_back(rank_at(p, k, r, j));
-      join("dp", ranks, g.dp);
+      std::map<int, std::vector<int>> dp_of_site, outer_of_index;
+      for (int r = 0; r < p.dp; ++r) {
+        dp_of_site[site[static_cast<size_t>(r)]].push_back(rank_at(p, k, r, j));
+        outer_of_index[index[static_cast<size_t>(r)]].push_back(rank_at(p, k, r, j));
+      }
+      for (auto& [s, ranks] : dp_of_site) join("dp", ranks, g.dp);
+      if (p.sync_ranks_per_site > 0)
+        for (auto& [i, ranks] : outer_of_index) join("outer", ranks, g.outer, /*own=*/true);  // runs in the background
     }
-  comm::make_wan_group(w, g.dp, w.cfg.wan);  // hierarchical / multi-channel gradient all-reduce
+  if (p.sync_ranks_per_site == 0) comm::make_wan_group(w, g.dp, w.cfg.wan);  // hierarchical / multi-channel gradient all-reduce
+  g.outer.name = "outer";
   g.pp = {"pp", me, 1, {me}, nullptr, nullptr};
   if (p.stages.size() > 1) {
     std::vector<int> all(static_cast<size_t>(w.world.size));

@@ -35,6 +35,22 @@ static std::vector<std::string> checkpoint_dirs(const std::string& run_dir) {  /
 
 static std::string shard_file(int i) { return fmt::format("shard_{:05d}.pt", i); }
 
+// DiLoCo: each site's model and inner optimizer state; site 0's files carry no prefix, so a
+// checkpoint of ordinary training and site 0 of a DiLoCo one read alike.
+static std::string site_prefix(int site) { return site > 0 ? fmt::format("site{}_", site) : std::string(); }
+static int site_of(const Trainer& t) { return t.outer ? parallel::site_index(*t.outer) : 0; }
+// Whether `file` holds site `site`'s model: its prefixed files where the checkpoint has them, else
+// the unprefixed ones (outer state files are never model files).
+static bool model_file_of(const std::string& file, int site, int saved_sites) {
+  if (file.rfind("outer_", 0) == 0) return false;
+  if (site > 0 && site < saved_sites) return file.rfind(site_prefix(site), 0) == 0;
+  return file.rfind("site", 0) != 0;
+}
+// This rank's outer state (θ_outer piece, momentum, error feedback, syncs in flight).
+static std::string outer_file(const Trainer& t, const std::string& piece) {
+  return fmt::format("outer_site{}_{}{}", site_of(t), piece, shard_file(t.groups.dp.rank));
+}
+
 // With pipeline stages / tensor parallelism each stage and tp rank writes its own files
 // ("pp<stage>_tp<r>_" prefixes).
 static std::string piece_prefix(const Trainer& t) {
@@ -107,7 +123,18 @@ std::string save_checkpoint(const Trainer& t, const std::string& run_dir, int64_
     a.write("exp_avg_sq", cpu(t.adam.exp_avg_sq));
     a.write("segments", segs);
     a.write("rng.cpu", at::detail::getDefaultCPUGenerator().get_state());
-    a.save_to(partial + "/" + piece_prefix(t) + shard_file(sharded ? zg.rank : 0));
+    a.save_to(partial + "/" + site_prefix(site_of(t)) + piece_prefix(t) + shard_file(sharded ? zg.rank : 0));
+  }
+  if (t.outer && !solo) {  // every rank: its outer pieces (syncs in flight are received first)
+    const parallel::OuterState o = parallel::settle_outer_state(*t.outer);
+    std::vector<int64_t> pending;
+    for (const auto& [f, step] : o.pending) pending.insert(pending.end(), {f, step});
+    torch::serialize::OutputArchive a;
+    a.write("theta", o.theta.detach().cpu());
+    a.write("momentum", o.momentum.detach().cpu());
+    a.write("error", o.error.detach().cpu());
+    a.write("pending", at::tensor(pending, at::kLong).view({-1, 2}));
+    a.save_to(partial + "/" + outer_file(t, piece_prefix(t)));
   }
   sync();
   if (leader) {
@@ -127,7 +154,7 @@ std::string save_checkpoint(const Trainer& t, const std::string& run_dir, int64_
                   {"shards", shards},
                   {"saved_by",
                    {{"world", solo ? 1 : world.size}, {"zero", parallel::zero_stage(*t.dp)}, {"tp", t.groups.tp.size},
-                    {"pp", t.pipe->plan.pp}}},
+                    {"pp", t.pipe->plan.pp}, {"sites", t.outer && !solo ? parallel::num_sites(*t.outer) : 1}}},
                   {"tokenizer_identity", t.data.manifest.tokenizer_identity},
                   {"config", to_toml(t.cfg)},
                   {"cwd", fs::current_path().string()}};  // what the config's relative paths start from
@@ -170,12 +197,16 @@ std::optional<std::string> find_latest_checkpoint(const std::string& run_dir,
   return std::nullopt;
 }
 
-// The whole unpadded flat vector `what` ("param", "exp_avg", "exp_avg_sq"), from every shard.
-static at::Tensor assemble(const std::string& dir, const json& state, const char* what, int64_t numel) {
+static int saved_sites(const json& state) { return state.at("saved_by").value("sites", 1); }
+
+// The whole unpadded flat vector `what` ("param", "exp_avg", "exp_avg_sq") of site `site`'s model,
+// from every shard.
+static at::Tensor assemble(const std::string& dir, const json& state, const char* what, int64_t numel, int site) {
   at::Tensor full = at::zeros({numel});
   int64_t covered = 0;
   for (const json& s : state.at("shards")) {
     const std::string file = s.at("file").get<std::string>();
+    if (!model_file_of(file, site, saved_sites(state))) continue;
     torch::serialize::InputArchive a;
     a.load_from(dir + "/" + file);
     at::Tensor part, segs;
@@ -240,12 +271,36 @@ model::GPT2 load_model(const std::string& path, Config* cfg_out) {
   auto named = model::named_parameters(m);
   parallel::FlatLayout l = parallel::make_layout(named, 1);
   check_layout(dir, state, l);
-  at::Tensor full = assemble(dir, state, "param", l.numel);
+  at::Tensor full = assemble(dir, state, "param", l.numel, /*site=*/0);
   torch::NoGradGuard no_grad;
   std::vector<at::Tensor> views = parallel::views_of(full, l);
   for (size_t i = 0; i < named.size(); ++i) named[i].second.copy_(views[i]);
   if (cfg_out) *cfg_out = cfg;
   return m;
+}
+
+// DiLoCo: this rank's outer state from a DiLoCo checkpoint; from one of ordinary training,
+// θ_outer = the parameters just loaded.
+static void load_outer(Trainer& t, const std::string& dir, const json& state) {
+  const std::string mine = outer_file(t, piece_prefix(t));
+  bool any = false, found = false;
+  for (const json& s : state.at("shards")) {
+    const std::string f = s.at("file").get<std::string>();
+    any = any || f.rfind("outer_", 0) == 0;
+    found = found || f == mine;
+  }
+  if (!any) return parallel::reset_outer(*t.outer);
+  if (!found)
+    throw UserError(fmt::format("{}: was saved by a DiLoCo run of {} site(s) with another layout; resume it with the "
+                                "same sites and plan (or as ordinary training: sync.mode = \"step\")",
+                                dir, saved_sites(state)));
+  torch::serialize::InputArchive a;
+  a.load_from(dir + "/" + mine);
+  parallel::OuterState o;
+  at::Tensor pending;
+  a.read("theta", o.theta), a.read("momentum", o.momentum), a.read("error", o.error), a.read("pending", pending);
+  for (int64_t k = 0; k < pending.size(0); ++k) o.pending.push_back({pending[k][0].item<int64_t>(), pending[k][1].item<int64_t>()});
+  parallel::restore_outer_state(*t.outer, o);
 }
 
 void load_checkpoint(Trainer& t, const std::string& dir) {
@@ -259,7 +314,7 @@ void load_checkpoint(Trainer& t, const std::string& dir) {
   const std::vector<parallel::Segment> segs = model_segments(t, /*for_save=*/false);
   for (auto [what, dst] : {std::pair<const char*, at::Tensor>{"param", param}, {"exp_avg", t.adam.exp_avg},
                            {"exp_avg_sq", t.adam.exp_avg_sq}}) {
-    at::Tensor full = assemble(dir, state, what, l.numel);
+    at::Tensor full = assemble(dir, state, what, l.numel, site_of(t));
     dst.zero_();
     for (const parallel::Segment& g : segs) dst.narrow(0, g.local, g.size).copy_(full.narrow(0, g.global, g.size));
   }
@@ -272,8 +327,11 @@ void load_checkpoint(Trainer& t, const std::string& dir) {
   }
   // RNG: this rank's own stream if it saved one, else the first file's.
   std::string rng_file = state.at("shards").at(0).at("file").get<std::string>();
+  const std::string own = site_prefix(site_of(t) < saved_sites(state) ? site_of(t) : 0) + piece_prefix(t) +
+                          shard_file(parallel::zero_group(*t.dp).rank);
   for (const json& s : state.at("shards"))
-    if (s.at("file") == piece_prefix(t) + shard_file(parallel::zero_group(*t.dp).rank)) rng_file = s.at("file").get<std::string>();
+    if (s.at("file") == own) rng_file = s.at("file").get<std::string>();
+  if (t.outer) load_outer(t, dir, state);
   torch::serialize::InputArchive a;
   a.load_from(dir + "/" + rng_file);
   at::Tensor rng;

@@ -40,6 +40,7 @@ std::vector<Field> fields(Config& c) {
       {"batch", "batch_size", &c.batch.batch_size},
       {"batch", "micro_batch", &c.batch.micro_batch},
       {"batch", "seq_len", &c.batch.seq_len},
+      {"optim", "name", &c.optim.name},
       {"optim", "lr", &c.optim.lr},
       {"optim", "beta1", &c.optim.beta1},
       {"optim", "beta2", &c.optim.beta2},
@@ -84,6 +85,15 @@ std::vector<Field> fields(Config& c) {
       {"dist", "channels", &c.dist.wan.channels},
       {"dist", "chunk_mb", &c.dist.wan.chunk_mb},
       {"dist", "topology", &c.dist.wan.topology},
+      {"sync", "mode", &c.sync.mode},
+      {"sync", "inner_steps", &c.sync.inner_steps},
+      {"sync", "outer_lr", &c.sync.outer_lr},
+      {"sync", "outer_momentum", &c.sync.outer_momentum},
+      {"sync", "fragments", &c.sync.fragments},
+      {"sync", "delay", &c.sync.delay},
+      {"sync", "mix", &c.sync.mix},
+      {"sync", "compress", &c.sync.compress},
+      {"sync", "int8_chunk", &c.sync.int8_chunk},
       {"planner", "cluster", &c.planner.cluster},
       {"planner", "profile", &c.planner.profile},
       {"planner", "objective", &c.planner.objective},
@@ -242,6 +252,13 @@ void validate(const Config& c) {
        fmt::format("batch: seq_len {} must be in [1, model.block_size = {}] (0 = block_size)",
                    b.seq_len, c.model.block_size));
   need(c.optim.lr > 0, fmt::format("optim: lr {} must be > 0", c.optim.lr));
+  need(c.optim.name == "adamw" || c.optim.name == "sgd",
+       fmt::format("optim: name \"{}\" is not one of adamw, sgd", c.optim.name));
+  parallel::validate(c.sync);
+  need(c.sync.mode != "diloco" || c.dist.wan.ranks_per_site > 0,
+       "sync: mode = \"diloco\" needs dist.ranks_per_site (how ranks are grouped into sites)");
+  need(c.sync.mode != "diloco" || c.model.n_layer % c.sync.fragments == 0,
+       fmt::format("sync: fragments {} must divide model.n_layer {}", c.sync.fragments, c.model.n_layer));
   need(c.optim.grad_clip >= 0, "optim: grad_clip must be >= 0 (0 = off)");
   const auto& s = c.schedule;
   need(s.max_steps >= 1, fmt::format("schedule: max_steps {} must be >= 1", s.max_steps));

@@ -11,6 +11,7 @@
 #include "comm/world.h"
 #include "model/gpt2.h"
 #include "parallel/config.h"
+#include "parallel/sync_config.h"
 #include "planner/config.h"
 
 namespace slm::train {
@@ -35,6 +36,8 @@ struct BatchConfig {
 };
 
 struct OptimConfig {
+  std::string name = "adamw";  // adamw | sgd (plain SGD with decoupled weight decay: a reference for
+                               // tests of exact equivalences)
   double lr = 6e-4;           // peak learning rate
   double beta1 = 0.9, beta2 = 0.95, eps = 1e-8;
   double weight_decay = 0.1;  // AdamW, on matrices only (not biases, LayerNorm, wpe)
@@ -93,6 +96,7 @@ struct Config {
   CostConfig cost;
   parallel::ParallelConfig parallel;
   comm::DistConfig dist;
+  parallel::SyncConfig sync;
   planner::PlannerConfig planner;
 };
 

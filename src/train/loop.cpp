@@ -51,15 +51,16 @@ struct Agreed {
   double loss = 0;
   bool stop = false;
   double compute_s = 0, schedule_s = 0;            // means over ranks
-  double bytes_pp = 0, bytes_tp = 0, bytes_dp = 0;  // this step, all ranks together
+  double bytes_pp = 0, bytes_tp = 0, bytes_dp = 0, bytes_outer = 0;  // this step, all ranks together
   std::vector<double> peak_mem;                    // per rank, bytes
 };
 
 struct ByteCounts {
-  int64_t pp = 0, tp = 0, dp = 0;
+  int64_t pp = 0, tp = 0, dp = 0, outer = 0;
 };
 static ByteCounts byte_counts(const Trainer& t) {
-  return {comm::bytes_sent(t.groups.pp), comm::bytes_sent(t.groups.tp), comm::bytes_sent(t.groups.dp)};
+  return {comm::bytes_sent(t.groups.pp), comm::bytes_sent(t.groups.tp), comm::bytes_sent(t.groups.dp),
+          comm::bytes_sent(t.groups.outer)};
 }
 
 static Agreed agree(const Trainer& t, const StepStats& s, const ByteCounts& before) {
@@ -67,11 +68,12 @@ static Agreed agree(const Trainer& t, const StepStats& s, const ByteCounts& befo
   const ByteCounts now = byte_counts(t);
   std::vector<double> v = {s.loss, interrupted() ? 1.0 : 0.0, s.compute_s, s.schedule_s,
                            static_cast<double>(now.pp - before.pp), static_cast<double>(now.tp - before.tp),
-                           static_cast<double>(now.dp - before.dp)};
-  v.resize(7 + static_cast<size_t>(n), 0.0);
-  v[7 + static_cast<size_t>(t.groups.world.rank)] = static_cast<double>(peak_memory_bytes());
+                           static_cast<double>(now.dp - before.dp), static_cast<double>(now.outer - before.outer)};
+  const size_t k = v.size();
+  v.resize(k + static_cast<size_t>(n), 0.0);
+  v[k + static_cast<size_t>(t.groups.world.rank)] = static_cast<double>(peak_memory_bytes());
   v = comm::sum(v, t.groups.world);
-  return {v[0], v[1] > 0, v[2] / n, v[3] / n, v[4], v[5], v[6], std::vector<double>(v.begin() + 7, v.end())};
+  return {v[0], v[1] > 0, v[2] / n, v[3] / n, v[4], v[5], v[6], v[7], std::vector<double>(v.begin() + k, v.end())};
 }
 
 static void print_header(const Trainer& t, const std::string& run, const DeviceInfo& dev) {
@@ -98,6 +100,7 @@ static void print_header(const Trainer& t, const std::string& run, const DeviceI
   if (parallel::zero_group(*t.dp).size < t.groups.dp.size)
     std::fprintf(stderr, "ZeRO state: split over the %d ranks of each site, replicated across sites\n",
                  parallel::zero_group(*t.dp).size);
+  if (t.outer) std::fprintf(stderr, "sync: %s\n", parallel::describe(*t.outer).c_str());
   if (const std::string wan = comm::describe_wan(t.groups.dp); !wan.empty())
     std::fprintf(stderr, "data-parallel gradients: %s\n", wan.c_str());
   if (t.pipe->plan.stages.size() > 1 || t.pipe->plan.dp > 1 || t.groups.tp.size > 1)
@@ -130,6 +133,7 @@ int run_training(const Config& cfg_in, bool resume, int64_t stop_at) {
   } else if (resume && main_rank) {
     std::fprintf(stderr, "no checkpoint in %s: starting from step 0\n", run.c_str());
   }
+  if (t->outer) parallel::check_same_outer(*t->outer);
   std::unique_ptr<MetricsLog> metrics;
   if (main_rank) {
     write_file_atomic(run + "/config.toml", to_toml(cfg));
@@ -184,7 +188,7 @@ int run_training(const Config& cfg_in, bool resume, int64_t stop_at) {
       }
       throw;
     }
-    double step_s = s.data_s + s.schedule_s + s.optim_s + s.comm_s;
+    double step_s = s.data_s + s.schedule_s + s.optim_s + s.comm_s + s.outer_s;
     double tflops = flops / step_s / 1e12;
     spent_usd += step_s / 3600.0 * dev.price_per_hour * devices;  // this session's steps
     if (first_loss < 0) first_loss = s.loss;
@@ -195,12 +199,13 @@ int run_training(const Config& cfg_in, bool resume, int64_t stop_at) {
          {"optim_s", s.optim_s}, {"comm_s", s.comm_s}, {"tflops_per_device", tflops},
          {"bubble", all.schedule_s > 0 ? 1.0 - all.compute_s / all.schedule_s : 0.0},
          {"bubble_theory", bubble_theory}, {"bytes_pp", all.bytes_pp}, {"bytes_tp", all.bytes_tp},
-         {"bytes_dp", all.bytes_dp}, {"peak_mem_per_rank", all.peak_mem},
+         {"bytes_dp", all.bytes_dp}, {"bytes_outer", all.bytes_outer}, {"peak_mem_per_rank", all.peak_mem},
          {"mfu", flops / step_s / dev.peak_flops}, {"peak_mem_bytes", peak_memory_bytes()},
          {"cost_usd", spent_usd},
          {"tokens_per_usd", s.tokens / (step_s / 3600.0 * dev.price_per_hour * devices)},
          {"loss_drop_per_usd", (first_loss - s.loss) / spent_usd}};
     if (t->predicted_step_s > 0) line_json["predicted_step_s"] = t->predicted_step_s;  // parallel.plan = auto
+    if (t->outer) line_json["outer_s"] = s.outer_s, line_json["outer_merged"] = s.outer_merged;
     log(line_json);
     if (t->predicted_step_s > 0) {
       step_times.push_back(step_s);

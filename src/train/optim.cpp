@@ -30,6 +30,10 @@ void adamw_step(AdamW& a, at::Tensor param, const at::Tensor& grad, const OptimC
   a.step += 1;
   if (o.weight_decay != 0)
     for (auto [lo, hi] : a.decay) param.narrow(0, lo, hi - lo).mul_(1 - lr * o.weight_decay);
+  if (o.name == "sgd") {
+    param.add_(grad, -lr);
+    return;
+  }
   if (fused && compat::fused_adam(param, grad, a.exp_avg, a.exp_avg_sq, a.step, lr, o.beta1, o.beta2, o.eps)) return;
   const double bc1 = 1 - std::pow(o.beta1, static_cast<double>(a.step));
   const double bc2 = 1 - std::pow(o.beta2, static_cast<double>(a.step));

@@ -104,6 +104,7 @@ static void apply_plan(Trainer& t) {
   plan = *t.planned;
   const parallel::ModelShape shape = model_shape(cfg.model, t.precision);  // validated by keep_plan_ranks
   if (cfg.parallel.zero_scope == "site") plan.zero_ranks_per_site = cfg.dist.wan.ranks_per_site;
+  if (cfg.sync.mode == "diloco") plan.sync_ranks_per_site = cfg.dist.wan.ranks_per_site;
   parallel::check_memory_caps(plan, shape, t.seq_len, rank_memory_caps(cfg, t.world, t.device));
   t.groups = parallel::make_plan_groups(t.world, plan);
   pipe->role = parallel::role_of(plan, t.world.world.rank);
@@ -167,6 +168,9 @@ std::unique_ptr<Trainer> make_trainer(const Config& cfg_in) {
   configure_cpu_threads(cfg.system.threads, t->world.env.local_world);
   choose_precision(*t);
   std::string why;  // why a plan leaves ranks out
+  if (cfg.sync.mode == "diloco" && cfg.parallel.plan == "auto")
+    throw UserError("sync: mode = \"diloco\" with parallel.plan = \"auto\" is not planned yet; give the in-site layout "
+                    "(parallel.dp/tp/pp or a plan file)");
   if (cfg.dist.wan.topology == "probe" || cfg.parallel.plan == "auto") {
     const comm::ProbeResult probe = probe_at_start(*t);
     if (cfg.parallel.plan == "auto") why = plan_auto(*t, probe);
@@ -174,6 +178,7 @@ std::unique_ptr<Trainer> make_trainer(const Config& cfg_in) {
   if (!t->planned) {
     t->planned = parallel::resolve_plan(cfg.parallel, cfg.model.n_layer, t->world.world.size, cfg.batch.batch_size,
                                         cfg.batch.micro_batch);
+    if (cfg.sync.mode == "diloco" && cfg.parallel.plan.empty()) t->planned = parallel::replica_major(*t->planned);
     why = fmt::format("{} runs on job ranks [{}]", cfg.parallel.plan, fmt::join(t->planned->job_ranks, ", "));
   }
   if (!keep_plan_ranks(*t, why)) return nullptr;
@@ -210,6 +215,11 @@ std::unique_ptr<Trainer> make_trainer(const Config& cfg_in) {
     at::Tensor flat = parallel::param_shard(*t->dp);
     if (parallel::zero_stage(*t->dp) == 0) comm::broadcast(flat, 0, t->groups.dp);
   }
+  if (cfg.sync.mode == "diloco")
+    t->outer = parallel::make_outer_sync(cfg.sync, parallel::full_params(*t->dp), parallel::layout(*t->dp),
+                                         cfg.model.n_layer, t->groups.dp, t->groups.outer);
+  for (int rank : t->groups.dp.ranks)
+    t->dp_sequences += t->pipe->plan.micro_batch[static_cast<size_t>(parallel::role_of(t->pipe->plan, rank).replica)];
   t->adam = make_adamw(parallel::layout(*t->dp), parallel::segments(*t->dp), parallel::param_shard(*t->dp));
   release_free_memory();
   return t;
@@ -241,8 +251,9 @@ StepStats train_step(Trainer& t) {
   parallel::zero_grads(*t.dp);
   auto batches = next_micro_batches(t);
   s.data_s = seconds_since(clock);
-  // Each micro-batch loss counts by its tokens: this replica's share, times dp (gradients are averaged over dp).
-  const double weight = mine * plan.dp / global;
+  // Each micro-batch loss counts by its tokens: this replica's share of its dp group's sequences in
+  // the step, times the group's size (gradients are averaged over dp: every replica, or one site's under DiLoCo).
+  const double weight = mine * t.groups.dp.size / static_cast<double>(t.dp_sequences * plan.micro_batches);
   parallel::pipeline::ScheduleResult run;
   {
     AutocastGuard autocast(t.precision, t.device);
@@ -271,6 +282,11 @@ StepStats train_step(Trainer& t) {
   }
   s.tokens = plan.global_batch() * t.seq_len;
   t.step += 1;
+  if (t.outer) {  // DiLoCo: start the outer syncs that are due, merge those that have arrived
+    s.outer_merged = parallel::after_inner_step(*t.outer, t.step);
+    if (s.outer_merged > 0) parallel::pipeline::sync_tied_weights(*t.pipe);
+    s.outer_s = seconds_since(clock);
+  }
   return s;
 }
 

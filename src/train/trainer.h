@@ -17,6 +17,7 @@
 #include "comm/world.h"
 #include "model/gpt2.h"
 #include "parallel/data_parallel.h"
+#include "parallel/diloco.h"
 #include "parallel/pipeline/executor.h"
 #include "train/config.h"
 #include "train/optim.h"
@@ -33,6 +34,7 @@ struct Trainer {
   model::GPT2 model;            // parameters are views of dp's flat buffer
   std::shared_ptr<parallel::DataParallel> dp;  // gradient reduction, ZeRO shard
   std::unique_ptr<parallel::pipeline::Pipeline> pipe;  // the plan, this rank's chunks, schedule
+  std::shared_ptr<parallel::OuterSync> outer;  // [sync] mode = "diloco": the outer sync across sites
   AdamW adam;                   // moments for dp's shard
   LossScaler scaler;            // dynamic loss scaling (fp16), off otherwise
   std::string device;     // "cpu" | "cuda"
@@ -41,6 +43,7 @@ struct Trainer {
   int64_t seq_len = 0;    // T
   int64_t num_params = 0; // of the whole model (before any tensor-parallel split)
   parallel::FlatLayout model_layout;  // the whole model's flat layout: checkpoints use it
+  int64_t dp_sequences = 0;  // sequences per micro-batch round of the replicas in this rank's dp group
   int64_t step = 0;       // optimizer steps done
   std::optional<parallel::Plan> planned;  // the plan before setup: chosen by parallel.plan = "auto"
                                           // (train/auto_plan.h), else from the file or the flags
@@ -64,6 +67,8 @@ struct StepStats {
   double comm_s = 0;   // waiting for gradient reduction and parameter gathering (not hidden)
   bool skipped = false;   // gradients were not finite: no update (loss scale lowered)
   double loss_scale = 0;  // the scale this step used (0 = no loss scaling)
+  int outer_merged = 0;   // DiLoCo: fragments whose outer sync was merged after this step
+  double outer_s = 0;     // DiLoCo: time in the outer sync (starting, waiting, merging)
 };
 
 // One optimizer step: the plan's micro-batches through this rank's schedule (step.cpp).

@@ -175,3 +175,26 @@ TEST(Plan, PerRankMemoryCaps) {
   EXPECT_EQ(tighter({2, "x"}, {0, "y"}).from, "x");
   EXPECT_EQ(tighter({0, "x"}, {3, "y"}).from, "y");
 }
+
+// DiLoCo: flag plans are made replica-major so that sites hold whole replicas; a plan whose replica
+// spans two sites, or sites of unequal replica counts, is refused in one line.
+TEST(Plan, ReplicaSitesForDiloco) {
+  PlanFlags f;
+  f.pp = 2, f.tp = 2;
+  Plan p = plan_from_flags(f, 8, 8, 32, 4);  // dp 2; stage-major: stage 0 on ranks 0-3
+  EXPECT_THROW(replica_sites(p, 4), slm::UserError);
+  p = replica_major(p);
+  EXPECT_EQ(p.stages[0].ranks, (std::vector<int>{0, 1, 4, 5}));
+  EXPECT_EQ(p.stages[1].ranks, (std::vector<int>{2, 3, 6, 7}));
+  EXPECT_EQ(error_of(p, 8), "");
+  EXPECT_EQ(replica_sites(p, 4), (std::vector<int>{0, 1}));
+  EXPECT_EQ(replica_sites(p, 8), (std::vector<int>{0, 0}));
+  f = {};
+  p = plan_from_flags(f, 8, 3, 6, 2);  // 3 replicas on 3 ranks, sites of 2: 2 + 1 replicas
+  try {
+    replica_sites(p, 2);
+    FAIL() << "unequal sites accepted";
+  } catch (const slm::UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("same number of replicas in every site"), std::string::npos) << e.what();
+  }
+}
