@@ -158,6 +158,7 @@ planner::Candidate candidate_of(const parallel::Plan& plan, const train::Config&
   k.compress = cfg.dist.wan.compress;
   k.zero_site = cfg.parallel.zero_scope == "site";
   k.recompute = cfg.model.recompute;
+  if (cfg.sync.mode == "diloco") k.diloco_steps = cfg.sync.inner_steps;  // (the predicted codec is int8)
   // dist.channels = 0: as the runtime resolves it (comm/hierarchy.h resolve_wan): from the slowest
   // link when a topology is known (a file, or the probe at start), else one connection.
   std::vector<int> g;
@@ -197,6 +198,7 @@ void run_auto(const AutoArgs& a) {
   o.objective = a.objective.empty() ? cfg.planner.objective : a.objective;
   if (o.objective != "time" && o.objective != "cost") throw UserError("plan auto: --objective must be time or cost");
   o.allow_lossy = a.allow_lossy || cfg.planner.allow_lossy;
+  o.diloco_steps = cfg.sync.inner_steps;
   o.subsets = !a.all_ranks;
   o.batch_size = cfg.batch.batch_size, o.micro_batch = cfg.batch.micro_batch;
   o.top = std::max(a.top, a.measure);
@@ -311,7 +313,7 @@ void add_plan_auto_command(CLI::App& plan) {
   cmd->add_option("--objective", a->objective, "time (step time) or cost (tokens per dollar); default planner.objective");
   cmd->add_option("--strategy", a->strategy, "search, or study-heuristic (the reference study's rule)")->capture_default_str();
   cmd->add_option("--top", a->top, "candidates to show")->capture_default_str()->check(CLI::Range(1, 100));
-  cmd->add_flag("--allow-lossy", a->allow_lossy, "may choose bf16 gradients across sites");
+  cmd->add_flag("--allow-lossy", a->allow_lossy, "may choose bf16 gradients across sites or DiLoCo (sync.inner_steps steps, int8)");
   cmd->add_flag("--all-ranks", a->all_ranks, "use every rank (never leave a site out)");
   cmd->add_option("--measure", a->measure, "run the top K for a few steps on the real ranks; pick the measured best")
       ->check(CLI::Range(0, 20));

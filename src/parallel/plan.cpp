@@ -298,6 +298,12 @@ MemoryEstimate estimate_memory(const Plan& p, const ModelShape& m, int64_t seq_l
   e.params = 4 * (trained + head_copy);
   e.grads = 4 * (p.zero >= 2 ? trained / dp : trained) + 4 * head_copy;
   e.optimizer = 8 * trained / dp;
+  if (p.sync_ranks_per_site > 0) {  // DiLoCo: outer parameters, momentum and error for 1/L of the model
+    int L = 0;
+    for (int r = 0; r < p.dp; ++r)
+      L += rank_at(p, role.pipe, r, role.tp_rank) / p.sync_ranks_per_site == rank / p.sync_ranks_per_site;
+    e.optimizer += 12 * trained / std::max(1, L);
+  }
   const int most = pipeline::max_in_flight(p.schedule, p.pp, role.pipe, static_cast<int>(p.micro_batches),
                                            p.virtual_stages);
   const double half = m.activation_bytes / 2.0;  // the formula counts 16-bit activations

@@ -108,7 +108,8 @@ struct MemoryEstimate {
   double params = 0, grads = 0, optimizer = 0, activations = 0;  // bytes
   double total() const { return params + grads + optimizer + activations; }
 };
-// Per rank, fp32 training state (parameters 4 B, gradients 4 B, AdamW 8 B per parameter, divided
+// Per rank, fp32 training state (parameters 4 B, gradients 4 B, AdamW 8 B per parameter (+ 12 B / L
+// for DiLoCo's outer state with L ranks per site), divided
 // by dp where ZeRO shards them) plus activations of the micro-batches the schedule keeps in flight
 // (Korthikanti et al.'s per-layer formula at m.activation_bytes, without the attention-matrix term
 // when m.attention_matrix is false; recomputation keeps block inputs only).

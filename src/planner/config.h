@@ -11,7 +11,7 @@ struct PlannerConfig {
   std::string profile;             // compute profile of `slm profile`; "" = measured at start (cached)
   std::string objective = "time";  // time (step time) | cost (tokens per dollar)
   std::string strategy = "search"; // search | study-heuristic (the reference study's rule)
-  bool allow_lossy = false;        // may choose bf16 gradients across sites
+  bool allow_lossy = false;        // may choose bf16 gradients across sites or DiLoCo
   bool all_ranks = false;          // use every rank; false = may leave sites out (never rank 0's:
                                    // it hosts the rendezvous store), their ranks exit at start
 };

@@ -130,6 +130,31 @@ Reduce reduce_grads(const Ctx& x, const std::vector<int>& group, double bytes, d
   return out;
 }
 
+// DiLoCo: the members of a dp group in the site of its first member (the runtime's rule: site =
+// plan rank / ranks_per_site).
+std::vector<int> in_site(const Ctx& x, const std::vector<int>& group) {
+  std::vector<int> out;
+  for (int r : group)
+    if (r / x.c.ranks_per_site == group[0] / x.c.ranks_per_site) out.push_back(r);
+  return out;
+}
+
+// DiLoCo's outer sync of one stage's dp group, amortised over its inner steps (parallel/diloco.cpp):
+// each site rank all-gathers its 1/L piece of the int8 pseudo-gradient (1 byte per value + a 4-byte
+// scale per 1024) with the same piece of the other sites, then the site all-gathers the merged
+// fp32 parameters.
+Reduce outer_sync(const Ctx& x, const std::vector<int>& group, double bytes, int flows) {
+  Reduce out;
+  const Hier h = hierarchy_of(x, group);
+  if (h.S == 0) return out;
+  const double H = static_cast<double>(x.c.diloco_steps);
+  const double piece = bytes / 4 / h.L * (1 + 4.0 / 1024);
+  const double s = ring_all_gather_s(h.S, h.cross, h.S * piece, 1, h.L * flows) + ring_all_gather_s(h.L, h.local, bytes);
+  out.exposed_s = s / H;
+  out.cross_bytes = h.S * (h.S - 1.0) * piece * h.L * flows / H;
+  return out;
+}
+
 // Forward and backward time of virtual stage k for replica `rep` (its slowest tp rank), with the
 // tp all-reduces and, for ZeRO-3, the per-block parameter gathers and gradient reductions.
 struct StageTime {
@@ -347,7 +372,8 @@ void memory_per_rank(const Ctx& x, Prediction* out) {
   const Candidate& c = x.c;
   const Plan& p = c.plan;
   Plan pm = p;
-  if (c.zero_site) pm.zero_ranks_per_site = c.ranks_per_site;
+  if (c.zero_site || c.diloco_steps > 0) pm.zero_ranks_per_site = c.ranks_per_site;  // DiLoCo: ZeRO inside the site
+  if (c.diloco_steps > 0) pm.sync_ranks_per_site = c.ranks_per_site;
   parallel::ModelShape m = x.in.model;
   m.recompute = c.recompute;
   const double gib = 1024.0 * 1024 * 1024;
@@ -399,7 +425,7 @@ Prediction predict(const Candidate& c, const CostInputs& in) {
     double params = 0;
     for (int ck = 0; ck < v; ++ck)
       params += stage_params(x, p.stages[static_cast<size_t>(ck * P + r)], static_cast<size_t>(ck * P + r), S);
-    const std::vector<int> group = dp_group(p, r, 0);
+    const std::vector<int> group = c.diloco_steps > 0 ? in_site(x, dp_group(p, r, 0)) : dp_group(p, r, 0);
     const double bytes = 4 * params;
     Reduce red;
     if (p.zero < 3) {
@@ -409,7 +435,7 @@ Prediction predict(const Candidate& c, const CostInputs& in) {
       if (p.zero == 2) red.exposed_s *= M, red.cross_bytes *= M;  // ZeRO-2 reduces every micro-batch
     }
     const Hier h = hierarchy_of(x, group);
-    const int shards = p.zero >= 1 ? (c.zero_site && h.S > 0 ? h.L : p.dp) : 1;
+    const int shards = p.zero >= 1 ? (c.zero_site && h.S > 0 ? h.L : static_cast<int>(group.size())) : 1;
     double gather = 0;
     if ((p.zero == 1 || p.zero == 2) && shards > 1) {
       std::vector<int> zg = group;
@@ -420,11 +446,14 @@ Prediction predict(const Candidate& c, const CostInputs& in) {
     }
     double optim = 0;
     for (int pr : s.ranks) optim = std::max(optim, params / shards * x.prof(pr).optim_s_per_param);
-    out.cross_site_bytes += red.cross_bytes;
+    Reduce outer;
+    if (c.diloco_steps > 0) outer = outer_sync(x, dp_group(p, r, 0), bytes, s.tp);
+    out.cross_site_bytes += red.cross_bytes + outer.cross_bytes;
+    out.outer_sync_s = std::max(out.outer_sync_s, outer.exposed_s);
     out.dp_comm_s = std::max(out.dp_comm_s, red.exposed_s);
     out.zero_gather_s = std::max(out.zero_gather_s, gather);
     out.optimizer_s = std::max(out.optimizer_s, optim);
-    end = std::max(end, finish[static_cast<size_t>(r)] + red.exposed_s + optim + gather);
+    end = std::max(end, finish[static_cast<size_t>(r)] + red.exposed_s + optim + gather + outer.exposed_s);
   }
   // 3. Tied embedding across a pipeline: the head's gradient to the first stage, weights back.
   if (S > 1) {
@@ -498,7 +527,8 @@ double stage_memory_over(const Candidate& c, const CostInputs& in, int k) {
   parallel::ModelShape m = in.model;
   m.recompute = c.recompute;
   Plan pm = p;
-  if (c.zero_site) pm.zero_ranks_per_site = c.ranks_per_site;
+  if (c.zero_site || c.diloco_steps > 0) pm.zero_ranks_per_site = c.ranks_per_site;  // DiLoCo: ZeRO inside the site
+  if (c.diloco_steps > 0) pm.sync_ranks_per_site = c.ranks_per_site;
   const double gib = 1024.0 * 1024 * 1024;
   double worst = -std::numeric_limits<double>::infinity();
   const int pipe = k % p.pp;
@@ -527,6 +557,7 @@ std::string family_of(const Candidate& c) {
   if (p.dp > 1 || parts.empty()) parts.push_back(fmt::format("dp {}", p.dp));
   std::string f = fmt::format("{}", fmt::join(parts, " x "));
   if (p.zero > 0) f += fmt::format(", ZeRO-{}{}", p.zero, c.zero_site ? " in site" : "");
+  if (c.diloco_steps > 0) return f + fmt::format(", DiLoCo across sites every {} steps (int8)", c.diloco_steps);
   if (c.ranks_per_site > 0) f += c.compress ? ", hierarchical bf16" : ", hierarchical";
   return f;
 }

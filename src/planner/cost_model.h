@@ -31,6 +31,9 @@ struct Candidate {
   int channels = 1;            // connections per data-parallel group (dist.channels)
   bool zero_site = false;      // parallel.zero_scope = "site" (hybrid sharding)
   bool recompute = false;      // model.recompute (activation recomputation)
+  int64_t diloco_steps = 0;    // > 0: DiLoCo across sites ([sync] mode = "diloco", int8 pseudo-gradients,
+                               // this many inner steps; lossy): dp groups stay inside the sites
+                               // (ranks_per_site), the plan is replica-major
 };
 
 struct CostInputs {
@@ -57,6 +60,7 @@ struct Prediction {
   double zero_gather_s = 0;   // ZeRO-1/2 parameter all-gather after the step
   double optimizer_s = 0;     // slowest rank's AdamW step
   double tied_s = 0;          // pipelines: head gradient to the first stage, weights back
+  double outer_sync_s = 0;    // DiLoCo: the outer sync across sites, amortised over its inner steps
   double bubble = 0;          // mean idle fraction of the pipeline ranks
   double cpu_bound_s = 0;     // ranks sharing cores: their compute, optimizer and communication's
                               // CPU over the cores they share (a floor under step_s)

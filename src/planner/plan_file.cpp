@@ -31,6 +31,10 @@ std::string candidate_to_toml(const Candidate& c, int world, const std::string& 
                      c.compress ? "true" : "false", c.channels);
   out += fmt::format("\n[set.parallel]\nzero_scope = \"{}\"\n", c.zero_site ? "site" : "dp");
   out += fmt::format("\n[set.model]\nrecompute = {}\n", c.recompute ? "true" : "false");
+  if (c.diloco_steps > 0)
+    out += fmt::format("\n[set.sync]\nmode = \"diloco\"\ninner_steps = {}\ncompress = \"int8\"\n", c.diloco_steps);
+  else
+    out += "\n[set.sync]\nmode = \"step\"\n";
   return out;
 }
 

@@ -121,6 +121,7 @@ struct Searcher {
       if (o.allow_lossy) wans.push_back({per_site.begin()->second, true});
     }
     const int max_zero = p.pp == 1 && p.stages[0].tp == 1 ? 3 : 2;
+    if (o.allow_lossy && ring.crosses_sites && even) diloco_variants(base, per_site.begin()->second);
     for (int z = 0; z <= (p.dp > 1 ? max_zero : 0); ++z)
       for (auto [rps, bf16] : wans)
         for (bool site_scope : {false, true}) {
@@ -129,6 +130,24 @@ struct Searcher {
           c.plan.zero = z, c.ranks_per_site = rps, c.compress = bf16, c.zero_site = site_scope;
           evaluate(c);
         }
+  }
+
+  // DiLoCo across the sites (lossy): the same structure with replicas laid out site by site (when
+  // every site holds whole replicas), ZeRO 0-2 inside each site.
+  void diloco_variants(Candidate base, int64_t ranks_per_site) {
+    base.plan = parallel::replica_major(base.plan);
+    try {
+      parallel::replica_sites(base.plan, ranks_per_site);
+    } catch (const UserError&) {
+      return;  // a replica would span sites
+    }
+    base.ranks_per_site = ranks_per_site, base.diloco_steps = o.diloco_steps, base.channels = 1;
+    const int max_zero = base.plan.dp > 1 ? 2 : 0;
+    for (int z = 0; z <= max_zero; ++z) {
+      Candidate c = base;
+      c.plan.zero = z;
+      evaluate(c);
+    }
   }
 
   // Micro-batches per replica for one micro-batch count: even, and by replica speed.

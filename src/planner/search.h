@@ -8,7 +8,8 @@
 // site boundaries when pp matches the sites) x micro-batch counts (powers of two dividing the
 // batch) x per-replica micro-batches (even, or proportional to replica speed) x schedule (none;
 // 1f1b with the layer split of planner/stage_split.h; interleaved with 2 chunks) x ZeRO 0-3 and
-// its scope x flat / hierarchical / (with allow_lossy) bf16 reduction across sites; activation
+// its scope x flat / hierarchical / (with allow_lossy) bf16 reduction across sites or DiLoCo
+// (replicas laid out site by site, ZeRO 0-2 inside the site); activation
 // recomputation when nothing fits without it. Identical ranks are simulated once.
 #pragma once
 #include <cstdint>
@@ -21,7 +22,8 @@ namespace slm::planner {
 
 struct SearchOptions {
   std::string objective = "time";  // time (step time) | cost (tokens per dollar)
-  bool allow_lossy = false;        // bf16 gradients across sites
+  bool allow_lossy = false;        // bf16 gradients across sites, DiLoCo
+  int64_t diloco_steps = 50;       // H of the DiLoCo candidates (sync.inner_steps)
   bool subsets = true;             // may leave sites out ("fewer GPUs")
   int keep_rank = -1;              // a cluster rank whose site every subset keeps (-1 = none)
   int64_t batch_size = 0;          // global batch, sequences (fixed: every plan trains the same model)

@@ -68,6 +68,7 @@ AutoPlan plan_at_start(Config& cfg, comm::World& w, const comm::ProbeResult& pro
                          cfg.parallel.memory_cap_gb, {}};
   planner::SearchOptions o;
   o.objective = pc.objective, o.allow_lossy = pc.allow_lossy, o.subsets = !pc.all_ranks, o.keep_rank = 0;
+  o.diloco_steps = cfg.sync.inner_steps;
   o.batch_size = cfg.batch.batch_size, o.micro_batch = cfg.batch.micro_batch, o.top = 1;
   t0 = Clock::now();
   if (pc.strategy == "study-heuristic") {
@@ -95,6 +96,9 @@ AutoPlan plan_at_start(Config& cfg, comm::World& w, const comm::ProbeResult& pro
   cfg.dist.wan.compress = c.compress;
   cfg.dist.wan.channels = c.channels;
   cfg.model.recompute = c.recompute;
+  if (c.diloco_steps > 0) {  // DiLoCo (chosen only with planner.allow_lossy)
+    cfg.sync.mode = "diloco", cfg.sync.inner_steps = c.diloco_steps, cfg.sync.compress = "int8";
+  }
   w.cfg.wan.ranks_per_site = c.ranks_per_site, w.cfg.wan.compress = c.compress, w.cfg.wan.channels = c.channels;
   a.plan = planner::plan_for_job(c, w.world.size);
   a.toml = planner::candidate_to_toml(

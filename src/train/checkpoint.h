@@ -7,6 +7,9 @@
 //                       ZeRO (rank 0 writes it), one per rank with ZeRO, each rank writing its own
 //                       in parallel; with tensor parallelism one set per tp rank ("tp<r>_"), whose
 //                       segments map its slices back into the whole matrices.
+//   site<s>_shard_*.pt  DiLoCo ([sync] mode = "diloco"): site s's model and optimizer (s >= 1; site
+//                       0's files have no prefix, so ordinary training and the tools read site 0);
+//   outer_site<s>_*.pt  DiLoCo: every rank's outer state (parallel/diloco.h OuterState);
 //   state.json          step, AdamW step, data-loader position, the layout (parameter names and
 //                       shapes), the shards' ranges and XXH3 checksums, tokenizer identity and the
 //                       effective configuration.

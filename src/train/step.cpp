@@ -169,8 +169,8 @@ std::unique_ptr<Trainer> make_trainer(const Config& cfg_in) {
   choose_precision(*t);
   std::string why;  // why a plan leaves ranks out
   if (cfg.sync.mode == "diloco" && cfg.parallel.plan == "auto")
-    throw UserError("sync: mode = \"diloco\" with parallel.plan = \"auto\" is not planned yet; give the in-site layout "
-                    "(parallel.dp/tp/pp or a plan file)");
+    throw UserError("sync: mode = \"diloco\" with parallel.plan = \"auto\": the planner chooses DiLoCo itself where it "
+                    "pays when allowed (planner.allow_lossy = true, sync.mode = \"step\"); or give the in-site layout");
   if (cfg.dist.wan.topology == "probe" || cfg.parallel.plan == "auto") {
     const comm::ProbeResult probe = probe_at_start(*t);
     if (cfg.parallel.plan == "auto") why = plan_auto(*t, probe);

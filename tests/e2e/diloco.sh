@@ -7,6 +7,8 @@
 #  - compression: bf16 and int8 send 1/2 and ~1/4 of fp32's cross-site bytes, and end within
 #    LOSS_TOL of the uncompressed run's loss; 2 fragments send half the bytes per sync, at
 #    staggered steps;
+#  - the planner: `slm plan auto` on 2 sites joined by 10 Mbit/s picks DiLoCo only with
+#    --allow-lossy, and training with its plan file runs DiLoCo;
 #  - checkpoints: stopped at step 7 with a sync in flight (fragments 2, delay 2, int8), resumed:
 #    bit-identical losses; a DiLoCo checkpoint resumes as ordinary training and the reverse;
 #  - refusals in one line: inner_steps 0, fragments not dividing n_layer, no dist.ranks_per_site,
@@ -104,13 +106,38 @@ train 2 as_diloco --set optim.lr=3e-3 --set schedule.max_steps=16 --set sync.mod
   --set dist.ranks_per_site=1 --set sync.inner_steps=2 --resume
 grep -q "resumed from as_diloco/checkpoints/step_00000012 at step 12" as_diloco.log || fail "ordinary -> DiLoCo"
 
+echo "== the planner weighs DiLoCo (only with --allow-lossy)"
+cat > slow.toml <<'TOML'
+[[site]]
+name = "a"
+ranks = 1
+[[site]]
+name = "b"
+ranks = 1
+[[link]]
+sites = ["a", "b"]
+delay_ms = 50
+rate_mbit = 10
+TOML
+"$SLM" launch -n 2 -- "$SLM" profile "${COMMON[@]}" -o profile.json > prof.log 2>&1 || { cat prof.log; fail "profile"; }
+"$SLM" plan auto "${COMMON[@]}" --set sync.inner_steps=4 --cluster slow.toml --profile profile.json --all-ranks \
+  -o step.toml > step.txt 2>&1 || { cat step.txt; fail "plan auto"; }
+! grep -q "DiLoCo" step.txt || { cat step.txt; fail "DiLoCo considered without --allow-lossy"; }
+"$SLM" plan auto "${COMMON[@]}" --set sync.inner_steps=4 --cluster slow.toml --profile profile.json --all-ranks \
+  --allow-lossy -o dl.toml > dl.txt 2>&1 || { cat dl.txt; fail "plan auto --allow-lossy"; }
+grep -q "^chosen: .*DiLoCo across sites every 4 steps (int8)" dl.txt || { cat dl.txt; fail "DiLoCo not chosen"; }
+grep -q '^mode = "diloco"' dl.toml || fail "the plan file does not set sync.mode"
+train 2 planned --set optim.lr=3e-3 --set parallel.plan=dl.toml
+grep -q "sync: DiLoCo across 2 site(s) of 1 data-parallel rank(s): outer sync every 4 steps.*int8" planned.log ||
+  { cat planned.log; fail "the planned DiLoCo run"; }
+
 echo "== refusals"
 expect_error "sync: inner_steps 0 must be >= 1" "$SLM" train "${COMMON[@]}" --set sync.inner_steps=0
 expect_error "sync: fragments 3 must divide model.n_layer 2" "$SLM" train "${COMMON[@]}" --set sync.mode=diloco \
   --set dist.ranks_per_site=1 --set sync.fragments=3 --set sync.inner_steps=6
 expect_error "needs dist.ranks_per_site" "$SLM" train "${COMMON[@]}" --set sync.mode=diloco
 expect_error "sync: compress \"fp8\" is not one of none, bf16, int8" "$SLM" train "${COMMON[@]}" --set sync.compress=fp8
-expect_error "is not planned yet" "$SLM" train "${COMMON[@]}" --set sync.mode=diloco --set dist.ranks_per_site=1 \
+expect_error "the planner chooses DiLoCo itself" "$SLM" train "${COMMON[@]}" --set sync.mode=diloco --set dist.ranks_per_site=1 \
   --set parallel.plan=auto
 for case in "3 --set dist.ranks_per_site=2 --set batch.batch_size=12|same number of replicas in every site" \
             "2 --set dist.ranks_per_site=1 --set parallel.zero=3|ZeRO 3 keeps no whole copy"; do

@@ -167,3 +167,37 @@ TEST(Search, StudyHeuristic) {
 
 }  // namespace
 }  // namespace slm::planner
+
+namespace slm::planner {
+namespace {
+
+TEST(Search, DilocoOnlyWhenLossyAllowedAndItPays) {
+  // 2 sites x 2 ranks over 50 ms / 100 Mbit/s, a model whose gradients take seconds to cross:
+  // DiLoCo (H = 50, int8) wins when allowed, with ~1/(H x 4 x 2) of hierarchical dp's bytes.
+  const Cluster c = make_cluster({2, 2}, {1e-4, 1e9}, {0.05, 12.5e6});
+  ComputeProfile p = make_profile(4, 0.002);
+  parallel::ModelShape m = make_model(8);
+  m.n_embd = 256;
+  p.shape.n_embd = 256;
+  CostInputs in{&c, &p, m, 16, 25, 0, {}};
+  SearchOptions o = opts(16);
+  o.subsets = false;
+  SearchResult r = search_plans(in, o);
+  for (const Ranked& k : r.top) EXPECT_EQ(k.c.diloco_steps, 0) << describe_candidate(k.c);
+  o.allow_lossy = true;
+  r = search_plans(in, o);
+  const Ranked& best = r.top.at(0);
+  ASSERT_EQ(best.c.diloco_steps, 50) << describe_candidate(best.c);
+  EXPECT_NO_THROW(parallel::replica_sites(best.c.plan, 2));
+  EXPECT_GT(best.p.outer_sync_s, 0);
+  // The same structure with a hierarchical all-reduce every step instead.
+  Candidate h = best.c;
+  h.diloco_steps = 0, h.plan.zero = 0;
+  const Prediction ph = predict(h, in);
+  EXPECT_LT(best.p.step_s, ph.step_s);
+  EXPECT_LT(best.p.cross_site_bytes * 100, ph.cross_site_bytes) << best.p.cross_site_bytes << " vs " << ph.cross_site_bytes;
+  EXPECT_NE(describe_candidate(best.c).find("DiLoCo"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace slm::planner
