@@ -234,6 +234,22 @@ std::vector<double> sum(std::vector<double> v, const Group& g) {
 
 double sum(double v, const Group& g) { return sum(std::vector<double>{v}, g)[0]; }
 
+PendingSum sum_async(const std::vector<double>& v, const Group& g) {
+  PendingSum p;
+  p.t = at::tensor(v, at::kDouble);
+  if (g.size > 1 && !v.empty()) {
+    p.t = p.t.to(scalar_device(g));
+    p.op = all_reduce_sum_async(p.t, g);
+  }
+  return p;
+}
+
+std::vector<double> PendingSum::get() {
+  op.wait();
+  const at::Tensor c = t.cpu();
+  return std::vector<double>(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
+}
+
 void all_reduce_max(at::Tensor& t, const Group& g) {
   if (g.size == 1) return;
   c10d::AllreduceOptions o;

@@ -65,5 +65,12 @@ int64_t bytes_sent(const Group& g);
 std::vector<double> sum(std::vector<double> v, const Group& g);
 double sum(double v, const Group& g);
 double max(double v, const Group& g);
+// sum(v, g) in the background: get() waits and returns the sums.
+struct PendingSum {
+  at::Tensor t;
+  Pending op;
+  std::vector<double> get();
+};
+PendingSum sum_async(const std::vector<double>& v, const Group& g);
 
 }  // namespace slm::comm

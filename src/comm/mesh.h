@@ -31,6 +31,7 @@ struct ProcessGroups {
   MeshShape shape;
   Group world, dp, tp, pp;
   Group outer;  // DiLoCo (parallel/diloco.h): this rank's position in every site; dp then stays in the site
+  Group site;   // DiLoCo: every rank of this rank's site (its pipeline's gradient norm); else the world
 };
 
 // Creates this rank's group along each dimension of shape (a dimension of size 1 gets a trivial

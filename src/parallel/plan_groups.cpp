@@ -43,6 +43,13 @@ comm::ProcessGroups make_plan_groups(comm::World& w, const Plan& p) {
     }
   if (p.sync_ranks_per_site == 0) comm::make_wan_group(w, g.dp, w.cfg.wan);  // hierarchical / multi-channel gradient all-reduce
   g.outer.name = "outer";
+  g.site = g.world;
+  if (p.sync_ranks_per_site > 0) {
+    std::vector<int> mine;
+    for (int r = 0; r < w.world.size; ++r)
+      if (r / p.sync_ranks_per_site == me / p.sync_ranks_per_site) mine.push_back(r);
+    join("site", mine, g.site);
+  }
   g.pp = {"pp", me, 1, {me}, nullptr, nullptr};
   if (p.stages.size() > 1) {
     std::vector<int> all(static_cast<size_t>(w.world.size));

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <deque>
 #include <filesystem>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -63,17 +64,31 @@ static ByteCounts byte_counts(const Trainer& t) {
           comm::bytes_sent(t.groups.outer)};
 }
 
-static Agreed agree(const Trainer& t, const StepStats& s, const ByteCounts& before) {
+// One step's agreement in flight, with what the step measured locally.
+struct Agreement {
+  comm::PendingSum sum;
+  StepStats s;
+  int64_t step = 0;
+  double time = 0;  // unix time at the end of the step
+  int n = 1;
+};
+
+static Agreement begin_agree(const Trainer& t, const StepStats& s, const ByteCounts& before) {
   const int n = t.groups.world.size;
   const ByteCounts now = byte_counts(t);
   std::vector<double> v = {s.loss, interrupted() ? 1.0 : 0.0, s.compute_s, s.schedule_s,
                            static_cast<double>(now.pp - before.pp), static_cast<double>(now.tp - before.tp),
                            static_cast<double>(now.dp - before.dp), static_cast<double>(now.outer - before.outer)};
-  const size_t k = v.size();
-  v.resize(k + static_cast<size_t>(n), 0.0);
-  v[k + static_cast<size_t>(t.groups.world.rank)] = static_cast<double>(peak_memory_bytes());
-  v = comm::sum(v, t.groups.world);
-  return {v[0], v[1] > 0, v[2] / n, v[3] / n, v[4], v[5], v[6], v[7], std::vector<double>(v.begin() + k, v.end())};
+  v.resize(v.size() + static_cast<size_t>(n), 0.0);
+  v[v.size() - static_cast<size_t>(n) + static_cast<size_t>(t.groups.world.rank)] = static_cast<double>(peak_memory_bytes());
+  const double now_unix = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  return {comm::sum_async(v, t.groups.world), s, t.step, now_unix, n};
+}
+
+static Agreed finish_agree(Agreement& a) {
+  const std::vector<double> v = a.sum.get();
+  const int n = a.n;
+  return {v[0], v[1] > 0, v[2] / n, v[3] / n, v[4], v[5], v[6], v[7], std::vector<double>(v.end() - n, v.end())};
 }
 
 static void print_header(const Trainer& t, const std::string& run, const DeviceInfo& dev) {
@@ -168,32 +183,18 @@ int run_training(const Config& cfg_in, bool resume, int64_t stop_at) {
     say(fmt::format("step {}: val loss {:.4f}, perplexity {:.2f}", t->step, v, std::exp(v)));
   };
   const int64_t end = stop_at > 0 ? std::min(stop_at, cfg.schedule.max_steps) : cfg.schedule.max_steps;
-  while (t->step < end) {
-    StepStats s;
-    bool stop = false;
-    const data::LoaderState before = t->train_loader->state();
-    const int64_t step_before = t->step;
-    Agreed all;
-    try {
-      const ByteCounts bytes = byte_counts(*t);
-      s = train_step(*t);
-      all = agree(*t, s, bytes);
-      s.loss = all.loss, stop = all.stop;
-    } catch (const comm::PeerLost& e) {
-      // Plain data parallelism: every rank holds the whole state, rank 0 keeps the last finished step.
-      if (main_rank && parallel::zero_stage(*t->dp) == 0 && t->groups.tp.size == 1 && t->pipe->plan.stages.size() == 1) {
-        if (t->step == step_before) t->train_loader->restore(before);
-        std::fprintf(stderr, "checkpoint %s (saved by rank 0 alone after losing a peer)\n",
-                     save_checkpoint(*t, run, cfg.checkpoint.keep, /*solo=*/true).c_str());
-      }
-      throw;
-    }
+  // What one step reports once every rank has agreed on it: the metrics line, the progress line,
+  // the check against the planner's prediction. Returns whether a rank was asked to stop.
+  auto report = [&](Agreement& a) {
+    const Agreed all = finish_agree(a);
+    StepStats& s = a.s;
+    const int64_t step = a.step;
+    s.loss = all.loss;
     double step_s = s.data_s + s.schedule_s + s.optim_s + s.comm_s + s.outer_s;
     double tflops = flops / step_s / 1e12;
     spent_usd += step_s / 3600.0 * dev.price_per_hour * devices;  // this session's steps
     if (first_loss < 0) first_loss = s.loss;
-    const double now_unix = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-    nlohmann::json line_json = {{"step", t->step}, {"time", now_unix}, {"loss", s.loss}, {"lr", s.lr}, {"grad_norm", s.grad_norm},
+    nlohmann::json line_json = {{"step", step}, {"time", a.time}, {"loss", s.loss}, {"lr", s.lr}, {"grad_norm", s.grad_norm},
          {"tokens", s.tokens}, {"tokens_per_s", s.tokens / step_s}, {"step_s", step_s},
          {"data_s", s.data_s}, {"compute_s", s.compute_s}, {"schedule_s", s.schedule_s},
          {"optim_s", s.optim_s}, {"comm_s", s.comm_s}, {"tflops_per_device", tflops},
@@ -221,17 +222,48 @@ int run_training(const Config& cfg_in, bool resume, int64_t stop_at) {
                           v[1], 100 * off, t->predicted_step_s));
       }
     }
-    if (s.loss_scale > 0) log({{"step", t->step}, {"loss_scale", s.loss_scale}, {"skipped", s.skipped}});
-    if (s.skipped) say(fmt::format("step {}: gradients not finite, update skipped{}", t->step,
+    if (s.loss_scale > 0) log({{"step", step}, {"loss_scale", s.loss_scale}, {"skipped", s.skipped}});
+    if (s.skipped) say(fmt::format("step {}: gradients not finite, update skipped{}", step,
                                    s.loss_scale > 0 ? fmt::format(" (loss scale {} -> {})", s.loss_scale, t->scaler.scale) : ""));
     double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    double eta = elapsed / static_cast<double>(t->step - first) * static_cast<double>(cfg.schedule.max_steps - t->step);
+    double eta = elapsed / static_cast<double>(step - first) * static_cast<double>(cfg.schedule.max_steps - step);
     std::string line = fmt::format("step {}/{} | loss {:.4f} | lr {:.2e} | {:.0f} tok/s | {:.3f} TFLOP/s "
                                    "| MFU {:.1f}% | ${:.4f} | eta {}",
-                                   t->step, cfg.schedule.max_steps, s.loss, s.lr, s.tokens / step_s,
+                                   step, cfg.schedule.max_steps, s.loss, s.lr, s.tokens / step_s,
                                    tflops, 100 * flops / step_s / dev.peak_flops, spent_usd, format_duration(eta));
     if (tty) std::fprintf(stderr, "\r%s\033[K", line.c_str());
-    else if (main_rank && (t->step % cfg.log.every == 0 || t->step == first + 1)) std::fprintf(stderr, "%s\n", line.c_str());
+    else if (main_rank && (step % cfg.log.every == 0 || step == first + 1)) std::fprintf(stderr, "%s\n", line.c_str());
+    return all.stop;
+  };
+  // DiLoCo: a step's agreement travels across the sites while the next step trains (one step late;
+  // every rank still sees it after the same step), so no step waits for the slow link.
+  const size_t lag = t->outer ? 1 : 0;
+  std::deque<Agreement> agreeing;
+  bool stop = false;
+  auto report_all = [&](size_t keep) {
+    for (; agreeing.size() > keep; agreeing.pop_front()) stop = report(agreeing.front()) || stop;
+  };
+  while (t->step < end) {
+    const data::LoaderState before = t->train_loader->state();
+    const int64_t step_before = t->step;
+    try {
+      const ByteCounts bytes = byte_counts(*t);
+      StepStats s = train_step(*t);
+      agreeing.push_back(begin_agree(*t, s, bytes));
+      const bool last = t->step == cfg.schedule.max_steps;
+      const bool eval_due = cfg.eval.every > 0 && (t->step % cfg.eval.every == 0 || last);
+      const bool save_due = (cfg.checkpoint.every > 0 && t->step % cfg.checkpoint.every == 0) || t->step == end;
+      report_all(eval_due || save_due || last ? 0 : lag);
+      if (stop) report_all(0);
+    } catch (const comm::PeerLost& e) {
+      // Plain data parallelism: every rank holds the whole state, rank 0 keeps the last finished step.
+      if (main_rank && parallel::zero_stage(*t->dp) == 0 && t->groups.tp.size == 1 && t->pipe->plan.stages.size() == 1) {
+        if (t->step == step_before) t->train_loader->restore(before);
+        std::fprintf(stderr, "checkpoint %s (saved by rank 0 alone after losing a peer)\n",
+                     save_checkpoint(*t, run, cfg.checkpoint.keep, /*solo=*/true).c_str());
+      }
+      throw;
+    }
     const bool last = t->step == cfg.schedule.max_steps;
     if (cfg.eval.every > 0 && (t->step % cfg.eval.every == 0 || last)) eval();
     if ((cfg.checkpoint.every > 0 && t->step % cfg.checkpoint.every == 0) || t->step == end || stop) save();

@@ -110,7 +110,9 @@ static void apply_plan(Trainer& t) {
   pipe->role = parallel::role_of(plan, t.world.world.rank);
   pipe->actions = parallel::pipeline::schedule_actions(plan.schedule, plan.pp, pipe->role.pipe,
                                                        static_cast<int>(plan.micro_batches), plan.virtual_stages);
-  pipe->world = t.groups.world, pipe->p2p = t.groups.pp, pipe->tp = t.groups.tp;
+  pipe->world = t.groups.site, pipe->p2p = t.groups.pp, pipe->tp = t.groups.tp;
+  pipe->norm_replica = plan.dp;  // the first replica of this rank's dp group (every replica, or its site's)
+  for (int rank : t.groups.dp.ranks) pipe->norm_replica = std::min(pipe->norm_replica, parallel::role_of(plan, rank).replica);
   // The whole model's layout (checkpoints use it) from shapes only; then just this rank's blocks.
   t.model_layout = parallel::make_layout(model::named_parameters(model::shapes_only(cfg.model)), 1);
   t.num_params = t.model_layout.numel;

@@ -3,14 +3,16 @@
 #  - exactness: with inner_steps 1, outer lr 1, momentum 0 and a linear inner optimizer (SGD,
 #    no clipping), DiLoCo is data parallelism: 2 sites x 1 rank, 2 sites x 2 ranks, and sites
 #    with pp 2 or tp 2 inside each reproduce the single-process losses (TOL) and final model
-#    (TOL_LOGITS); one site with AdamW and inner_steps 3 is ordinary training, gradient norms too;
+#    (TOL_LOGITS); with clipping, pp 2 inside the sites trains what plain sites do (each site
+#    clips by its own norm); one site with AdamW and inner_steps 3 is ordinary training, gradient norms too;
 #  - compression: bf16 and int8 send 1/2 and ~1/4 of fp32's cross-site bytes, and end within
 #    LOSS_TOL of the uncompressed run's loss; 2 fragments send half the bytes per sync, at
 #    staggered steps;
 #  - the planner: `slm plan auto` on 2 sites joined by 10 Mbit/s picks DiLoCo only with
 #    --allow-lossy, and training with its plan file runs DiLoCo;
 #  - checkpoints: stopped at step 7 with a sync in flight (fragments 2, delay 2, int8), resumed:
-#    bit-identical losses; a DiLoCo checkpoint resumes as ordinary training and the reverse;
+#    bit-identical losses; SIGTERM stops every rank after the same step (the agreement is one
+#    step late under DiLoCo), saves, exits 143; a DiLoCo checkpoint resumes as ordinary training and the reverse;
 #  - refusals in one line: inner_steps 0, fragments not dividing n_layer, no dist.ranks_per_site,
 #    sites of unequal replica counts, ZeRO 3, parallel.plan = auto.
 # Tolerances: sums in another order only (measured ~1e-7 on the loss).
@@ -55,6 +57,16 @@ for r in s2x1 s2x2 s2pp s2tp; do
   same_loss_only ref $r $TOL
   same_logits "$DUMP" ref $r "final model"
 done
+# Each site clips by its own gradient norm, also when its replica is a pipeline (the norm sums
+# the site's stages only): pp 2 inside 2 sites trains what 2 one-rank sites do (same data per site).
+CLIP=(--set optim.name=sgd --set optim.lr=3e-2 --set optim.grad_clip=0.2)
+train 2 c2x1 "${CLIP[@]}" "${EXACT[@]}" --set dist.ranks_per_site=1
+train 4 c2pp "${CLIP[@]}" "${EXACT[@]}" --set dist.ranks_per_site=2 --set parallel.pp=2
+same_losses c2x1 c2pp $TOL
+python3 -c "
+import json
+g = [json.loads(l)['grad_norm'] for l in open('c2x1/metrics.jsonl') if '\"loss\"' in l]
+assert min(g) > 0.2, g" || fail "clipping was not exercised"
 train 2 dp2 --set optim.lr=3e-3
 train 2 one_site --set optim.lr=3e-3 --set sync.mode=diloco --set dist.ranks_per_site=2 --set sync.inner_steps=3 \
   --set sync.outer_lr=1 --set sync.outer_momentum=0
@@ -98,6 +110,18 @@ a, b = rows("whole"), rows("parts")
 print("resumed:", len(a), "steps, identical:", a == b)
 assert len(a) == len(b) == 16 and a == b
 PY
+# SIGTERM: the stop request is agreed one step late under DiLoCo; every rank still stops after the
+# same step, saves and exits 143, with every step's metrics written.
+"$SLM" launch -n 4 -- "$SLM" train "${COMMON[@]}" "${ST[@]}" --set schedule.max_steps=400 --set log.every=1 \
+  --set run.dir=term > term.log 2>&1 &
+launcher=$!
+for _ in $(seq 150); do grep -q "step 3/" term.log 2>/dev/null && break; sleep 0.2; done
+kill -TERM $launcher
+rc=0; wait $launcher || rc=$?
+[ "$rc" -eq 143 ] || { cat term.log; fail "exit $rc after SIGTERM, want 143"; }
+stopped=$(grep -o "\[0\] stopped by signal at step [0-9]*" term.log | grep -o "[0-9]*$")
+[ -n "$stopped" ] && [ -d "term/checkpoints/step_$(printf %08d "$stopped")" ] || { cat term.log; fail "no checkpoint at the stop"; }
+[ "$(grep -c '"loss"' term/metrics.jsonl)" -eq "$stopped" ] || fail "metrics lack the last steps before the stop"
 cp -r parts as_step
 train 4 as_step --set optim.lr=3e-3 --set schedule.max_steps=20 --resume
 grep -q "resumed from as_step/checkpoints/step_00000016 at step 16" as_step.log || fail "DiLoCo -> ordinary"

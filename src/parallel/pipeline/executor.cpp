@@ -181,7 +181,7 @@ void sync_tied_weights(Pipeline& p) {
 double pipeline_grad_norm_sq(Pipeline& p, DataParallel& d) {
   const double stage = grad_norm_sq(d);  // the same on every rank of this stage
   if (num_stages(p) == 1) return stage;
-  const bool leader = p.role.replica == 0 && p.role.tp_rank == 0;
+  const bool leader = p.role.replica == p.norm_replica && p.role.tp_rank == 0;
   return comm::sum(leader ? stage : 0.0, p.world);
 }
 

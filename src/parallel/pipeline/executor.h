@@ -32,7 +32,8 @@ struct Pipeline {
   RankRole role;
   std::vector<Chunk> chunks;    // this rank's model chunks
   std::vector<Action> actions;  // this rank's training schedule for one step
-  comm::Group world;            // every rank (the global gradient norm)
+  comm::Group world;            // the ranks that share one gradient norm: every rank (DiLoCo: the site's)
+  int norm_replica = 0;         // the replica whose stages sum that norm (DiLoCo: the site's first)
   comm::Group p2p;              // every rank, own connections: stage-to-stage traffic only
   comm::Group tp;               // this stage's tensor-parallel group
   model::GPT2* model = nullptr;
