@@ -125,7 +125,7 @@ with open(f"{w}/loss-{corpus}.dat", "w") as f:
         val, cross, tok = load(n)
         cross_txt = f"{cross:.3f}" if n != "dp" else "(all gradients)"
         print(f"| {corpus} | {n} | {val[-1][1]:.4f} | {100 * (val[-1][1] / ref - 1):+.1f}% | {cross_txt} |")
-        f.write("".join(f"{s * tok} {v}\n" for s, v in val) + "\n\n")
+        f.write("".join(f"{s * tok / 1000:.0f} {v}\n" for s, v in val) + "\n\n")
 PY
 }
 
@@ -148,7 +148,7 @@ if [[ "$PARTS" == *loss* ]] && command -v gnuplot > /dev/null; then
 set terminal $term
 set output "$OUT/diloco_loss.$ext"
 set multiplot layout 1,2
-set xlabel "tokens seen"; set ylabel "validation loss"; set grid; set key top right
+set xlabel "tokens seen (thousands)"; set ylabel "validation loss"; set grid; set key top right
 set title "tinyshakespeare"
 plot for [i=0:$((${#LOSS_ORDER[@]} - 1))] "$W/loss-tinyshakespeare.dat" index i using 1:2 with lines title word("${LOSS_ORDER[*]}", i + 1)
 set title "wikitext-2"
