@@ -129,6 +129,11 @@ static void launch(OuterSync& o, int64_t fi, int64_t step) {
   const Fragment& f = o.frags[static_cast<size_t>(fi)];
   Flight x;
   x.fragment = fi, x.merge_step = step + o.cfg.delay;
+  if (f.size == 0) {  // a stage without this fragment's layers: nothing to send (every site alike)
+    x.applied = true;
+    o.flights.push_back(std::move(x));
+    return;
+  }
   at::Tensor delta = at::zeros({f.piece}, o.theta.options());
   delta.narrow(0, 0, f.len).copy_(o.theta.narrow(0, f.own, f.len)).sub_(o.params.narrow(0, f.begin + f.lo, f.len));
   if (o.cfg.compress == "none") {
@@ -177,7 +182,7 @@ static void merge(OuterSync& o, Flight& x) {
   const at::Tensor outer = o.theta.narrow(0, f.own, f.len);
   if (o.cfg.delay > 0) mine.mul_(o.cfg.mix).add_(outer, 1 - o.cfg.mix);
   else mine.copy_(outer);
-  if (o.site.size == 1) return;
+  if (o.site.size == 1 || f.size == 0) return;
   at::Tensor piece = at::zeros({f.piece}, o.params.options());
   piece.narrow(0, 0, f.len).copy_(mine);
   at::Tensor all = at::empty({f.piece * o.site.size}, o.params.options());

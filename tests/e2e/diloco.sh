@@ -78,6 +78,9 @@ train 2 fp32 "${DL[@]}"
 train 2 bf16 "${DL[@]}" --set sync.compress=bf16
 train 2 int8 "${DL[@]}" --set sync.compress=int8
 train 2 frag2 "${DL[@]}" --set sync.fragments=2
+# pp 2 with 2 fragments: each stage holds one fragment's layers only (the other is empty there).
+train 4 frag2pp --set optim.lr=3e-3 --set sync.mode=diloco --set dist.ranks_per_site=2 --set sync.inner_steps=4 \
+  --set parallel.pp=2 --set sync.fragments=2 --set sync.compress=int8
 python3 - "$LOSS_TOL" <<'PY' || fail "compression or fragments"
 import json, sys
 rows = lambda d: [json.loads(l) for l in open(d + "/metrics.jsonl") if '"loss"' in l]
