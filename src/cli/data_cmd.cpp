@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <memory>
 
+#include "cli/checks.h"
 #include "cli/commands.h"
 #include "data/manifest.h"
 #include "data/prepare.h"
@@ -36,14 +37,8 @@ struct InfoArgs {
 void run_info(const InfoArgs& a) {
   std::string identity;
   if (!a.tokenizer.empty()) identity = model_identity(tokenizer::load_tokenizer(a.tokenizer));
-  data::Dataset d = data::open_dataset(a.dir, identity);  // validates every shard's header
+  data::Dataset d = data::open_dataset(a.dir, identity);  // validates every shard: header, checksum, ids
   const data::Manifest& m = d.manifest;
-  for (const auto* split : {&d.train, &d.val})
-    for (const data::Shard& s : *split)
-      if (int64_t i = data::find_token_outside(s, m.vocab_size); i >= 0)
-        throw UserError(fmt::format("{}: corrupt shard: token {} at position {} is outside the "
-                                    "vocabulary of {}",
-                                    s.path(), s[i], i, m.vocab_size));
   std::printf("dataset    %s\ntokenizer  %s (identity %s, vocab %lld, %s = %lld)\n", a.dir.c_str(),
               m.tokenizer_path.c_str(), m.tokenizer_identity.substr(0, 12).c_str(),
               static_cast<long long>(m.vocab_size), m.eot_token.c_str(),
@@ -73,10 +68,10 @@ void add_data_commands(CLI::App& app) {
       ->capture_default_str();
   prep->add_option("--seed", o->seed, "seed of the train/validation document split")
       ->capture_default_str();
-  prep->add_option("--shard-tokens", o->shard_tokens, "tokens per shard file")->capture_default_str();
+  prep->add_option("--shard-tokens", o->shard_tokens, "tokens per shard file")->capture_default_str()->check(at_least(1));
   prep->add_option("--eot", o->eot, "special token placed before every document")
       ->capture_default_str();
-  prep->add_option("--threads", o->threads, "encoding threads (0 = all cores)")->capture_default_str();
+  prep->add_option("--threads", o->threads, "encoding threads (0 = all cores)")->capture_default_str()->check(at_least(0));
   prep->add_flag("--force", o->overwrite, "replace the output directory if it exists");
   prep->add_flag("-q,--quiet", o->quiet, "no progress output");
   add_corpus_options(prep, o->corpus);

@@ -9,6 +9,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "cli/checks.h"
 #include "cli/commands.h"
 #include "data/prepare.h"
 #include "embed/embed_model.h"
@@ -16,6 +17,7 @@
 #include "embed/retrieval_eval.h"
 #include "tokenizer/encoder.h"
 #include "util/error.h"
+#include "util/files.h"
 
 namespace slm::cli {
 namespace {
@@ -41,6 +43,7 @@ std::pair<int64_t, int64_t> window_of(int64_t window, int64_t stride, const mode
 
 void run_embed(const EmbedArgs& a) {
   if (a.out.empty() == a.append.empty()) throw UserError("embed: give --out DIR (a new index) or --append DIR");
+  if (!a.out.empty()) check_output_dir(a.out, a.force);
   if (a.inputs.empty()) throw UserError("embed: no inputs (files, directories or globs of text)");
   embed::validate(a.spec);
   const embed::Pooling pooling = embed::parse_pooling(a.pooling);
@@ -145,8 +148,8 @@ void add_embed_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--index", a->spec.kind, "vector index: flat (exact), hnsw (graph) or ivf (clusters)")->capture_default_str();
   cmd->add_option("--dtype", a->spec.dtype, "stored vectors: fp32 or fp16")->capture_default_str();
-  cmd->add_option("--hnsw-m", a->spec.hnsw_m, "hnsw: links per node")->capture_default_str();
-  cmd->add_option("--ivf-lists", a->spec.ivf_lists, "ivf: clusters (0 = about 4 sqrt(entries))")->capture_default_str();
+  cmd->add_option("--hnsw-m", a->spec.hnsw_m, "hnsw: links per node")->capture_default_str()->check(in_range(2, 256));
+  cmd->add_option("--ivf-lists", a->spec.ivf_lists, "ivf: clusters (0 = about 4 sqrt(entries))")->capture_default_str()->check(at_least(0));
   cmd->add_option("--device", a->device, "auto, cpu or cuda")->capture_default_str();
   cmd->add_option("--precision", a->precision, "fp32, bf16 or fp16 (autocast)")->capture_default_str()
       ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
@@ -162,9 +165,9 @@ void add_embed_command(CLI::App& app) {
   ev->add_option("--val-fraction", e->val_fraction, "held-out share, chosen as `slm data prepare` does")->capture_default_str();
   ev->add_option("--seed", e->seed, "seed of that choice (as `slm data prepare --seed`)")->capture_default_str();
   ev->add_flag("--all-docs", e->all_docs, "use every document, not the held-out ones");
-  ev->add_option("--query-tokens", e->query_tokens, "tokens of a document's start that form its query")->capture_default_str();
+  ev->add_option("--query-tokens", e->query_tokens, "tokens of a document's start that form its query")->capture_default_str()->check(at_least(1));
   ev->add_option("--target-tokens", e->target_tokens, "tokens after them that form its target (default: context - 1)");
-  ev->add_option("--max-docs", e->max_docs, "at most this many documents (the first ones)")->capture_default_str();
+  ev->add_option("--max-docs", e->max_docs, "at most this many documents (the first ones)")->capture_default_str()->check(at_least(0));
   ev->add_option("--pooling", e->pooling, "mean, last, weighted-mean or all")->capture_default_str();
   ev->add_option("--device", e->device, "auto, cpu or cuda")->capture_default_str();
   ev->add_option("--precision", e->precision, "fp32, bf16 or fp16 (autocast)")->capture_default_str()

@@ -1,10 +1,14 @@
 // cli/main.cpp: the `slm` command line: builds the CLI11 app from the subcommand files, runs it,
-// and turns any UserError into one line on stderr and exit code 1 (2 for command-line errors,
-// 3 for an internal error, also reported in one line).
+// and turns every failure into one line on stderr and an exit code: 1 for a user error (bad input,
+// a file or disk problem: UserError, filesystem_error, out of memory), 2 for a command-line usage
+// error, 3 for an internal error (a bug). Signals end with 128 + the signal (130 after Ctrl-C).
 #include <torch/version.h>
 
 #include <cstdio>
+#include <filesystem>
+#include <new>
 
+#include "cli/checks.h"
 #include "cli/commands.h"
 #include "util/error.h"
 #include "train/runtime.h"
@@ -33,18 +37,29 @@ int main(int argc, char** argv) {
   slm::cli::add_profile_command(app);
   slm::cli::add_embed_command(app);
   slm::cli::add_search_command(app);
+  slm::cli::require_finite_numbers(app);
   slm::install_interrupt_handlers();
   try {
     app.parse(argc, argv);
   } catch (const CLI::RuntimeError& e) {  // a command's own exit code (e.g. 130 after SIGINT)
     return e.get_exit_code();
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    std::fprintf(stderr, "slm: usage error: %s (see --help)\n", e.what());
+    return 2;
   } catch (const slm::UserError& e) {
     std::fprintf(stderr, "slm: error: %s\n", e.what());
     return 1;
-  } catch (const std::exception& e) {  // a bug or a resource limit: still one line, no abort
-    std::fprintf(stderr, "slm: internal error: %s\n", e.what());
+  } catch (const std::filesystem::filesystem_error& e) {  // read-only, full, missing, not a folder
+    std::string where = e.path1().empty() ? "" : e.path1().string() + ": ";
+    std::fprintf(stderr, "slm: error: %s%s\n", where.c_str(), e.code().message().c_str());
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "slm: error: out of memory (try a smaller model, batch or micro-batch)\n");
+    return 1;
+  } catch (const std::exception& e) {  // a bug: still one line (LibTorch's errors carry a backtrace)
+    const std::string what = e.what();
+    std::fprintf(stderr, "slm: internal error: %s\n", what.substr(0, what.find('\n')).c_str());
     return 3;
   }
   return 0;

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <memory>
 
+#include "cli/checks.h"
 #include "cli/commands.h"
 #include "data/manifest.h"
 #include "parallel/plan.h"
@@ -44,7 +45,7 @@ train::Config plan_config(const PlanArgs& a) { return model_config(a.config, a.s
 void common_options(CLI::App* cmd, PlanArgs& a) {
   cmd->add_option("-c,--config", a.config, "training configuration (model, batch, parallel sections)");
   cmd->add_option("--set", a.set, "override one key, section.key=value (repeatable)");
-  cmd->add_option("--world", a.world, "number of ranks (processes / GPUs)")->required()->check(CLI::PositiveNumber);
+  cmd->add_option("--world", a.world, "number of ranks (processes / GPUs)")->required()->check(at_least(1));
   cmd->add_option("--cluster", a.cluster, "also predict the step time on this cluster (see `slm plan auto`)");
   cmd->add_option("--topology", a.topology, "with --cluster: links measured by `slm probe`");
   cmd->add_option("--profile", a.profile, "with --cluster: compute measured by `slm profile`");

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "cli/checks.h"
 #include "cli/commands.h"
 #include "comm/hierarchy.h"
 #include "comm/probe.h"
@@ -30,12 +31,12 @@ void add_probe_command(CLI::App& app) {
   cmd->add_option("--allreduce-mb", a->probe.allreduce_mb,
                   "also time all-reduces of these sizes (MiB) through the WAN options below, as training "
                   "reduces gradients")->delimiter(',');
-  cmd->add_option("--ranks-per-site", a->dist.wan.ranks_per_site, "as dist.ranks_per_site (hierarchical)");
-  cmd->add_option("--channels", a->dist.wan.channels, "as dist.channels (0 = from --topology, else 1)");
-  cmd->add_option("--chunk-mb", a->dist.wan.chunk_mb, "as dist.chunk_mb (0 = auto)");
+  cmd->add_option("--ranks-per-site", a->dist.wan.ranks_per_site, "as dist.ranks_per_site (hierarchical)")->check(at_least(0));
+  cmd->add_option("--channels", a->dist.wan.channels, "as dist.channels (0 = from --topology, else 1)")->check(at_least(0));
+  cmd->add_option("--chunk-mb", a->dist.wan.chunk_mb, "as dist.chunk_mb (0 = auto)")->check(at_least(0));
   cmd->add_flag("--compress", a->dist.wan.compress, "as dist.compress (bf16 across sites)");
   cmd->add_option("--topology", a->dist.wan.topology, "as dist.topology (an earlier probe's file)");
-  cmd->add_option("--timeout", a->dist.timeout_s, "seconds before a silent peer counts as lost")->capture_default_str();
+  cmd->add_option("--timeout", a->dist.timeout_s, "seconds before a silent peer counts as lost")->capture_default_str()->check(above(0));
   cmd->callback([a] {
     for (int64_t s : a->probe.sizes)
       if (s < 4) throw UserError("probe: --sizes must be >= 4 bytes");

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "cli/checks.h"
 #include "cli/commands.h"
 #include "embed/embed_model.h"
 #include "embed/search.h"
@@ -126,9 +127,9 @@ void add_search_command(CLI::App& app) {
   cmd->add_option("index", a->index, "index folder")->required();
   cmd->add_option("query", a->query, "the text to search for");
   cmd->add_option("--queries", a->queries, "a file of queries: one per line, or JSON lines with a \"query\" field");
-  cmd->add_option("-k", a->k, "results per query")->capture_default_str();
+  cmd->add_option("-k", a->k, "results per query")->capture_default_str()->check(at_least(1));
   cmd->add_option("--mode", a->mode, "vector, lexical (BM25) or hybrid (both, reciprocal-rank fusion)")->capture_default_str();
-  cmd->add_option("--effort", a->effort, "hnsw: efSearch; ivf: clusters probed (0 = default)")->capture_default_str();
+  cmd->add_option("--effort", a->effort, "hnsw: efSearch; ivf: clusters probed (0 = default)")->capture_default_str()->check(at_least(0));
   cmd->add_option("--device", a->device, "where the query is embedded: auto, cpu or cuda")->capture_default_str();
   cmd->add_flag("--json", a->json, "one JSON object per query (rank, id, score, doc, source, byte range, text)");
   cmd->callback([a] { run_search(*a); });

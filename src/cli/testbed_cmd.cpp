@@ -7,7 +7,9 @@
 #include <fmt/format.h>
 #include <memory>
 
+#include "cli/checks.h"
 #include "cli/commands.h"
+#include "testbed/lock.h"
 #include "testbed/netns.h"
 #include "testbed/spec.h"
 #include "util/error.h"
@@ -54,6 +56,7 @@ void add_testbed_command(CLI::App& app) {
   up->add_option("file", a->file, "testbed description (TOML; see README)")->required();
   up->callback([a] {
     testbed::TestbedSpec s = load(a->file);
+    testbed::TestbedLock lock(s.name);
     testbed::testbed_up(s, delayer_path());
     print_layout(s);
     std::printf("testbed %s is up: %d ranks in %zu sites; `slm testbed down %s` removes it\n", s.name.c_str(),
@@ -64,15 +67,17 @@ void add_testbed_command(CLI::App& app) {
   down->callback([a] {
     testbed::TestbedSpec s = load(a->file);
     if (::geteuid() != 0) throw UserError("testbed: needs root (network namespaces, tc, iptables); run it with sudo");
+    testbed::TestbedLock lock(s.name);
     testbed::testbed_down(s);
   });
   auto* run = tb->add_subcommand("run", "bring FILE up, run CMD once per rank in its namespace, tear down");
   run->add_option("file", a->file, "testbed description")->required();
-  run->add_option("--port", a->port, "rendezvous port on rank 0")->capture_default_str();
+  run->add_option("--port", a->port, "rendezvous port on rank 0")->capture_default_str()->check(in_range(1, 65535));
   run->add_option("--link-log", a->link_log, "keep the emulated links' byte counters (one line per link per second)");
   run->add_option("command", a->command, "command (after --), e.g. -- slm train -c cfg.toml")->required();
   run->callback([a] {
     testbed::TestbedSpec s = load(a->file);
+    testbed::TestbedLock lock(s.name);
     print_layout(s);
     const int rc = testbed::testbed_run(s, delayer_path(), a->command, a->port, a->link_log);
     if (rc != 0) throw CLI::RuntimeError(rc);

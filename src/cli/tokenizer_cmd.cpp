@@ -7,6 +7,7 @@
 #include <memory>
 #include <sstream>
 
+#include "cli/checks.h"
 #include "cli/commands.h"
 #include "data/shard.h"
 #include "tokenizer/bpe_train.h"
@@ -32,6 +33,7 @@ struct TrainArgs {
 void run_train(const TrainArgs& a) {
   auto t0 = std::chrono::steady_clock::now();
   tokenizer::validate(a.train);
+  check_output_dir(a.out, a.force);
   data::Corpus corpus = data::load_corpus(a.inputs, a.corpus);
   const int threads = a.threads > 0 ? a.threads : default_threads();
   tokenizer::WordCounts counts;
@@ -148,11 +150,11 @@ void add_tokenizer_commands(CLI::App& app) {
       ->capture_default_str();
   train->add_option("--min-frequency", ta->train.min_frequency,
                     "a pair seen fewer times than this is never merged")
-      ->capture_default_str();
+      ->capture_default_str()->check(at_least(1));
   train->add_option("--special", ta->train.specials,
                     "special tokens, appended after the merges (repeat the option for several)")
       ->capture_default_str();
-  train->add_option("--threads", ta->threads, "worker threads for word counting (0 = all cores)")
+  train->add_option("--threads", ta->threads, "worker threads for word counting (0 = all cores)")->check(at_least(0))
       ->capture_default_str();
   train->add_flag("--force", ta->force, "replace the output directory if it exists");
   train->add_flag("-q,--quiet", ta->quiet, "no progress output");
@@ -173,9 +175,9 @@ void add_tokenizer_commands(CLI::App& app) {
   decode->add_option("input", ca->input, "file of whitespace-separated ids, or - for stdin")
       ->capture_default_str();
   decode->add_option("--shard", ca->shard, "decode tokens of a .bin shard instead");
-  decode->add_option("--start", ca->start, "with --shard: first token")->capture_default_str();
+  decode->add_option("--start", ca->start, "with --shard: first token")->capture_default_str()->check(at_least(0));
   decode->add_option("--count", ca->count, "with --shard: number of tokens (-1 = all)")
-      ->capture_default_str();
+      ->capture_default_str()->check(at_least(-1));
   decode->callback([ca] { run_decode(*ca); });
 
   auto* info = tok->add_subcommand("info", "vocabulary size, merges, special tokens, identity");

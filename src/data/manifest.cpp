@@ -8,13 +8,18 @@
 
 #include "util/error.h"
 #include "util/files.h"
+#include "util/hash.h"
 
 namespace slm::data {
 using json = nlohmann::ordered_json;
 
 static json split_json(const SplitInfo& s) {
   json shards = json::array();
-  for (const auto& e : s.shards) shards.push_back({{"file", e.file}, {"tokens", e.tokens}});
+  for (const auto& e : s.shards) {
+    json j = {{"file", e.file}, {"tokens", e.tokens}};
+    if (!e.xxh3.empty()) j["xxh3"] = e.xxh3;
+    shards.push_back(j);
+  }
   return {{"documents", s.documents}, {"bytes", s.bytes}, {"tokens", s.tokens}, {"shards", shards}};
 }
 
@@ -24,7 +29,8 @@ static SplitInfo split_from(const json& j) {
   s.bytes = j.at("bytes").get<int64_t>();
   s.tokens = j.at("tokens").get<int64_t>();
   for (const auto& e : j.at("shards"))
-    s.shards.push_back({e.at("file").get<std::string>(), e.at("tokens").get<int64_t>()});
+    s.shards.push_back({e.at("file").get<std::string>(), e.at("tokens").get<int64_t>(),
+                        e.value("xxh3", std::string())});
   return s;
 }
 
@@ -57,6 +63,9 @@ std::string tokenizer_path_from(const std::string& dataset_dir, const std::strin
 
 Manifest read_manifest(const std::string& dir) {
   const std::string path = dir + "/manifest.json";
+  if (dir.empty())
+    throw UserError("no dataset given: set data.dir in the config (-c FILE) or with --set data.dir=DIR "
+                    "(a folder made by `slm data prepare`)");
   if (!path_exists(dir)) throw UserError(fmt::format("{}: dataset directory not found", dir));
   if (!path_exists(path)) throw UserError(fmt::format("{}: missing; not a prepared dataset", path));
   Manifest m;
@@ -93,13 +102,21 @@ Manifest read_manifest(const std::string& dir) {
   return m;
 }
 
-static std::vector<Shard> open_split(const std::string& dir, const SplitInfo& s, int bpt) {
+static std::vector<Shard> open_split(const std::string& dir, const SplitInfo& s, const Manifest& m) {
   std::vector<Shard> shards;
   for (const auto& e : s.shards) {
     Shard sh(dir + "/" + e.file);
-    if (sh.size() != e.tokens || sh.bytes_per_token() != bpt)
+    if (sh.size() != e.tokens || sh.bytes_per_token() != m.bytes_per_token)
       throw UserError(fmt::format("{}: has {} tokens of {} bytes, manifest says {} of {}",
-                                  sh.path(), sh.size(), sh.bytes_per_token(), e.tokens, bpt));
+                                  sh.path(), sh.size(), sh.bytes_per_token(), e.tokens, m.bytes_per_token));
+    if (int64_t i = find_token_outside(sh, m.vocab_size); i >= 0)
+      throw UserError(fmt::format("{}: corrupt shard: token {} at position {} is outside the "
+                                  "vocabulary of {}",
+                                  sh.path(), sh[i], i, m.vocab_size));
+    if (!e.xxh3.empty() && hash_hex(sh.file_bytes()) != e.xxh3)
+      throw UserError(fmt::format("{}: corrupt shard: its checksum differs from the manifest's (the file "
+                                  "changed after `slm data prepare`; prepare the data again)",
+                                  sh.path()));
     shards.push_back(std::move(sh));
   }
   return shards;
@@ -114,8 +131,8 @@ Dataset open_dataset(const std::string& dir, const std::string& expected_tokeniz
         "given (identity {}); prepare the data again with this tokenizer",
         dir, m.tokenizer_path, m.tokenizer_identity.substr(0, 12),
         expected_tokenizer_identity.substr(0, 12)));
-  d.train = open_split(dir, m.train, m.bytes_per_token);
-  d.val = open_split(dir, m.val, m.bytes_per_token);
+  d.train = open_split(dir, m.train, m);
+  d.val = open_split(dir, m.val, m);
   return d;
 }
 

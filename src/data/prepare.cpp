@@ -8,6 +8,7 @@
 #include "tokenizer/encoder.h"
 #include "tokenizer/hf_files.h"
 #include "util/error.h"
+#include "util/hash.h"
 #include "util/interrupt.h"
 #include "util/progress.h"
 #include "util/random.h"
@@ -43,7 +44,7 @@ struct SplitWriter {
       if (!cur) {
         std::string file = fmt::format("{}_{:06d}.bin", name, info.shards.size());
         cur = std::make_unique<ShardWriter>(dir + "/" + file, bpt);
-        info.shards.push_back({file, 0});
+        info.shards.push_back({file, 0, ""});
       }
       size_t room = static_cast<size_t>(shard_tokens - cur->tokens());
       size_t take = std::min(room, n);
@@ -59,6 +60,7 @@ struct SplitWriter {
     info.shards.back().tokens = cur->tokens();
     cur->commit();
     cur.reset();
+    info.shards.back().xxh3 = hash_file_hex(dir + "/" + info.shards.back().file);
   }
 };
 

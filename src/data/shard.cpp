@@ -1,6 +1,7 @@
 // data/shard.cpp: see shard.h.
 #include "data/shard.h"
 
+#include <algorithm>
 #include <cstring>
 #include <fmt/format.h>
 
@@ -59,10 +60,27 @@ Shard::Shard(const std::string& path) : map_(path) {
   base_ = map_.data() + kHeaderBytes;
 }
 
-int64_t find_token_outside(const Shard& s, int64_t vocab_size) {
-  for (int64_t i = 0; i < s.size(); ++i)
-    if (static_cast<int64_t>(s[i]) >= vocab_size) return i;
+namespace {
+template <class T>
+int64_t first_at_least(const T* p, int64_t n, int64_t limit) {
+  constexpr int64_t kBlock = 1 << 14;
+  for (int64_t b = 0; b < n; b += kBlock) {
+    const int64_t e = std::min(n, b + kBlock);
+    T hi = 0;
+    for (int64_t i = b; i < e; ++i) hi = std::max(hi, p[i]);  // vectorised
+    if (static_cast<int64_t>(hi) < limit) continue;
+    for (int64_t i = b; i < e; ++i)
+      if (static_cast<int64_t>(p[i]) >= limit) return i;
+  }
   return -1;
+}
+}  // namespace
+
+int64_t find_token_outside(const Shard& s, int64_t vocab_size) {
+  const std::string_view bytes = s.file_bytes().substr(kHeaderBytes);
+  return s.bytes_per_token() == 2
+             ? first_at_least(reinterpret_cast<const uint16_t*>(bytes.data()), s.size(), vocab_size)
+             : first_at_least(reinterpret_cast<const uint32_t*>(bytes.data()), s.size(), vocab_size);
 }
 
 }  // namespace slm::data

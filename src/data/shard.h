@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "util/files.h"
@@ -50,6 +51,7 @@ class Shard {
                      : reinterpret_cast<const uint32_t*>(base_)[i];
   }
   const std::string& path() const { return map_.path(); }
+  std::string_view file_bytes() const { return map_.view(); }  // header and tokens, for checksums
 
  private:
   MappedFile map_;
@@ -58,8 +60,8 @@ class Shard {
   int64_t tokens_ = 0;
 };
 
-// Index of the first token >= vocab_size, or -1 if all are inside the vocabulary. A full scan:
-// for verification (`slm data info`), not for every open.
+// Index of the first token >= vocab_size, or -1 if all are inside the vocabulary (a full scan,
+// vectorised: blocks' maxima first).
 int64_t find_token_outside(const Shard& s, int64_t vocab_size);
 
 }  // namespace slm::data

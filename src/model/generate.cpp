@@ -33,6 +33,8 @@ std::vector<int64_t> generate(const GPT2& m, const std::vector<int64_t>& prompt,
     std::vector<int64_t> window(ctx.begin() + start, ctx.end());
     at::Tensor idx = torch::tensor(window, torch::kLong).view({1, -1}).to(m.wte.device());
     at::Tensor logits = forward_logits(m, idx, false)[0][-1].to(at::kCPU, at::kFloat);  // (V)
+    if (!logits.isfinite().all().item<bool>())
+      throw UserError("the model's outputs are not finite (its weights diverged?); nothing to sample from");
     int64_t next;
     if (o.temperature <= 0) {
       next = logits.argmax().item<int64_t>();

@@ -186,14 +186,20 @@ static json read_state(const std::string& dir) {
 
 std::optional<std::string> find_latest_checkpoint(const std::string& run_dir,
                                                   const std::function<void(const std::string&)>& warn) {
+  std::vector<std::string> corrupt;  // "dir is corrupt (why)", newest first
   for (const std::string& dir : checkpoint_dirs(run_dir)) {
     try {
       read_state(dir);
+      for (const std::string& c : corrupt) warn(fmt::format("checkpoint {}; took an older one", c));
       return dir;
     } catch (const UserError& e) {
-      warn(fmt::format("checkpoint {} is corrupt ({}); trying the previous one", dir, e.what()));
+      corrupt.push_back(fmt::format("{} is corrupt ({})", dir, e.what()));
     }
   }
+  if (!corrupt.empty())  // never start over silently on top of a user's checkpoints
+    throw UserError(fmt::format("{}: every checkpoint is corrupt ({} of them; the newest, {}); nothing was changed: move "
+                                "them away to start again from step 0",
+                                run_dir, corrupt.size(), corrupt.front()));
   return std::nullopt;
 }
 

@@ -33,7 +33,8 @@ namespace slm::train {
 std::string save_checkpoint(const Trainer& t, const std::string& run_dir, int64_t keep, bool solo = false);
 
 // Newest checkpoint whose state.json parses and whose checksums match; each skipped (corrupt)
-// newer one is reported through warn(). nullopt if there is none.
+// newer one is reported through warn(). nullopt if there is none; a UserError naming them if
+// there are checkpoints but every one is corrupt (a caller must not start over on top of them).
 std::optional<std::string> find_latest_checkpoint(const std::string& run_dir,
                                                   const std::function<void(const std::string&)>& warn);
 

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include <map>
 #include <optional>
 #include <sstream>
@@ -120,7 +122,7 @@ void set_from_toml(const Field& f, const toml::node& n, const std::string& where
           if (!n.is_string()) throw bad("a string");
           *p = *n.value<std::string>();
         } else if constexpr (std::is_same_v<T, double>) {
-          if (!n.is_number()) throw bad("a number");
+          if (!n.is_number() || !std::isfinite(*n.value<double>())) throw bad("a finite number");
           *p = *n.value<double>();
         } else if constexpr (std::is_same_v<T, bool>) {
           if (!n.is_boolean()) throw bad("true or false");
@@ -189,6 +191,8 @@ void apply_overrides(Config& c, const std::vector<std::string>& overrides) {
     if (dot == std::string::npos || eq == std::string::npos || dot > eq)
       throw UserError(fmt::format("--set \"{}\": expected section.key=value", o));
     std::string sec = o.substr(0, dot), key = o.substr(dot + 1, eq - dot - 1), val = o.substr(eq + 1);
+    if (val.find_first_of("\r\n") != std::string::npos)
+      throw UserError(fmt::format("--set {}.{}: the value holds a line break; give one value on one line", sec, key));
     Field* f = find(fs, sec, key);
     if (!f) throw UserError(fmt::format("--set \"{}\": unknown key [{}] {}", o, sec, key));
     // Parse the value as TOML; a bare word that is not valid TOML is taken as a string.

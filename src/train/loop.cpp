@@ -176,7 +176,19 @@ int run_training(const Config& cfg_in, bool resume, int64_t stop_at) {
     if (tty) std::fprintf(stderr, "\n");
     std::fprintf(stderr, "%s\n", line.c_str());
   };
-  auto save = [&] { say("checkpoint " + save_checkpoint(*t, run, cfg.checkpoint.keep)); };
+  // A checkpoint is written only after a step whose loss is finite and when every rank's parameters
+  // are finite (so the last sound one is kept); after kDivergedSteps non-finite losses in a row
+  // the run stops with one line.
+  constexpr int64_t kDivergedSteps = 5;
+  int64_t diverged = 0;  // consecutive steps whose agreed loss is not finite
+  auto save = [&](bool final) {  // final: the run ends after this save
+    std::vector<double> bad{parallel::param_shard(*t->dp).isfinite().all().item<bool>() ? 0.0 : 1.0};
+    if (diverged == 0 && comm::sum(bad, t->groups.world)[0] == 0)
+      return say("checkpoint " + save_checkpoint(*t, run, cfg.checkpoint.keep));
+    const std::string what = fmt::format("step {}: loss or weights not finite (training diverged)", t->step);
+    if (final) throw UserError(what + "; no checkpoint written, the last finite one is kept");
+    say(what + ", checkpoint not written");
+  };
   auto eval = [&] {
     double v = evaluate(*t);
     log({{"step", t->step}, {"val_loss", v}, {"val_ppl", std::exp(v)}});
@@ -190,6 +202,7 @@ int run_training(const Config& cfg_in, bool resume, int64_t stop_at) {
     StepStats& s = a.s;
     const int64_t step = a.step;
     s.loss = all.loss;
+    diverged = std::isfinite(s.loss) ? 0 : diverged + 1;
     double step_s = s.data_s + s.schedule_s + s.optim_s + s.comm_s + s.outer_s;
     double tflops = flops / step_s / 1e12;
     spent_usd += step_s / 3600.0 * dev.price_per_hour * devices;  // this session's steps
@@ -255,6 +268,11 @@ int run_training(const Config& cfg_in, bool resume, int64_t stop_at) {
       const bool save_due = (cfg.checkpoint.every > 0 && t->step % cfg.checkpoint.every == 0) || t->step == end;
       report_all(eval_due || save_due || last ? 0 : lag);
       if (stop) report_all(0);
+      if (diverged >= kDivergedSteps)
+        throw UserError(fmt::format("loss not finite at steps {}..{}: training diverged (learning rate too "
+                                    "high?); the last checkpoint with a finite loss is kept",
+                                    t->step - static_cast<int64_t>(agreeing.size()) - diverged + 1,
+                                    t->step - static_cast<int64_t>(agreeing.size())));
     } catch (const comm::PeerLost& e) {
       // Plain data parallelism: every rank holds the whole state, rank 0 keeps the last finished step.
       if (main_rank && parallel::zero_stage(*t->dp) == 0 && t->groups.tp.size == 1 && t->pipe->plan.stages.size() == 1) {
@@ -266,7 +284,7 @@ int run_training(const Config& cfg_in, bool resume, int64_t stop_at) {
     }
     const bool last = t->step == cfg.schedule.max_steps;
     if (cfg.eval.every > 0 && (t->step % cfg.eval.every == 0 || last)) eval();
-    if ((cfg.checkpoint.every > 0 && t->step % cfg.checkpoint.every == 0) || t->step == end || stop) save();
+    if ((cfg.checkpoint.every > 0 && t->step % cfg.checkpoint.every == 0) || t->step == end || stop) save(t->step == end || stop);
     if (stop && !last) {
       say(fmt::format("stopped by signal at step {}; resume with --resume", t->step));
       return interrupt_signal() == SIGINT ? 130 : 143;

@@ -118,6 +118,8 @@ AtomicDir::AtomicDir(std::string path, bool overwrite) : path_(std::move(path)) 
     throw UserError(fmt::format("{}: cannot create directory: {}", tmp_, ec.message()));
 }
 
+void check_output_dir(const std::string& path, bool overwrite) { AtomicDir probe(path, overwrite); }
+
 AtomicDir::~AtomicDir() {
   if (committed_) return;
   std::error_code ec;

@@ -70,6 +70,10 @@ class AtomicDir {
   bool committed_ = false;
 };
 
+// Fails now (as AtomicDir would at the end) when `path` could not be made: it exists without
+// `overwrite`, or its folder is read-only or not a folder. Call before long work that ends in one.
+void check_output_dir(const std::string& path, bool overwrite);
+
 bool path_exists(const std::string& path);
 
 }  // namespace slm

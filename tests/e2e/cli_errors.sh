@@ -60,7 +60,7 @@ expect_clean .
 # Sampling and eval options out of range (issue 16, cases 2, 3 and 17): one line, before any work.
 expect_error "--top-p 0 must be in (0, 1]" "$SLM" generate nowhere --top-p 0
 expect_error "--top-p 1.5 must be in (0, 1]" "$SLM" generate nowhere --top-p 1.5
-expect_error "--temperature nan must be a finite number" "$SLM" generate nowhere --temperature nan
+expect_error "--temperature: must be a finite number (got nan)" "$SLM" generate nowhere --temperature nan
 expect_error "--temperature -1 must be a finite number" "$SLM" generate nowhere --temperature -1
 expect_error "--top-k -5 must be at least 0" "$SLM" generate nowhere --top-k -5
 expect_error "--max-tokens -1 must be at least 0" "$SLM" generate nowhere -n -1

@@ -61,6 +61,15 @@ rc=0
 "$SLM" testbed run geo.toml -- false > fail.log 2>&1 || rc=$?
 [ "$rc" -ne 0 ] || fail "a failing command should fail the run"
 left_behind "after a failing command"
+# A second command on a live testbed is refused in one line and leaves the first's ranks alone
+# (issue 16, case 6).
+"$SLM" testbed run geo.toml -- sleep 4 > first.log 2>&1 &
+first=$!
+for _ in $(seq 50); do ip netns list | grep -q '^tbt-r3' && break; sleep 0.2; done
+expect_error "testbed tbt is in use by another slm testbed command (pid $first)" "$SLM" testbed run geo.toml -- true
+expect_error "testbed tbt is in use" "$SLM" testbed down geo.toml
+wait $first || { cat first.log; fail "the first testbed run was disturbed by the second"; }
+left_behind "after the refused second run"
 "$SLM" testbed up geo.toml > up.log 2>&1 || { cat up.log; fail "testbed up"; }
 [ "$(ip netns list | grep -c '^tbt-')" -eq 5 ] || fail "up: expected 4 rank namespaces and a router"
 "$SLM" testbed down geo.toml || fail "testbed down"

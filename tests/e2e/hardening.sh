@@ -1,0 +1,87 @@
+# tests/e2e/hardening.sh: the cases of the adversarial probe (issue 16), each as it was reported:
+# bad input is one line on stderr, exit 1 (2 for command-line usage), never exit 3, a signal, a
+# stack trace, a silent wrong answer or lost work.
+source "$(dirname "$0")/lib.sh"
+cd "$WORK"
+for i in $(seq 60); do printf 'Document %d says hello to the world.\n\nAnother one, number %d, follows.\n\n' $i $i; done > corpus.txt
+mkdir sub && (cd sub && "$SLM" tokenizer train ../corpus.txt --vocab-size 300 --out tok -q >/dev/null &&
+  "$SLM" data prepare ../corpus.txt -t tok --separator blank --val-fraction 0.1 --out ../data -q >/dev/null)
+TINY=(--set data.dir="$WORK/data" --set model.n_layer=1 --set model.n_embd=32 --set model.n_head=2
+      --set model.block_size=32 --set batch.batch_size=4 --set batch.micro_batch=4 --set batch.seq_len=32
+      --set system.threads=1 --set eval.every=0)
+# expect_exit CODE "substring" cmd...: as expect_error, with this exit code.
+expect_exit() {
+  local code=$1 rc=0; shift
+  (expect_error "$@") || fail "$*"
+  "${@:2}" >/dev/null 2>&1 || rc=$?
+  [ "$rc" -eq "$code" ] || fail "exit $rc, expected $code: ${*:2}"
+}
+
+# 14. Usage errors exit 2 with one line; ranges are stated plainly.
+expect_exit 2 "--world: must be at least 1 (got 0)" "$SLM" plan make --world 0
+expect_exit 2 "The following argument was not expected: --bogus" "$SLM" train --bogus
+expect_exit 2 "inputs is required" "$SLM" data prepare
+expect_exit 2 "--temperature: must be a finite number (got inf)" "$SLM" generate x --temperature inf
+expect_exit 2 "--nproc: must be at least 1 (got 0)" "$SLM" launch -n 0 -- true
+"$SLM" --help >/dev/null || fail "--help must exit 0"
+
+# 7. Non-finite numbers are refused everywhere: --set, config files, other TOML files.
+expect_exit 1 '[optim] lr must be a finite number' "$SLM" train "${TINY[@]}" --set optim.lr=inf
+expect_exit 1 '[optim] lr must be a finite number' "$SLM" train "${TINY[@]}" --set optim.lr=1e400
+printf '[optim]\nlr = nan\n' > nan.toml
+expect_exit 1 'nan.toml: [optim] lr must be a finite number' "$SLM" train -c nan.toml "${TINY[@]}"
+printf 'name = "x"\n[[site]]\nranks = 2\ncpus = inf\n' > tb.toml
+expect_exit 1 'tb.toml:4: inf is not allowed here' "$SLM" testbed up tb.toml
+# ... and a run that diverges stops after 5 non-finite losses in a row, keeping its last checkpoint
+# with a finite loss (2 sound steps, then a learning rate of 1e20 on resume).
+run_div=("$SLM" train "${TINY[@]}" --set run.dir=div --set checkpoint.every=1 --set schedule.max_steps=50)
+"${run_div[@]}" --stop-at 2 > div.log 2>&1 || { cat div.log; fail "first 2 steps"; }
+rc=0
+"${run_div[@]}" --resume --set optim.lr=1e20 --set optim.grad_clip=0 > div.log 2>&1 || rc=$?
+[ "$rc" -eq 1 ] || { cat div.log; fail "a diverged run must exit 1 (got $rc)"; }
+tail -1 div.log | grep -q "slm: error: loss not finite at steps 4..8: training diverged" || { cat div.log; fail "divergence message"; }
+[ "$(ls div/checkpoints | tr '\n' ' ')" = "step_00000001 step_00000002 step_00000003 " ] ||
+  fail "only steps with a finite loss may be saved: $(ls div/checkpoints)"
+# (step 3's weights are huge but finite: generating from them is one line, not a crash)
+expect_exit 1 "the model's outputs are not finite" "$SLM" generate div/checkpoints/step_00000003 -n 2
+
+# 18. A --set value with a line break is an error, not a silently shortened value.
+expect_exit 1 "--set optim.lr: the value holds a line break" "$SLM" train "${TINY[@]}" --set $'optim.lr=1\nx=2'
+
+# 15. No dataset given: say which setting is missing.
+expect_exit 1 "no dataset given: set data.dir" "$SLM" train
+
+# 5. The tokenizer recorded by `data prepare -t tok` (relative, elsewhere) is found from anywhere.
+(cd / && "$SLM" generate "$WORK/div/checkpoints/step_00000002" -n 4 -p "Document" >/dev/null) ||
+  fail "generate from another directory could not find the tokenizer"
+
+# 1. A shard with an id outside the vocabulary, or a bit flip inside it, stops training before step 1.
+cp -r data bad_ids && printf '\xff\xff' | dd of=bad_ids/train_000000.bin bs=1 seek=1030 conv=notrunc status=none
+expect_exit 1 "train_000000.bin: corrupt shard: token 65535 at position 3 is outside the vocabulary of 300" \
+  "$SLM" train "${TINY[@]}" --set data.dir=bad_ids --set run.dir=r_ids
+cp -r data flipped && printf '\x05\x00' | dd of=flipped/train_000000.bin bs=1 seek=1030 conv=notrunc status=none
+expect_exit 1 "train_000000.bin: corrupt shard: its checksum differs from the manifest's" \
+  "$SLM" train "${TINY[@]}" --set data.dir=flipped --set run.dir=r_flip
+[ ! -e r_ids/checkpoints ] && [ ! -e r_flip/checkpoints ] || fail "no checkpoint from corrupt data"
+
+# 11. --resume (or a new run) on checkpoints that are all corrupt: refused, nothing overwritten.
+cp -r div corrupt && for c in corrupt/checkpoints/*; do echo garbage > "$c/state.json"; done
+for flag in --resume ""; do
+  expect_exit 1 "corrupt: every checkpoint is corrupt (3 of them; the newest, corrupt/checkpoints/step_00000003 is corrupt" \
+    "$SLM" train "${TINY[@]}" --set run.dir=corrupt --set schedule.max_steps=2 $flag
+done
+[ "$(cat corrupt/checkpoints/step_00000001/state.json)" = garbage ] || fail "a corrupt checkpoint was overwritten"
+
+# 12, 13. Unwritable places are user errors (exit 1), found before the work.
+touch afile
+expect_exit 1 "afile/run: Not a directory" "$SLM" train "${TINY[@]}" --set run.dir=afile/run
+start=$(date +%s)
+for i in $(seq 40); do cat corpus.txt; done > big.txt
+expect_exit 1 "cannot create directory: Not a directory" "$SLM" tokenizer train big.txt --vocab-size 2000 --out afile/tok
+[ $(( $(date +%s) - start )) -lt 10 ] || fail "the unwritable output was found only after training"
+if [ "$(id -u)" -eq 0 ] && mkdir ro && mount -t tmpfs -o ro,size=1m tmpfs ro 2>/dev/null; then
+  expect_exit 1 "ro/run: Read-only file system" "$SLM" train "${TINY[@]}" --set run.dir=ro/run
+  expect_exit 1 "Read-only file system" "$SLM" tokenizer train corpus.txt --out ro/tok
+  umount ro
+fi
+echo "hardening: all passed"
