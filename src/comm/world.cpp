@@ -7,6 +7,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <optional>
+#include <thread>
 #include <cstdlib>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -95,6 +98,41 @@ std::shared_ptr<Backend> make_backend(World& w, const std::string& prefix, int r
   return b;
 }
 
+std::string bytes_text(const std::vector<uint8_t>& v) { return std::string(v.begin(), v.end()); }
+std::vector<uint8_t> bytes_of(const std::string& s) { return std::vector<uint8_t>(s.begin(), s.end()); }
+
+// Every rank counts itself in on the store and states its WORLD_SIZE; each waits until the count
+// reaches its world size, comparing its WORLD_SIZE with rank 0's (and rank 0 with everyone's) as
+// soon as they are there. So a peer that never arrives, or ranks launched with different world
+// sizes, fail in one line within join_timeout_s, before any process group is built.
+void await_ranks(c10d::Store& store, const LaunchEnv& env, double join_timeout_s,
+                 std::chrono::steady_clock::time_point start) {
+  static int rendezvous = 0;  // a process may build several worlds in turn; all ranks in the same order
+  const std::string key = fmt::format("slm/join{}/", rendezvous++);
+  store.set(key + "world/" + std::to_string(env.rank), bytes_of(std::to_string(env.world)));
+  store.add(key + "count", 1);
+  const auto waited = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  auto world_of = [&](int r) -> std::optional<int> {
+    const std::string k = key + "world/" + std::to_string(r);
+    if (!store.check({k})) return std::nullopt;
+    return std::stoi(bytes_text(store.get(k)));
+  };
+  for (;;) {
+    const int64_t n = store.add(key + "count", 0);
+    for (int r = 0; r < (env.rank == 0 ? static_cast<int>(std::min<int64_t>(n, env.world)) : 1); ++r)
+      if (const auto ws = world_of(r); ws && *ws != env.world)
+        throw UserError(fmt::format("rendezvous at {}:{}: ranks disagree on the world size: rank {} has WORLD_SIZE "
+                                    "{}, rank {} has {} (start every rank with the same WORLD_SIZE)",
+                                    env.master_addr, env.master_port, r, *ws, env.rank, env.world));
+    if (n >= env.world) return;
+    if (waited() > join_timeout_s)
+      throw UserError(fmt::format("rendezvous at {}:{}: {} of {} ranks arrived within {:.0f} s (dist.join_timeout_s); "
+                                  "start the others with the same MASTER_ADDR, MASTER_PORT and WORLD_SIZE ({} variables)",
+                                  env.master_addr, env.master_port, n, env.world, waited(), env.source));
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
 }  // namespace
 
 World init_world(const DistConfig& cfg, const std::string& device) {
@@ -122,19 +160,25 @@ World init_world(const DistConfig& cfg, const std::string& device) {
   const char* agent_store = std::getenv("TORCHELASTIC_USE_AGENT_STORE");
   o.isServer = w.env.rank == 0 && !(agent_store && std::string(agent_store) == "True");
   o.numWorkers = static_cast<size_t>(w.env.world);
-  o.waitWorkers = true;
+  o.waitWorkers = false;  // await_ranks waits, with messages that say who is missing
   o.timeout = std::chrono::milliseconds(static_cast<int64_t>(cfg.join_timeout_s * 1000));
+  const auto start = std::chrono::steady_clock::now();
   c10::intrusive_ptr<c10d::Store> store;
   try {
     store = c10::make_intrusive<c10d::TCPStore>(w.env.master_addr, o);
   } catch (const std::exception& e) {
-    const std::string who = w.env.rank == 0
-                                ? fmt::format("rank 0 waited for {} other ranks", w.env.world - 1)
-                                : fmt::format("rank {} of {} could not reach rank 0's store", w.env.rank, w.env.world);
+    const std::string what = first_line(e.what());
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (o.isServer && (what.find("ddress already in use") != std::string::npos || what.find("errno: 98") != std::string::npos))
+      throw UserError(fmt::format("rendezvous: port {} on {} is already in use (another job?); choose another "
+                                  "MASTER_PORT", w.env.master_port, w.env.master_addr));
+    const std::string who = w.env.rank == 0 ? "rank 0 could not open the store"
+                                            : fmt::format("rank {} of {} could not reach rank 0's store", w.env.rank, w.env.world);
     throw UserError(fmt::format("rendezvous at {}:{} failed after {:.0f} s: {} ({}, from {})", w.env.master_addr,
-                                w.env.master_port, cfg.join_timeout_s, who, first_line(e.what()), w.env.source));
+                                w.env.master_port, s, who, what, w.env.source));
   }
   store->setTimeout(std::chrono::milliseconds(static_cast<int64_t>(cfg.join_timeout_s * 1000)));
+  await_ranks(*store, w.env, cfg.join_timeout_s, start);
   w.store = std::make_shared<c10::intrusive_ptr<c10d::Store>>(store);
   auto health = std::make_shared<Health>(w.env.master_addr, w.env.master_port, w.env.rank);
   w.world.backend = make_backend(w, "world/", w.env.rank, w.env.world, cfg);

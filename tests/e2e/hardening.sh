@@ -9,12 +9,14 @@ mkdir sub && (cd sub && "$SLM" tokenizer train ../corpus.txt --vocab-size 300 --
 TINY=(--set data.dir="$WORK/data" --set model.n_layer=1 --set model.n_embd=32 --set model.n_head=2
       --set model.block_size=32 --set batch.batch_size=4 --set batch.micro_batch=4 --set batch.seq_len=32
       --set system.threads=1 --set eval.every=0)
-# expect_exit CODE "substring" cmd...: as expect_error, with this exit code.
+# expect_exit CODE "substring" cmd...: as expect_error (lib.sh), with exactly this exit code.
 expect_exit() {
-  local code=$1 rc=0; shift
-  (expect_error "$@") || fail "$*"
-  "${@:2}" >/dev/null 2>&1 || rc=$?
-  [ "$rc" -eq "$code" ] || fail "exit $rc, expected $code: ${*:2}"
+  local code=$1 want=$2 err rc=0; shift 2
+  err=$("$@" 2>&1 >/dev/null) || rc=$?
+  [ "$rc" -eq "$code" ] || fail "exit $rc, expected $code: $* ($err)"
+  [ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ] || fail "expected one line on stderr, got: $err"
+  [[ "$err" == *"$want"* ]] || fail "stderr '$err' lacks '$want'"
+  echo "ok (exit $rc): $err"
 }
 
 # 14. Usage errors exit 2 with one line; ranges are stated plainly.
@@ -84,4 +86,22 @@ if [ "$(id -u)" -eq 0 ] && mkdir ro && mount -t tmpfs -o ro,size=1m tmpfs ro 2>/
   expect_exit 1 "Read-only file system" "$SLM" tokenizer train corpus.txt --out ro/tok
   umount ro
 fi
+# 8, 9, 10. Rendezvous: a lone rank 0 gives up after join_timeout_s (not + timeout_s) and says how
+# many arrived; ranks with different WORLD_SIZE say so; a taken port says so at once.
+DIST=("$SLM" train "${TINY[@]}" --set schedule.max_steps=2 --set dist.join_timeout_s=3 --set dist.timeout_s=20)
+start=$(date +%s)
+expect_exit 1 "rendezvous at 127.0.0.1:29841: 1 of 2 ranks arrived within 3 s" \
+  env RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29841 "${DIST[@]}" --set run.dir=lone
+[ $(( $(date +%s) - start )) -lt 15 ] || fail "a lone rank waited longer than join_timeout_s"
+env RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29842 "${DIST[@]}" --set run.dir=ws > ws0.log 2>&1 &
+expect_exit 1 "ranks disagree on the world size: rank 0 has WORLD_SIZE 2, rank 1 has 4" \
+  env RANK=1 WORLD_SIZE=4 MASTER_ADDR=127.0.0.1 MASTER_PORT=29842 "${DIST[@]}" --set run.dir=ws
+wait $! && fail "rank 0 with another world size must fail too"
+grep -q "ranks disagree on the world size" ws0.log || { cat ws0.log; fail "rank 0's message"; }
+python3 -c 'import socket, time; s = socket.socket(); s.bind(("127.0.0.1", 29843)); s.listen(); time.sleep(8)' &
+holder=$!
+sleep 0.5
+expect_exit 1 "rendezvous: port 29843 on 127.0.0.1 is already in use" \
+  env RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29843 "${DIST[@]}" --set run.dir=port
+kill $holder 2>/dev/null || true
 echo "hardening: all passed"
