@@ -38,7 +38,7 @@ static bool is_hidden(const fs::path& p) {
   return !name.empty() && name[0] == '.';
 }
 
-std::vector<std::string> expand_inputs(const std::vector<std::string>& inputs) {
+std::vector<std::string> expand_inputs(const std::vector<std::string>& inputs, std::vector<std::string>* skipped) {
   std::vector<std::string> out;
   std::set<std::string> seen;
   auto add = [&](const std::string& p) {
@@ -68,6 +68,7 @@ std::vector<std::string> expand_inputs(const std::vector<std::string>& inputs) {
     std::sort(files.begin(), files.end());
     for (const auto& f : files)
       if (!looks_binary(f)) add(f);
+      else if (skipped) skipped->push_back(f);
   };
   for (const std::string& in : inputs) {
     if (in.find_first_of("*?[") == std::string::npos || fs::exists(in)) {
@@ -160,7 +161,8 @@ Corpus load_corpus(const std::vector<std::string>& inputs, const CorpusOptions& 
     throw UserError(fmt::format("--format: \"{}\" is not one of auto, text, jsonl", opt.format));
   if (inputs.empty()) throw UserError("no input files given");
   Corpus c;
-  for (const std::string& path : expand_inputs(inputs)) {
+  std::vector<std::string> binary;
+  for (const std::string& path : expand_inputs(inputs, &binary)) {
     auto map = std::make_unique<MappedFile>(path);
     Source src{path, static_cast<int64_t>(map->size()), 0};
     size_t before = c.docs.size();
@@ -175,9 +177,10 @@ Corpus load_corpus(const std::vector<std::string>& inputs, const CorpusOptions& 
   }
   for (std::string_view d : c.docs) c.bytes += static_cast<int64_t>(d.size());
   if (c.docs.empty())
-    throw UserError(fmt::format("corpus is empty: {} file(s) with no text in them{}",
-                                c.sources.size(),
-                                c.sources.empty() ? "" : fmt::format(" (first: {})", c.sources[0].path)));
+    throw UserError(fmt::format("corpus is empty: {} file(s) with no text in them{}{}", c.sources.size(),
+                                c.sources.empty() ? "" : fmt::format(" (first: {})", c.sources[0].path),
+                                binary.empty() ? "" : fmt::format("; {} binary file(s) skipped (first: {})",
+                                                                  binary.size(), binary[0])));
   return c;
 }
 

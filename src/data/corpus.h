@@ -37,8 +37,10 @@ struct Corpus {
 
 // Paths of the files named by `inputs`: files as given, directories recursively (sorted,
 // hidden and binary files skipped), glob patterns expanded. Duplicates (same real path, e.g.
-// symlinks) are dropped. Throws UserError for a missing path or a pattern with no match.
-std::vector<std::string> expand_inputs(const std::vector<std::string>& inputs);
+// symlinks) are dropped. Throws UserError for a missing path or a pattern with no match. The
+// binary files skipped in directories are appended to *skipped when it is given.
+std::vector<std::string> expand_inputs(const std::vector<std::string>& inputs,
+                                       std::vector<std::string>* skipped = nullptr);
 
 // Throws UserError on unreadable files, bad JSON lines, a bad option, or an empty corpus.
 Corpus load_corpus(const std::vector<std::string>& inputs, const CorpusOptions& opt);

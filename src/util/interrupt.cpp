@@ -1,6 +1,8 @@
 // util/interrupt.cpp: see interrupt.h.
 #include "util/interrupt.h"
 
+#include <unistd.h>
+
 #include <csignal>
 
 #include "util/error.h"
@@ -10,7 +12,9 @@ namespace {
 volatile std::sig_atomic_t g_signal = 0;
 
 extern "C" void on_signal(int sig) {
-  if (g_signal != 0) {  // second signal: give up on orderly shutdown
+  if (g_signal != 0) {  // second signal: give up on orderly shutdown, and say so
+    static const char msg[] = "slm: second interrupt: exiting at once, without saving\n";
+    [[maybe_unused]] const ssize_t n = ::write(STDERR_FILENO, msg, sizeof msg - 1);  // async-signal-safe
     std::signal(sig, SIG_DFL);
     std::raise(sig);
   }

@@ -86,6 +86,21 @@ if [ "$(id -u)" -eq 0 ] && mkdir ro && mount -t tmpfs -o ro,size=1m tmpfs ro 2>/
   expect_exit 1 "Read-only file system" "$SLM" tokenizer train corpus.txt --out ro/tok
   umount ro
 fi
+# 16. A folder of binary files only: say they were skipped as binary.
+mkdir bin && head -c 3000 /dev/urandom > bin/a.dat && printf 'x\0y' > bin/b.bin
+expect_exit 1 "corpus is empty: 0 file(s) with no text in them; 2 binary file(s) skipped (first: bin/a.dat)" \
+  "$SLM" tokenizer train bin --out tok_bin
+
+# 19. A second Ctrl-C ends at once and says so (both signals land within one ~0.1 s step).
+"$SLM" train "${TINY[@]}" --set run.dir=twice --set model.n_embd=256 --set model.n_head=4 --set model.n_layer=2 \
+  --set batch.batch_size=32 --set batch.micro_batch=32 --set schedule.max_steps=100000 --set log.every=1 2> int.log &
+pid=$!
+for _ in $(seq 100); do grep -q "^step 1/" int.log && break; sleep 0.1; done
+kill -INT $pid; kill -INT $pid
+rc=0; wait $pid || rc=$?
+[ "$rc" -eq 130 ] || { cat int.log; fail "a second interrupt must exit 130 (got $rc)"; }
+grep -q "slm: second interrupt: exiting at once, without saving" int.log || { cat int.log; fail "no word on a second interrupt"; }
+
 # 8, 9, 10. Rendezvous: a lone rank 0 gives up after join_timeout_s (not + timeout_s) and says how
 # many arrived; ranks with different WORLD_SIZE say so; a taken port says so at once.
 DIST=("$SLM" train "${TINY[@]}" --set schedule.max_steps=2 --set dist.join_timeout_s=3 --set dist.timeout_s=20)
