@@ -8,11 +8,13 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "comm/collectives.h"
 #include "model/hf_import.h"
 #include "parallel/tensor/model.h"
+#include "train/archive_file.h"
 #include "util/error.h"
 #include "util/files.h"
 #include "util/hash.h"
@@ -86,6 +88,17 @@ static std::vector<parallel::Segment> model_segments(const Trainer& t, bool for_
   return out;
 }
 
+// "<run_dir>'s disk has X free; a checkpoint needs about Y" for a failed save.
+static std::string disk_note(const Trainer& t, const std::string& run_dir) {
+  std::error_code ec;
+  const fs::space_info sp = fs::space(run_dir, ec);
+  const int sites = t.outer ? parallel::num_sites(*t.outer) : 1;
+  const double need = static_cast<double>(t.num_params) * 12.0 * sites;  // params + two Adam moments, fp32
+  return ec ? fmt::format("a checkpoint needs about {:.1f} MB", need / 1e6)
+            : fmt::format("{} has {:.1f} MB free; a checkpoint needs about {:.1f} MB", run_dir,
+                          static_cast<double>(sp.available) / 1e6, need / 1e6);
+}
+
 std::string save_checkpoint(const Trainer& t, const std::string& run_dir, int64_t keep, bool solo) {
   const parallel::FlatLayout& l = t.model_layout;
   const bool sharded = parallel::zero_stage(*t.dp) > 0 && !solo;
@@ -96,16 +109,37 @@ std::string save_checkpoint(const Trainer& t, const std::string& run_dir, int64_
   auto sync = [&] {
     if (!solo) comm::barrier(world);
   };
-  if (leader) {
-    fs::create_directories(run_dir + "/checkpoints");
-    fs::remove_all(partial);
-    fs::create_directories(partial);
-  }
-  sync();
+  // A write that fails on any rank (a full disk, a quota, an I/O error) fails the save on every
+  // rank in one line, with the partial folder removed and the previous checkpoints kept.
+  std::string failure;
+  auto check_written = [&] {
+    std::vector<double> failed{failure.empty() ? 0.0 : 1.0};
+    if (!solo) failed = comm::sum(failed, world);
+    if (failed[0] == 0) return;
+    std::error_code ec;
+    if (leader) fs::remove_all(partial, ec);
+    throw UserError(fmt::format("checkpoint {} not written: {} ({}); the previous checkpoints are kept", path,
+                                failure.empty() ? "another rank could not write its part" : failure,
+                                disk_note(t, run_dir)));
+  };
+  auto attempt = [&](const std::function<void()>& write) {
+    try {
+      write();
+    } catch (const std::exception& e) {  // UserError from our writers, filesystem_error
+      if (failure.empty()) failure = e.what();
+    }
+  };
+  if (leader)
+    attempt([&] {
+      fs::create_directories(run_dir + "/checkpoints");
+      fs::remove_all(partial);
+      fs::create_directories(partial);
+    });
+  check_written();
   // Shards are written by the first dp replica of each (that is site 0 with hybrid sharding: the
   // other sites hold the same shards); unsharded by dp rank 0.
   const comm::Group& zg = parallel::zero_group(*t.dp);
-  if (solo || (sharded ? t.groups.dp.rank < zg.size : t.groups.dp.rank == 0)) {  // this rank's buffer and where its pieces sit
+  if (solo || (sharded ? t.groups.dp.rank < zg.size : t.groups.dp.rank == 0)) attempt([&] {  // this rank's buffer and where its pieces sit
     // A view would be saved with its whole storage: copy only those (a whole CPU tensor is written
     // as it is, so saving does not double the optimizer state in memory).
     auto cpu = [](const at::Tensor& x) {
@@ -123,8 +157,8 @@ std::string save_checkpoint(const Trainer& t, const std::string& run_dir, int64_
     a.write("exp_avg_sq", cpu(t.adam.exp_avg_sq));
     a.write("segments", segs);
     a.write("rng.cpu", at::detail::getDefaultCPUGenerator().get_state());
-    a.save_to(partial + "/" + site_prefix(site_of(t)) + piece_prefix(t) + shard_file(sharded ? zg.rank : 0));
-  }
+    save_archive(a, partial + "/" + site_prefix(site_of(t)) + piece_prefix(t) + shard_file(sharded ? zg.rank : 0));
+  });
   if (t.outer && !solo) {  // every rank: its outer pieces (syncs in flight are received first)
     const parallel::OuterState o = parallel::settle_outer_state(*t.outer);
     std::vector<int64_t> pending;
@@ -134,10 +168,10 @@ std::string save_checkpoint(const Trainer& t, const std::string& run_dir, int64_
     a.write("momentum", o.momentum.detach().cpu());
     a.write("error", o.error.detach().cpu());
     a.write("pending", at::tensor(pending, at::kLong).view({-1, 2}));
-    a.save_to(partial + "/" + outer_file(t, piece_prefix(t)));
+    attempt([&] { save_archive(a, partial + "/" + outer_file(t, piece_prefix(t))); });
   }
-  sync();
-  if (leader) {
+  check_written();
+  if (leader) attempt([&] {
     data::LoaderState ls = t.train_loader->state();
     std::vector<std::string> files;
     for (const auto& e : fs::directory_iterator(partial)) files.push_back(e.path().filename().string());
@@ -161,6 +195,9 @@ std::string save_checkpoint(const Trainer& t, const std::string& run_dir, int64_
     write_file_atomic(partial + "/state.json", state.dump(1) + "\n");
     fs::remove_all(path);
     fs::rename(partial, path);
+  });
+  check_written();
+  if (leader) {
     std::vector<std::string> all = checkpoint_dirs(run_dir);
     for (size_t i = static_cast<size_t>(keep); i < all.size(); ++i) fs::remove_all(all[i]);
   }
