@@ -26,6 +26,7 @@ PACKAGES=(
   libtomlplusplus-dev libxxhash-dev                 # configs, checksums / identities
   libfaiss-dev libsqlite3-dev                       # slm embed / search: vectors, entries, BM25
   libgtest-dev                                      # unit tests
+  clang libclang-rt-14-dev                          # fuzz tests (libFuzzer, ASan, UBSan): tests/fuzz
   fortunes                                          # the shipped default corpus
   gnuplot-nox                                       # slm report: loss and throughput plots
   iproute2 iptables libnetfilter-queue-dev          # slm testbed: namespaces, NFQUEUE, slm-delayer

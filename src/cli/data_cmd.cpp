@@ -47,8 +47,10 @@ void run_info(const InfoArgs& a) {
               m.val_fraction, static_cast<unsigned long long>(m.seed));
   print_split("train", m.train);
   print_split("val", m.val);
-  std::printf("shards     all %zu valid, every token id < %lld\n", d.train.size() + d.val.size(),
-              static_cast<long long>(m.vocab_size));
+  const bool summed = !m.train.shards.empty() && !m.train.shards[0].xxh3.empty();
+  std::printf("shards     all %zu valid, every token id < %lld%s\n", d.train.size() + d.val.size(),
+              static_cast<long long>(m.vocab_size),
+              summed ? ", checksums match" : " (no checksums: prepared by an older slm)");
 }
 
 }  // namespace

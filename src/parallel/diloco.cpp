@@ -39,6 +39,7 @@ struct OuterSync {
   std::vector<Fragment> frags;
   at::Tensor theta, momentum, error;  // this rank's pieces of every fragment, in fragment order
   std::vector<Flight> flights;
+  std::vector<int64_t> exact_at;  // per fragment: the step its parameters last became θ_outer exactly
 };
 
 void outer_nesterov(at::Tensor theta, at::Tensor momentum, const at::Tensor& delta, double lr, double mu) {
@@ -95,6 +96,7 @@ std::shared_ptr<OuterSync> make_outer_sync(const SyncConfig& c, const at::Tensor
     own += f.len;
     o->frags.push_back(f);
   }
+  o->exact_at.assign(o->frags.size(), -1);
   o->theta = at::empty({own}, params.options());
   o->momentum = at::zeros_like(o->theta);
   o->error = at::zeros_like(o->theta);
@@ -173,15 +175,19 @@ static void apply(OuterSync& o, Flight& x) {
 }
 
 // The fragment's parameters from θ_outer (mixed with the local ones when the sync travelled for
-// `delay` steps), then every site rank's piece all-gathered inside the site.
-static void merge(OuterSync& o, Flight& x) {
+// `delay` steps, unless `exact`), then every site rank's piece all-gathered inside the site.
+static void merge(OuterSync& o, Flight& x, int64_t step, bool exact = false) {
   torch::NoGradGuard no_grad;
   apply(o, x);
   const Fragment& f = o.frags[static_cast<size_t>(x.fragment)];
   at::Tensor mine = o.params.narrow(0, f.begin + f.lo, f.len);
   const at::Tensor outer = o.theta.narrow(0, f.own, f.len);
-  if (o.cfg.delay > 0) mine.mul_(o.cfg.mix).add_(outer, 1 - o.cfg.mix);
-  else mine.copy_(outer);
+  if (o.cfg.delay > 0 && !exact) {
+    mine.mul_(o.cfg.mix).add_(outer, 1 - o.cfg.mix);
+  } else {
+    mine.copy_(outer);
+    o.exact_at[static_cast<size_t>(x.fragment)] = step;
+  }
   if (o.site.size == 1 || f.size == 0) return;
   at::Tensor piece = at::zeros({f.piece}, o.params.options());
   piece.narrow(0, 0, f.len).copy_(mine);
@@ -200,10 +206,28 @@ int after_inner_step(OuterSync& o, int64_t step) {
       ++it;
       continue;
     }
-    merge(o, *it);
+    merge(o, *it, step);
     it = o.flights.erase(it);
     ++merged;
   }
+  return merged;
+}
+
+int finish_outer(OuterSync& o, int64_t step) {
+  torch::NoGradGuard no_grad;
+  int merged = 0;
+  for (Flight& x : o.flights) merge(o, x, step), ++merged;  // those in flight arrive now
+  o.flights.clear();
+  for (int64_t f = 0; f < o.cfg.fragments; ++f) {
+    if (o.exact_at[static_cast<size_t>(f)] == step) continue;  // already θ_outer: Δ = 0
+    launch(o, f, step);
+    merge(o, o.flights.back(), step, /*exact=*/true);
+    o.flights.clear();
+    ++merged;
+  }
+  const at::Tensor p = o.params.detach().cpu().contiguous();  // every site must now hold one model
+  comm::require_same(hash_hex({static_cast<const char*>(p.data_ptr()), static_cast<size_t>(p.nbytes())}), o.cross,
+                     "parameters after the final outer sync");
   return merged;
 }
 

@@ -44,6 +44,11 @@ void check_same_outer(const OuterSync& o);
 // After the inner step that made `step` steps: starts the syncs that are due and merges those whose
 // delay is over. Returns the number of fragments merged.
 int after_inner_step(OuterSync& o, int64_t step);
+// At the end of training (after after_inner_step of the last step): the syncs in flight arrive,
+// then every fragment not already equal to θ_outer is synced now and taken exactly, so that every
+// site ends with the same model (the one checkpoints and exports hold; checked by a checksum
+// across the sites). Returns the fragments merged.
+int finish_outer(OuterSync& o, int64_t step);
 
 int site_index(const OuterSync& o);
 int num_sites(const OuterSync& o);

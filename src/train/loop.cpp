@@ -291,6 +291,9 @@ int run_training(const Config& cfg_in, bool resume, int64_t stop_at) {
     }
   }
   if (tty) std::fprintf(stderr, "\n");
+  if (t->outer && t->step == cfg.schedule.max_steps)
+    say(fmt::format("sync: final outer sync at step {}: the {} sites hold one model", t->step,
+                    parallel::num_sites(*t->outer)));
   return 0;
 }
 

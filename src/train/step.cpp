@@ -286,6 +286,7 @@ StepStats train_step(Trainer& t) {
   t.step += 1;
   if (t.outer) {  // DiLoCo: start the outer syncs that are due, merge those that have arrived
     s.outer_merged = parallel::after_inner_step(*t.outer, t.step);
+    if (t.step == t.cfg.schedule.max_steps) s.outer_merged += parallel::finish_outer(*t.outer, t.step);  // one model
     if (s.outer_merged > 0) parallel::pipeline::sync_tied_weights(*t.pipe);
     s.outer_s = seconds_since(clock);
   }

@@ -101,6 +101,8 @@ echo "== checkpoints"
 ST=(--set optim.lr=3e-3 --set sync.mode=diloco --set dist.ranks_per_site=2 --set sync.inner_steps=6
     --set sync.fragments=2 --set sync.delay=2 --set sync.compress=int8 --set schedule.max_steps=16)
 train 4 whole "${ST[@]}"
+grep -q "\[0\] sync: final outer sync at step 16: the 2 sites hold one model" whole.log ||
+  { cat whole.log; fail "no final outer sync (the sites would end with different models)"; }
 train 4 parts "${ST[@]}" --stop-at 7
 ls parts/checkpoints/step_00000007 | grep -q "^site1_shard_00000.pt" || fail "site 1's model not saved"
 [ "$(ls parts/checkpoints/step_00000007 | grep -c '^outer_')" -eq 4 ] || fail "4 outer state files expected"
