@@ -7,7 +7,8 @@
 #   2. PyPI's LibTorch 2.x in build-pip/: builds everything, runs every unit test and every
 #      layout's loss-match test, the ecosystem tests and the cross-build checkpoint test (against
 #      build/slm); the testbed, planner and WAN-collective tests (~3 min; the c10d calls they make
-#      are the ones the other tests make) run in the first build only, to keep CI under 40 min.
+#      are the ones the other tests make) and the fuzz test (tests/fuzz: clang, no LibTorch) run
+#      in the first build only, to keep CI under 40 min.
 # Tests that need ../shared/data skip cleanly without it. .ci/run calls exactly this.
 # SLM_TEST_BUILDS=debian (or pip) runs one build only.
 set -euo pipefail
