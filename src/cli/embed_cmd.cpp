@@ -142,8 +142,8 @@ void add_embed_command(CLI::App& app) {
   cmd->add_option("--append", a->append, "add the documents to this existing index instead");
   cmd->add_flag("--force", a->force, "replace an existing --out folder");
   add_corpus_options(cmd, a->corpus);
-  cmd->add_option("--window", a->window, "tokens per entry, the leading end-of-text included (default: the model's context)");
-  cmd->add_option("--stride", a->stride, "text tokens between window starts (default: window - 1, no overlap)");
+  cmd->add_option("--window", a->window, "tokens per entry, the leading end-of-text included (default: the model's context)")->check(at_least(0));
+  cmd->add_option("--stride", a->stride, "text tokens between window starts (default: window - 1, no overlap)")->check(at_least(0));
   cmd->add_option("--pooling", a->pooling, "mean, last or weighted-mean over the final hidden states")
       ->capture_default_str();
   cmd->add_option("--index", a->spec.kind, "vector index: flat (exact), hnsw (graph) or ivf (clusters)")->capture_default_str();
@@ -162,11 +162,11 @@ void add_embed_command(CLI::App& app) {
   ev->add_option("source", e->source, "run directory, checkpoint directory or Hugging Face GPT-2 folder")->required();
   ev->add_option("inputs", e->inputs, "the corpus (as `slm data prepare` reads it)")->required();
   add_corpus_options(ev, e->corpus);
-  ev->add_option("--val-fraction", e->val_fraction, "held-out share, chosen as `slm data prepare` does")->capture_default_str();
+  ev->add_option("--val-fraction", e->val_fraction, "held-out share, chosen as `slm data prepare` does")->capture_default_str()->check(in_range(0, 0.5));
   ev->add_option("--seed", e->seed, "seed of that choice (as `slm data prepare --seed`)")->capture_default_str();
   ev->add_flag("--all-docs", e->all_docs, "use every document, not the held-out ones");
   ev->add_option("--query-tokens", e->query_tokens, "tokens of a document's start that form its query")->capture_default_str()->check(at_least(1));
-  ev->add_option("--target-tokens", e->target_tokens, "tokens after them that form its target (default: context - 1)");
+  ev->add_option("--target-tokens", e->target_tokens, "tokens after them that form its target (default: context - 1)")->check(at_least(0));
   ev->add_option("--max-docs", e->max_docs, "at most this many documents (the first ones)")->capture_default_str()->check(at_least(0));
   ev->add_option("--pooling", e->pooling, "mean, last, weighted-mean or all")->capture_default_str();
   ev->add_option("--device", e->device, "auto, cpu or cuda")->capture_default_str();

@@ -108,7 +108,8 @@ std::vector<uint8_t> bytes_of(const std::string& s) { return std::vector<uint8_t
 void await_ranks(c10d::Store& store, const LaunchEnv& env, double join_timeout_s,
                  std::chrono::steady_clock::time_point start) {
   static int rendezvous = 0;  // a process may build several worlds in turn; all ranks in the same order
-  const std::string key = fmt::format("slm/join{}/", rendezvous++);
+  const char* restart = std::getenv("TORCHELASTIC_RESTART_COUNT");  // torchrun's store outlives a restart
+  const std::string key = fmt::format("slm/join{}.{}/", restart ? restart : "0", rendezvous++);
   store.set(key + "world/" + std::to_string(env.rank), bytes_of(std::to_string(env.world)));
   store.add(key + "count", 1);
   const auto waited = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };

@@ -58,7 +58,7 @@ struct Dataset {
 
 // Opens and validates every shard listed in the manifest: header, size, checksum (a bit flip after
 // `slm data prepare`) and every token id inside the vocabulary, so a loader never serves an id
-// the model cannot embed (one pass over the tokens, ~0.1 s per GB). If expected_tokenizer_identity
+// the model cannot embed (two passes over the tokens, ~0.3 s per GB). If expected_tokenizer_identity
 // is not empty and differs from the manifest's, throws a UserError naming both tokenizers.
 Dataset open_dataset(const std::string& dir, const std::string& expected_tokenizer_identity = "");
 
