@@ -26,6 +26,10 @@ void add_plan_auto_command(CLI::App& plan);  // plan_auto_cmd.cpp: plan auto (un
 void add_embed_command(CLI::App& app);       // embed_cmd.cpp: embed, embed eval
 void add_embed_tune_command(CLI::App& embed);  // embed_tune_cmd.cpp: embed tune (under `slm embed`)
 void add_search_command(CLI::App& app);      // search_cmd.cpp
+void add_doctor_command(CLI::App& app);      // doctor_cmd.cpp
+
+// slm-delayer, the testbed's link emulator, next to the slm binary (testbed_cmd.cpp).
+std::string delayer_path();
 
 // --dp --tp --pp --virtual-stages --micro-batches --schedule --zero, appended to `sets` as
 // "parallel.<key>=<value>" overrides (plan_cmd.cpp).

@@ -43,8 +43,9 @@ void run_info(const InfoArgs& a) {
               m.tokenizer_path.c_str(), m.tokenizer_identity.substr(0, 12).c_str(),
               static_cast<long long>(m.vocab_size), m.eot_token.c_str(),
               static_cast<long long>(m.eot_id));
-  std::printf("sources    %zu file(s); val fraction %.3f, seed %llu\n", m.sources.size(),
-              m.val_fraction, static_cast<unsigned long long>(m.seed));
+  std::printf("sources    %zu file(s); val fraction %.3f of the %s, seed %llu\n", m.sources.size(), m.val_fraction,
+              m.val_split == "tail" ? "tokens (the end of the one document)" : "documents",
+              static_cast<unsigned long long>(m.seed));
   print_split("train", m.train);
   print_split("val", m.val);
   const bool summed = !m.train.shards.empty() && !m.train.shards[0].xxh3.empty();
@@ -66,7 +67,8 @@ void add_data_commands(CLI::App& app) {
   prep->add_option("-t,--tokenizer", o->tokenizer_dir, "tokenizer directory")->required();
   prep->add_option("-o,--out", o->out, "output dataset directory")->required();
   prep->add_option("--val-fraction", o->val_fraction,
-                   "share of documents held out for validation, in [0, 0.5]")
+                   "share of documents held out for validation, in [0, 0.5] (one document: the share of its "
+                   "tokens at its end)")
       ->capture_default_str();
   prep->add_option("--seed", o->seed, "seed of the train/validation document split")
       ->capture_default_str();

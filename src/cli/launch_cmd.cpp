@@ -12,7 +12,7 @@ void add_launch_command(CLI::App& app) {
   auto o = std::make_shared<comm::LaunchOptions>();
   auto* cmd = app.add_subcommand(
       "launch",
-      "run a command as N ranks of a distributed job: slm launch -n 4 -- slm train -c configs/tiny.toml");
+      "run a command as N ranks of a job: slm launch -n 4 -- slm train -c configs/tiny.toml");
   cmd->add_option("-n,--nproc", o->nproc, "ranks on this machine")->required()->check(at_least(1));
   cmd->add_option("--nnodes", o->nnodes, "machines in the job (one launcher on each)")->capture_default_str()->check(at_least(1));
   cmd->add_option("--node-rank", o->node_rank, "this machine's index, 0..nnodes-1")->capture_default_str()->check(at_least(0));

@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <new>
+#include <utility>
+#include <vector>
 
 #include "cli/checks.h"
 #include "cli/commands.h"
@@ -20,23 +22,33 @@ int main(int argc, char** argv) {
   slm::train::configure_process();
   CLI::App app{
       "slm: pretrain small GPT-2-class language models on your own corpus and cluster.\n"
-      "Run `slm <command> --help` for the options of each command.",
+      "Run `slm <command> --help` for the options of each command; `slm doctor` checks this machine.",
       "slm"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("slm 0.1.0 (LibTorch ") + TORCH_VERSION + ")");
-  slm::cli::add_tokenizer_commands(app);
-  slm::cli::add_data_commands(app);
-  slm::cli::add_train_command(app);
-  slm::cli::add_export_command(app);
-  slm::cli::add_eval_commands(app);
-  slm::cli::add_report_command(app);
-  slm::cli::add_launch_command(app);
-  slm::cli::add_plan_commands(app);
-  slm::cli::add_testbed_command(app);
-  slm::cli::add_probe_command(app);
-  slm::cli::add_profile_command(app);
-  slm::cli::add_embed_command(app);
-  slm::cli::add_search_command(app);
+  // The commands grouped by what a user does, in the order `slm --help` lists them.
+  const std::pair<const char*, void (*)(CLI::App&)> commands[] = {
+      {"Prepare a corpus", slm::cli::add_tokenizer_commands},
+      {"Prepare a corpus", slm::cli::add_data_commands},
+      {"Train", slm::cli::add_train_command},
+      {"Run on many machines", slm::cli::add_launch_command},
+      {"Run on many machines", slm::cli::add_testbed_command},
+      {"Run on many machines", slm::cli::add_probe_command},
+      {"Plan a layout", slm::cli::add_plan_commands},
+      {"Plan a layout", slm::cli::add_profile_command},
+      {"Evaluate and use a model", slm::cli::add_eval_commands},
+      {"Evaluate and use a model", slm::cli::add_report_command},
+      {"Evaluate and use a model", slm::cli::add_export_command},
+      {"Evaluate and use a model", slm::cli::add_embed_command},
+      {"Evaluate and use a model", slm::cli::add_search_command},
+      {"Check this machine", slm::cli::add_doctor_command},
+  };
+  for (const auto& [group, add] : commands) {
+    const size_t before = app.get_subcommands([](CLI::App*) { return true; }).size();
+    add(app);
+    const std::vector<CLI::App*> subs = app.get_subcommands([](CLI::App*) { return true; });
+    for (size_t i = before; i < subs.size(); ++i) subs[i]->group(group);
+  }
   slm::cli::require_finite_numbers(app);
   slm::install_interrupt_handlers();
   try {

@@ -128,11 +128,16 @@ PlanningInputs load_planning_inputs(const train::Config& cfg, const std::string&
     planner::apply_topology(p.cluster, read_file(topology), topology);
   }
   p.seq_len = cfg.batch.seq_len > 0 ? cfg.batch.seq_len : cfg.model.block_size;
-  p.precision = planning_precision(cfg, p.cluster);
-  const planner::ProfileShape shape = train::profile_shape(cfg.model, p.seq_len, p.precision);
   if (!profile.empty()) {
     if (!path_exists(profile)) throw UserError(fmt::format("{}: no such file", profile));
     p.profile = planner::parse_profile(read_file(profile), profile);
+  }
+  // With "auto", a profile's precision is what `slm profile` measured the ranks to pick (it probes
+  // at its largest micro-batch, so its choice can differ from a probe at the config's).
+  p.precision = cfg.system.precision == "auto" && !profile.empty() ? p.profile.shape.precision
+                                                                  : planning_precision(cfg, p.cluster);
+  const planner::ProfileShape shape = train::profile_shape(cfg.model, p.seq_len, p.precision);
+  if (!profile.empty()) {
     planner::check_profile(p.profile, shape, p.cluster.world(), profile);
     p.profile_from = profile + " (" + p.profile.ranks[0].source + ")";
   } else {

@@ -96,7 +96,7 @@ void add_layout_flags(CLI::App* cmd, std::vector<std::string>& sets) {
 }
 
 void add_plan_commands(CLI::App& app) {
-  auto* plan = app.add_subcommand("plan", "make, check, print and (auto) choose parallel layouts (plans)");
+  auto* plan = app.add_subcommand("plan", "make, check and (auto) choose parallel layouts (plans)");
   plan->require_subcommand(1);
   auto a = std::make_shared<PlanArgs>();
   auto* make = plan->add_subcommand("make", "write the plan of the layout flags (even stages) as TOML");

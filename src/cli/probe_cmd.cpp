@@ -21,8 +21,8 @@ void add_probe_command(CLI::App& app) {
     std::string out = "topology.json";
   };
   auto a = std::make_shared<Args>();
-  auto* cmd = app.add_subcommand("probe", "latency and bandwidth of every rank pair, collective timings, "
-                                          "link classes; writes a topology file (run under a launcher)");
+  auto* cmd = app.add_subcommand("probe", "measure latency and bandwidth between every pair of ranks; writes a "
+                                          "topology file (run under a launcher)");
   cmd->add_option("--sizes", a->probe.sizes, "message sizes in bytes")->capture_default_str()->delimiter(',');
   cmd->add_option("--repeats", a->probe.repeats, "round trips per size (the fastest counts)")->capture_default_str()
       ->check(CLI::Range(1, 100));

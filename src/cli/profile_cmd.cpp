@@ -29,8 +29,8 @@ void add_profile_command(CLI::App& app) {
     bool no_cache = false;
   };
   auto a = std::make_shared<Args>();
-  auto* cmd = app.add_subcommand("profile", "time every rank's compute (block, embeddings, head, optimizer) for "
-                                            "the planner; writes a profile (run under a launcher)");
+  auto* cmd = app.add_subcommand("profile", "time every rank's compute for the planner; writes a profile (run under "
+                                            "a launcher)");
   cmd->add_option("-c,--config", a->config, "training configuration (model, batch, system sections)");
   cmd->add_option("--set", a->set, "override one key, section.key=value (repeatable)");
   cmd->add_option("--micro-batches", a->sizes, "micro-batch sizes to time (default 1, 2, 4, 8 up to the batch)")

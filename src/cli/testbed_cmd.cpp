@@ -32,13 +32,6 @@ testbed::TestbedSpec load(const std::string& file) {
   return s;
 }
 
-// slm-delayer sits next to the slm binary.
-std::string delayer_path() {
-  char buf[PATH_MAX];
-  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  std::string exe = n > 0 ? std::string(buf, static_cast<size_t>(n)) : "slm";
-  return exe.substr(0, exe.rfind('/') + 1) + "slm-delayer";
-}
 
 void print_layout(const testbed::TestbedSpec& s) {
   for (int r = 0; r < s.world(); ++r)
@@ -48,12 +41,19 @@ void print_layout(const testbed::TestbedSpec& s) {
 
 }  // namespace
 
+std::string delayer_path() {
+  char buf[PATH_MAX];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  std::string exe = n > 0 ? std::string(buf, static_cast<size_t>(n)) : "slm";
+  return exe.substr(0, exe.rfind('/') + 1) + "slm-delayer";
+}
+
 void add_testbed_command(CLI::App& app) {
   auto* tb = app.add_subcommand("testbed", "emulate a wide-area cluster on this machine (network namespaces; root)");
   tb->require_subcommand(1);
   auto a = std::make_shared<TestbedArgs>();
   auto* up = tb->add_subcommand("up", "build the namespaces, links and delays of FILE (leaves them up)");
-  up->add_option("file", a->file, "testbed description (TOML; see README)")->required();
+  up->add_option("file", a->file, "testbed description (TOML; docs/testbed.md)")->required();
   up->callback([a] {
     testbed::TestbedSpec s = load(a->file);
     testbed::TestbedLock lock(s.name);

@@ -21,7 +21,7 @@ struct TrainArgs {
 void add_train_command(CLI::App& app) {
   auto a = std::make_shared<TrainArgs>();
   auto* cmd = app.add_subcommand(
-      "train", "pretrain a GPT-2 model on a prepared dataset (configs/*.toml; see README)");
+      "train", "pretrain a GPT-2 model on a prepared dataset (configs/*.toml; docs/training.md)");
   cmd->add_option("-c,--config", a->config, "TOML configuration (e.g. configs/tiny.toml)");
   cmd->add_option("--set", a->set,
                   "override one key, section.key=value (repeatable), e.g. --set data.dir=runs/demo/data");

@@ -45,6 +45,7 @@ void write_manifest(const std::string& dir, const Manifest& m) {
                      {"vocab_size", m.vocab_size}, {"eot_token", m.eot_token}, {"eot_id", m.eot_id}}},
       {"bytes_per_token", m.bytes_per_token},
       {"val_fraction", m.val_fraction},
+      {"val_split", m.val_split},
       {"seed", m.seed},
       {"corpus", {{"format", m.corpus.format}, {"separator", m.corpus.separator},
                   {"jsonl_field", m.corpus.jsonl_field}}},
@@ -87,6 +88,7 @@ Manifest read_manifest(const std::string& dir) {
     m.eot_id = t.at("eot_id").get<int64_t>();
     m.bytes_per_token = j.at("bytes_per_token").get<int>();
     m.val_fraction = j.at("val_fraction").get<double>();
+    m.val_split = j.value("val_split", std::string("documents"));  // absent before the tail split
     m.seed = j.at("seed").get<uint64_t>();
     m.corpus.format = j.at("corpus").at("format").get<std::string>();
     m.corpus.separator = j.at("corpus").at("separator").get<std::string>();

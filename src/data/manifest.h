@@ -36,6 +36,7 @@ struct Manifest {
   std::string eot_token;
   int bytes_per_token = 2;
   double val_fraction = 0;
+  std::string val_split = "documents";  // "documents" (a seeded choice) | "tail" (one document's last tokens)
   uint64_t seed = 0;
   CorpusOptions corpus;
   std::vector<Source> sources;

@@ -1,7 +1,10 @@
 // data/prepare.cpp: see prepare.h.
 #include "data/prepare.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstddef>
+#include <cstdio>
 #include <fmt/format.h>
 #include <memory>
 
@@ -18,7 +21,7 @@ namespace slm::data {
 
 std::vector<bool> choose_val_docs(int64_t n, double fraction, uint64_t seed) {
   std::vector<bool> val(static_cast<size_t>(n), false);
-  if (fraction <= 0 || n == 0) return val;
+  if (fraction <= 0 || n < 2) return val;
   int64_t k = std::llround(fraction * static_cast<double>(n));
   k = std::clamp<int64_t>(k, 1, n - 1);
   std::vector<int64_t> idx(static_cast<size_t>(n));
@@ -64,6 +67,38 @@ struct SplitWriter {
   }
 };
 
+// The one document's tokens (its chunks' ids, in order): the first 1 - fraction of them go to
+// train, the rest, cut at a token boundary, to validation; each part starts with the end-of-text
+// token. Returns the line that says so.
+std::string write_tail_split(const std::vector<std::vector<uint32_t>>& ids, int64_t doc_bytes, double fraction, uint32_t eot,
+                      const tokenizer::BpeModel& model, SplitWriter& train, SplitWriter& val) {
+  int64_t n = 0;
+  for (const auto& v : ids) n += static_cast<int64_t>(v.size());
+  if (n < 2)
+    throw UserError(fmt::format("corpus is one document of {} token(s): too short to hold out a validation part "
+                                "(pass --val-fraction 0)",
+                                n));
+  const int64_t k = std::clamp<int64_t>(std::llround(fraction * static_cast<double>(n)), 1, n - 1);
+  std::vector<uint32_t> tail;  // the validation part: the last k tokens
+  train.append(&eot, 1);
+  int64_t seen = 0;
+  for (const auto& v : ids) {
+    const auto before_cut = static_cast<size_t>(std::clamp<int64_t>(n - k - seen, 0, static_cast<int64_t>(v.size())));
+    train.append(v.data(), before_cut);
+    tail.insert(tail.end(), v.begin() + static_cast<std::ptrdiff_t>(before_cut), v.end());
+    seen += static_cast<int64_t>(v.size());
+  }
+  val.append(&eot, 1);
+  val.append(tail.data(), tail.size());
+  const auto val_bytes = static_cast<int64_t>(tokenizer::decode(model, tail).size());
+  train.info.documents += 1;
+  val.info.documents += 1;
+  train.info.bytes += doc_bytes - val_bytes;
+  val.info.bytes += val_bytes;
+  return fmt::format("prepare: one document: its last {} of {} tokens ({:.1f}%) are the validation split", k, n,
+                     100.0 * static_cast<double>(k) / static_cast<double>(n));
+}
+
 }  // namespace
 
 Manifest prepare_dataset(const PrepareOptions& opt) {
@@ -81,11 +116,9 @@ Manifest prepare_dataset(const PrepareOptions& opt) {
                                 opt.tokenizer_dir, opt.eot));
   Corpus corpus = load_corpus(opt.inputs, opt.corpus);
   const int64_t ndocs = static_cast<int64_t>(corpus.docs.size());
-  if (opt.val_fraction > 0 && ndocs < 2)
-    throw UserError(fmt::format(
-        "corpus has only {} document; a validation split needs at least 2 (split files into "
-        "documents with --separator, or pass --val-fraction 0)",
-        ndocs));
+  // One document (one big text file, the commonest first corpus): its last val_fraction of tokens
+  // is the validation split, as nanoGPT and llm.c hold out the end of the text.
+  const bool tail_split = opt.val_fraction > 0 && ndocs == 1;
   std::vector<bool> is_val = choose_val_docs(ndocs, opt.val_fraction, opt.seed);
 
   Manifest man;
@@ -96,6 +129,7 @@ Manifest prepare_dataset(const PrepareOptions& opt) {
   man.eot_token = opt.eot;
   man.bytes_per_token = bytes_per_token_for(model.vocab_size());
   man.val_fraction = opt.val_fraction;
+  man.val_split = tail_split ? "tail" : "documents";
   man.seed = opt.seed;
   man.corpus = opt.corpus;
   man.sources = corpus.sources;
@@ -114,6 +148,7 @@ Manifest prepare_dataset(const PrepareOptions& opt) {
   Progress progress("encode", corpus.bytes, "B", opt.quiet);
   const uint32_t eot_u = static_cast<uint32_t>(eot);
   int64_t doc = 0;
+  std::string tail_note;  // what the one-document split held out
   while (doc < ndocs) {
     std::vector<Chunk> chunks;
     size_t batch_bytes = 0;
@@ -129,7 +164,8 @@ Manifest prepare_dataset(const PrepareOptions& opt) {
       encoders[w]->encode(chunks[i].text, ids[i]);
       progress.add(static_cast<int64_t>(chunks[i].text.size()));
     });
-    for (size_t i = 0; i < chunks.size(); ++i) {
+    if (tail_split) tail_note = write_tail_split(ids, static_cast<int64_t>(corpus.docs[0].size()), opt.val_fraction, eot_u, model, train, val);
+    for (size_t i = 0; i < chunks.size() && !tail_split; ++i) {
       SplitWriter& w = is_val[chunks[i].doc] ? val : train;
       if (i == 0 || chunks[i].doc != chunks[i - 1].doc) {  // a document starts
         w.append(&eot_u, 1);
@@ -141,6 +177,7 @@ Manifest prepare_dataset(const PrepareOptions& opt) {
     throw_if_interrupted();
   }
   progress.finish();
+  if (!tail_note.empty()) std::fprintf(stderr, "%s\n", tail_note.c_str());
   train.close();
   val.close();
   man.train = train.info;

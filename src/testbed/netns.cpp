@@ -204,12 +204,32 @@ void testbed_down(const TestbedSpec& s, const std::string& link_log) {
   remove_site_cgroups(fmt::format("slm-{}-", s.name));
 }
 
-void testbed_up(const TestbedSpec& s, const std::string& delayer) {
-  if (::geteuid() != 0)
-    throw UserError("testbed: needs root (network namespaces, tc, iptables); run it with sudo");
+// Root and the tools testbed_up needs: "" when present, else what is missing.
+static std::string missing_prerequisite() {
+  if (::geteuid() != 0) return "needs root (network namespaces, tc, iptables); run it with sudo";
   for (const char* tool : {"ip", "tc", "iptables-legacy"})
-    if (!have(tool))
-      throw UserError(fmt::format("testbed: '{}' not found (Debian: iproute2, iptables; scripts/setup.sh installs them)", tool));
+    if (!have(tool)) return fmt::format("'{}' not found (Debian: iproute2, iptables; scripts/setup.sh installs them)", tool);
+  return "";
+}
+
+Readiness testbed_readiness(const std::string& delayer) {
+  if (const std::string m = missing_prerequisite(); !m.empty())
+    return {false, m, ::geteuid() != 0 ? "sudo slm doctor" : "sudo bash scripts/setup.sh --deps"};
+  const std::string ns = fmt::format("slm-doctor-{}", ::getpid());
+  if (const auto [rc, out] = shell("ip netns add " + ns); rc != 0)
+    return {false, "cannot make a network namespace: " + out.substr(0, out.find('\n')),
+            "run on a host (or a container with CAP_SYS_ADMIN and CAP_NET_ADMIN)"};
+  const bool netem = shell(fmt::format("tc -n {} qdisc add dev lo root netem delay 0ms", ns)).first == 0;
+  shell("ip netns delete " + ns);
+  if (netem) return {true, "root, network namespaces, links by tc netem", ""};
+  if (!path_exists(delayer))
+    return {false, "this kernel has no sch_netem and " + delayer + " is missing (it needs libnetfilter-queue-dev)",
+            "bash scripts/setup.sh --build"};
+  return {true, "root, network namespaces, links by slm-delayer (this kernel has no sch_netem)", ""};
+}
+
+void testbed_up(const TestbedSpec& s, const std::string& delayer) {
+  if (const std::string m = missing_prerequisite(); !m.empty()) throw UserError("testbed: " + m);
   testbed_down(s);  // leftovers of an earlier run
   try {
     up_unchecked(s, delayer);

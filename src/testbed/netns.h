@@ -1,6 +1,6 @@
 // testbed/netns.h: bring an emulated wide-area cluster (testbed/spec.h) up on this machine, run
 // a job on it, and tear it down. Needs root; the job's processes need no privilege.
-// Owns: testbed_up, testbed_down, testbed_run. Layout: one network namespace per rank
+// Owns: testbed_up, testbed_down, testbed_run, testbed_readiness. Layout: one network namespace per rank
 // (<name>-r<i>, interface eth0 with the address of spec.h) joined by veth pairs to a router
 // namespace (<name>-rt, IP forwarding on). Delays and site-to-site bandwidth (spec `delay`): tc
 // netem classes on the router's interfaces (testbed/netem.h) where the kernel has sch_netem, else
@@ -29,5 +29,15 @@ void testbed_down(const TestbedSpec& s, const std::string& link_log = "");
 // Returns the job's exit code.
 int testbed_run(const TestbedSpec& s, const std::string& delayer, const std::vector<std::string>& command,
                 int port, const std::string& link_log = "");
+
+// Whether `slm testbed` can run here (for `slm doctor`): root, the tools, network namespaces (a
+// throw-away one is made and removed) and how links would be delayed: sch_netem where this kernel
+// has it, else slm-delayer at `delayer`. When not ok, `detail` says what is missing and `fix` the
+// command that mends it.
+struct Readiness {
+  bool ok = false;
+  std::string detail, fix;
+};
+Readiness testbed_readiness(const std::string& delayer);
 
 }  // namespace slm::testbed

@@ -15,6 +15,7 @@
 
 #include "train/cuda_info.h"
 
+#include "util/cache_dir.h"
 #include "util/files.h"
 
 namespace slm::train {
@@ -71,8 +72,7 @@ DeviceInfo describe_device(const std::string& device, const std::string& precisi
     d.peak_source = "configured";
     return d;
   }
-  const char* home = std::getenv("HOME");
-  const std::string cache = std::string(home ? home : "/tmp") + "/.cache/slmtrain/peak.json";
+  const std::string cache = cache_dir() + "/peak.json";
   const std::string key = d.name + " " + precision;
   nlohmann::json j = nlohmann::json::object();
   try {

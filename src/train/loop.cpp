@@ -17,6 +17,7 @@
 #include "comm/hierarchy.h"
 #include "train/checkpoint.h"
 #include "train/hardware.h"
+#include "train/machine.h"
 #include "train/runtime.h"
 #include "train/trainer.h"
 #include "util/error.h"
@@ -120,6 +121,7 @@ static void print_header(const Trainer& t, const std::string& run, const DeviceI
     std::fprintf(stderr, "data-parallel gradients: %s\n", wan.c_str());
   if (t.pipe->plan.stages.size() > 1 || t.pipe->plan.dp > 1 || t.groups.tp.size > 1)
     std::fprintf(stderr, "%s", parallel::describe_plan(t.pipe->plan, model_shape(cfg.model), t.seq_len).c_str());
+  std::fprintf(stderr, "machine: %s\n", describe_machine(machine_facts()).c_str());  // as `slm doctor` shows it
   std::fprintf(stderr, "device: %s, peak %.3f TFLOP/s %s (%s), $%.3f/hour (%s)\n", dev.name.c_str(),
                dev.peak_flops / 1e12, t.precision.c_str(), dev.peak_source.c_str(), dev.price_per_hour,
                dev.price_source.c_str());

@@ -13,6 +13,7 @@
 
 #include "train/hardware.h"
 #include "train/precision.h"
+#include "util/cache_dir.h"
 #include "util/files.h"
 
 namespace slm::train {
@@ -45,8 +46,7 @@ double time_step_parts(const model::GPT2Config& shape, int64_t b, int64_t T, con
 }
 
 std::string cache_path() {
-  const char* home = std::getenv("HOME");
-  return std::string(home ? home : "/tmp") + "/.cache/slmtrain/precision.json";
+  return cache_dir() + "/precision.json";
 }
 
 }  // namespace

@@ -21,6 +21,7 @@
 #include "train/optim.h"
 #include "train/precision.h"
 #include "train/runtime.h"
+#include "util/cache_dir.h"
 #include "util/files.h"
 
 namespace slm::train {
@@ -75,8 +76,7 @@ std::string cpu_quota() {
 }
 
 std::string cache_path() {
-  const char* home = std::getenv("HOME");
-  return std::string(home ? home : "/tmp") + "/.cache/slmtrain/profile.json";
+  return cache_dir() + "/profile.json";
 }
 
 nlohmann::json to_json(const planner::RankProfile& r) {

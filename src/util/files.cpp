@@ -1,5 +1,6 @@
 // util/files.cpp: see files.h.
 #include "util/files.h"
+#include "util/cache_dir.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -8,6 +9,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <cstdlib>
 #include <filesystem>
 #include <fmt/format.h>
 
@@ -143,6 +145,11 @@ void AtomicDir::commit() {
 bool path_exists(const std::string& path) {
   std::error_code ec;
   return fs::exists(path, ec);
+}
+
+std::string cache_dir() {
+  const char* home = std::getenv("HOME");
+  return std::string(home ? home : "/tmp") + "/.cache/slmtrain";
 }
 
 }  // namespace slm

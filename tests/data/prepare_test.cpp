@@ -1,6 +1,6 @@
 // tests/data/prepare_test.cpp: raw text -> shards + manifest: every document is in exactly one
 // split, preceded by <|endoftext|>, decodes back exactly; shards roll over; the output directory
-// is all-or-nothing; a dataset refuses a different tokenizer.
+// is all-or-nothing; a dataset refuses a different tokenizer; one document holds out its end.
 #include "data/prepare.h"
 
 #include <gtest/gtest.h>
@@ -72,6 +72,8 @@ TEST(ChooseVal, ExactCountSeededAndBounded) {
   EXPECT_EQ(std::count(small.begin(), small.end(), true), 1);
   auto none = choose_val_docs(10, 0.0, 1);
   EXPECT_EQ(std::count(none.begin(), none.end(), true), 0);
+  auto one = choose_val_docs(1, 0.5, 1);  // one document: no document can go
+  EXPECT_EQ(one, std::vector<bool>{false});
 }
 
 TEST_F(PrepareFixture, EveryDocumentOnceAndExact) {
@@ -126,12 +128,38 @@ TEST_F(PrepareFixture, BadOptionsAndCorpora) {
   o.eot = "<|nope|>";
   EXPECT_THROW(prepare_dataset(o), UserError);
   o = opt;
-  o.corpus.separator = "";  // one document: cannot hold one out
-  EXPECT_THROW(prepare_dataset(o), UserError);
+  o.corpus.separator = "";  // one document and no validation split: all of it trains
   o.val_fraction = 0;
   Manifest m = prepare_dataset(o);
   EXPECT_EQ(m.train.documents, 1);
   EXPECT_TRUE(m.val.shards.empty());
+  o.inputs = {tmp / "tiny.txt"};  // one token: nothing to hold out
+  test::write(tmp / "tiny.txt", "x");
+  o.val_fraction = 0.1;
+  o.overwrite = true;
+  EXPECT_THROW(prepare_dataset(o), UserError);
+}
+
+// One document (one big text file): its last val_fraction of tokens is the validation split, cut
+// at a token boundary; train + val decode back to the whole text.
+TEST_F(PrepareFixture, OneDocumentHoldsOutItsEnd) {
+  opt.corpus.separator = "";
+  opt.val_fraction = 0.1;
+  Manifest m = prepare_dataset(opt);
+  EXPECT_EQ(m.val_split, "tail");
+  EXPECT_EQ(m.train.documents, 1);
+  EXPECT_EQ(m.val.documents, 1);
+  const int64_t n = m.train.tokens + m.val.tokens - 2;  // the document's tokens, less the two eot
+  EXPECT_EQ(m.val.tokens - 1, std::llround(0.1 * static_cast<double>(n)));
+  Dataset d = open_dataset(opt.out, tokenizer::model_identity(model));
+  EXPECT_EQ(read_manifest(opt.out).val_split, "tail");
+  std::vector<std::string> train = decode_split(d.train), val = decode_split(d.val);
+  ASSERT_EQ(train.size(), 1u);
+  ASSERT_EQ(val.size(), 1u);
+  EXPECT_EQ(train[0] + val[0], read_file(tmp / "corpus.txt"));
+  EXPECT_EQ(m.train.bytes + m.val.bytes, static_cast<int64_t>(read_file(tmp / "corpus.txt").size()));
+  EXPECT_EQ(m.val.bytes, static_cast<int64_t>(val[0].size()));
+  EXPECT_GT(val[0].size(), 0u);
 }
 
 }  // namespace slm::data

@@ -8,7 +8,7 @@ OTHER=${3:-}
 [ -x "$OTHER" ] || skip "no other build's slm given (scripts/test.sh passes build/slm to build-pip's tests)"
 cd "$WORK"
 make_dataset "$(real_corpus)" 400 0.02
-COMMON=(-c /dev/null --set data.dir=data --set model.n_layer=2 --set model.n_head=2 --set model.n_embd=32
+COMMON=(-c /dev/null --set system.precision=fp32 --set data.dir=data --set model.n_layer=2 --set model.n_head=2 --set model.n_embd=32
         --set model.block_size=32 --set batch.batch_size=8 --set batch.micro_batch=4 --set optim.lr=3e-3
         --set schedule.warmup_steps=2 --set schedule.max_steps=12 --set eval.every=0 --set system.threads=1)
 echo "this: $("$SLM" --version); other: $("$OTHER" --version)"

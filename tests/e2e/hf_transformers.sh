@@ -20,7 +20,7 @@ if [ -n "$SHARED" ] && [ -f "$SHARED/wikitext-2/wiki.test.tokens" ]; then head -
 else gen_corpus 300 > held1.txt; fi
 tail -c 20000 "$corpus" > held2.txt
 printf 'Tabs\tand  double  spaces, émigrés 123 4567 — “quotes” and\nnewlines\n\n\n' > held3.txt
-COMMON=(-c /dev/null --set data.dir=data --set model.n_layer=2 --set model.n_head=2 --set model.n_embd=32
+COMMON=(-c /dev/null --set system.precision=fp32 --set data.dir=data --set model.n_layer=2 --set model.n_head=2 --set model.n_embd=32
         --set model.block_size=32 --set batch.batch_size=4 --set batch.micro_batch=4 --set eval.every=0
         --set schedule.warmup_steps=1)
 "$SLM" train "${COMMON[@]}" --set run.dir=run --set optim.lr=1e-2 --set schedule.max_steps=10 2>/dev/null

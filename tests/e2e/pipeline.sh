@@ -27,7 +27,7 @@ launch_error() {
 }
 cd "$WORK"
 make_dataset "$(real_corpus)" 512 0.02
-COMMON=(-c /dev/null --set data.dir=data --set model.n_layer=4 --set model.n_head=2 --set model.n_embd=64
+COMMON=(-c /dev/null --set system.precision=fp32 --set data.dir=data --set model.n_layer=4 --set model.n_head=2 --set model.n_embd=64
         --set model.block_size=64 --set batch.batch_size=16 --set batch.micro_batch=4
         --set optim.lr=3e-3 --set schedule.warmup_steps=4 --set schedule.max_steps=12
         --set eval.every=6 --set eval.batches=2 --set log.every=6 --set parallel.bucket_mb=0.1)

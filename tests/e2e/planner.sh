@@ -9,6 +9,7 @@
 #     plan and its prediction, the metrics carry predicted_step_s, the run keeps plan.toml.
 #     plan = auto on the far cluster leaves the far rank out (it exits 0 saying why) and trains
 #     the same losses on the other; a site's memory_gb in planner.cluster caps its ranks.
+#     A profile made with precision "auto" is planned in its own precision.
 #  4. One-line errors: unknown device, a profile of another model, nothing fits (names the
 #     tightest rank), a bad objective, a missing cluster file.
 source "$(dirname "$0")/lib.sh"
@@ -143,6 +144,15 @@ printf '[[site]]\nname = "a"\nranks = 1\n[[site]]\nname = "b"\nranks = 1\nmemory
 grep -q "rank 1 needs ~.* MiB .* > its 0.001 GiB (site b's memory in small_b.toml)" capb.log || { cat capb.log; fail "cap message"; }
 expect_error "> its 0.001 GiB (site b's memory in small_b.toml)" "$SLM" plan make "${COMMON[@]}" --world 2 \
   --cluster small_b.toml
+
+# A profile made with precision "auto" plans in the precision it measured: `slm profile` probes at
+# its largest micro-batch (8), which can pick otherwise than a probe at the config's (2), as bf16
+# against fp32 on an AVX512-BF16 CPU; such a profile must not be refused as "measured for" another.
+AUTO=("${COMMON[@]}" --set system.precision=auto)
+"$SLM" launch -n 2 -- "$SLM" profile "${AUTO[@]}" -o profile_auto.json > prof_auto.log 2>&1 || { cat prof_auto.log; fail "profile, auto"; }
+"$SLM" plan auto "${AUTO[@]}" --cluster two.toml --profile profile_auto.json --all-ranks -o plan_auto.toml > plan_auto.log 2>&1 \
+  || { cat plan_auto.log; fail "plan auto refused a profile made with precision auto"; }
+grep "^plan auto:" plan_auto.log
 
 # 4. errors
 printf '[[site]]\nranks = 2\ndevice = "V100"\n' > bad.toml

@@ -8,7 +8,7 @@ TORCHRUN=$(dirname "${PY:-/nonexistent/x}")/torchrun
 [ -x "$TORCHRUN" ] || skip "no PyPI torchrun beside SLM_PYTHON (SLM_TORCH=pip scripts/setup.sh --venv makes one)"
 cd "$WORK"
 make_dataset "$(real_corpus)" 400 0.02
-COMMON=(-c /dev/null --set data.dir=data --set model.n_layer=2 --set model.n_head=2 --set model.n_embd=32
+COMMON=(-c /dev/null --set system.precision=fp32 --set data.dir=data --set model.n_layer=2 --set model.n_head=2 --set model.n_embd=32
         --set model.block_size=32 --set batch.batch_size=8 --set batch.micro_batch=2 --set optim.lr=3e-3
         --set schedule.warmup_steps=2 --set schedule.max_steps=8 --set eval.every=0 --set log.every=4)
 for n in 2 4; do
