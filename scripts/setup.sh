@@ -24,6 +24,7 @@ PACKAGES=(
   libpcre2-dev                                      # tokenizer pre-tokenization regex (JIT)
   libcli11-dev nlohmann-json3-dev libfmt-dev        # command line, manifests, formatting
   libtomlplusplus-dev libxxhash-dev                 # configs, checksums / identities
+  libssl-dev                                        # the job secret's HMAC (libcrypto)
   libfaiss-dev libsqlite3-dev                       # slm embed / search: vectors, entries, BM25
   libgtest-dev                                      # unit tests
   clang libclang-rt-14-dev                          # fuzz tests (libFuzzer, ASan, UBSan): tests/fuzz

@@ -21,6 +21,12 @@ void add_launch_command(CLI::App& app) {
                   "required with --nnodes > 1)");
   cmd->add_option("--grace", o->grace_s, "seconds between SIGTERM and SIGKILL when stopping ranks")
       ->capture_default_str()->check(at_least(0));
+  cmd->add_option("--max-restarts", o->max_restarts,
+                  "after a rank fails, start the job again (slm train resumes from its newest checkpoint) "
+                  "up to N times; the cause goes to RUN/events.jsonl")
+      ->capture_default_str()->check(at_least(0));
+  cmd->add_option("--restart-delay", o->restart_delay_s, "seconds to wait before a restart")
+      ->capture_default_str()->check(at_least(0));
   cmd->add_option("command", o->command, "the program to run, after --");
   cmd->callback([o] {
     int rc = comm::launch(*o);

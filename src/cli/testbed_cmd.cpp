@@ -21,6 +21,7 @@ namespace {
 struct TestbedArgs {
   std::string file;
   int port = 29500;
+  int max_restarts = 0;
   std::string link_log;
   std::vector<std::string> command;
 };
@@ -74,12 +75,15 @@ void add_testbed_command(CLI::App& app) {
   run->add_option("file", a->file, "testbed description")->required();
   run->add_option("--port", a->port, "rendezvous port on rank 0")->capture_default_str()->check(in_range(1, 65535));
   run->add_option("--link-log", a->link_log, "keep the emulated links' byte counters (one line per link per second)");
+  run->add_option("--max-restarts", a->max_restarts,
+                  "after a rank fails, start every rank again (as slm launch --max-restarts)")
+      ->capture_default_str()->check(at_least(0));
   run->add_option("command", a->command, "command (after --), e.g. -- slm train -c cfg.toml")->required();
   run->callback([a] {
     testbed::TestbedSpec s = load(a->file);
     testbed::TestbedLock lock(s.name);
     print_layout(s);
-    const int rc = testbed::testbed_run(s, delayer_path(), a->command, a->port, a->link_log);
+    const int rc = testbed::testbed_run(s, delayer_path(), a->command, a->port, a->link_log, a->max_restarts);
     if (rc != 0) throw CLI::RuntimeError(rc);
   });
 }

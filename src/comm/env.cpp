@@ -54,6 +54,10 @@ LaunchEnv read_launch_env() {
     if (!per_node.empty()) ::setenv("SLM_SLURM_LOCAL_WORLD", per_node.c_str(), 1);
     read_family(e, "slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLM_SLURM_LOCAL_WORLD");
   }
+  // Restarts: `slm launch --max-restarts` sets SLM_RESTART_*, torchrun --max-restarts its own count.
+  if (const char* r = get("SLM_RESTART_COUNT")) e.restart = to_int("SLM_RESTART_COUNT", r, 0);
+  else if (const char* t = get("TORCHELASTIC_RESTART_COUNT")) e.restart = to_int("TORCHELASTIC_RESTART_COUNT", t, 0);
+  if (e.restart > 0) e.restart_cause = get("SLM_RESTART_CAUSE") ? get("SLM_RESTART_CAUSE") : "a rank failed";
   if (e.world == 1) return e;
   const char* addr = get("MASTER_ADDR");
   const char* port = get("MASTER_PORT");

@@ -110,36 +110,36 @@ void signal_all(std::vector<Child>& cs, int sig) {
     if (c.running) ::kill(-c.pid, sig);
 }
 
-}  // namespace
+// How one start of the job ended.
+struct Outcome {
+  int code = 0;            // the launcher's exit code: the first failing rank's
+  bool by_user = false;    // the launcher itself was signalled (Ctrl-C, SIGTERM): no restart
+  std::string cause;       // "rank 1 was killed by signal 9"
+};
 
-int launch(const LaunchOptions& o) {
-  if (o.nproc < 1) throw UserError("launch: -n must be at least 1");
-  if (o.nnodes < 1 || o.node_rank < 0 || o.node_rank >= o.nnodes)
-    throw UserError(fmt::format("launch: --node-rank {} must be in [0, --nnodes {})", o.node_rank, o.nnodes));
-  if (o.command.empty()) throw UserError("launch: no command; usage: slm launch -n N -- slm train ...");
-  std::string addr = "127.0.0.1", port;
-  if (o.master.empty()) {
-    if (o.nnodes > 1) throw UserError("launch: --nnodes > 1 needs --master HOST:PORT (rank 0's machine)");
-    port = std::to_string(free_local_port());
-  } else {
-    size_t colon = o.master.rfind(':');
-    if (colon == std::string::npos || colon == 0 || colon + 1 == o.master.size())
-      throw UserError(fmt::format("launch: --master {} is not HOST:PORT", o.master));
-    addr = o.master.substr(0, colon);
-    port = o.master.substr(colon + 1);
-  }
-  struct sigaction sa {};
-  sa.sa_handler = on_signal;
-  ::sigaction(SIGINT, &sa, nullptr);
-  ::sigaction(SIGTERM, &sa, nullptr);
+std::string describe_exit(int rank, int status) {
+  return WIFEXITED(status) ? fmt::format("rank {} exited with code {}", rank, WEXITSTATUS(status))
+                           : fmt::format("rank {} was killed by signal {}", rank, WTERMSIG(status));
+}
+
+// Starts every local rank once and waits for all of them; the first rank that fails stops the rest.
+Outcome run_once(const LaunchOptions& o, const std::string& addr, const std::string& port, int restart,
+                 const std::string& cause) {
+  ::setenv("SLM_RESTART_COUNT", std::to_string(restart).c_str(), 1);  // inherited by the ranks
+  ::setenv("SLM_RESTART_CAUSE", cause.c_str(), 1);
   std::vector<Child> cs(static_cast<size_t>(o.nproc));
   for (int i = 0; i < o.nproc; ++i) {
     cs[i].rank = o.node_rank * o.nproc + i;
     cs[i].pid = spawn(cs[i], o, addr, port);
   }
   using Clock = std::chrono::steady_clock;
-  int failed_rank = -1, result = 0, forwarded = 0;
+  Outcome out;
+  int forwarded = 0;
+  bool failed = false;
   Clock::time_point kill_at = Clock::time_point::max();
+  auto after_grace = [&] {
+    return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.grace_s));
+  };
   for (;;) {
     std::vector<pollfd> fds;
     std::vector<std::pair<size_t, int>> who;
@@ -152,28 +152,33 @@ int launch(const LaunchOptions& o) {
     if (fds.empty()) ::usleep(50000);
     if (g_signal && forwarded != g_signal) {  // a signal to the launcher goes to every rank
       forwarded = g_signal;
+      out.by_user = true;
       signal_all(cs, g_signal);
-      kill_at = std::min(kill_at, Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                                     std::chrono::duration<double>(o.grace_s)));
+      kill_at = std::min(kill_at, after_grace());
     }
+    // Reap; among the ranks that ended in this round a rank killed by a signal is the likelier cause
+    // (its peers fail because it is gone).
+    int first_status = 0, first_rank = -1;
     bool any_running = false;
     for (auto& c : cs) {
       int status = 0;
       if (c.running && ::waitpid(c.pid, &status, WNOHANG) == c.pid) {
         c.running = false;
         c.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-        if (c.code != 0 && failed_rank < 0 && !forwarded) {
-          failed_rank = c.rank;
-          result = c.code;
-          std::fprintf(stderr, "slm launch: rank %d %s; stopping the other ranks\n", c.rank,
-                       WIFEXITED(status) ? fmt::format("exited with code {}", c.code).c_str()
-                                         : fmt::format("was killed by signal {}", WTERMSIG(status)).c_str());
-          signal_all(cs, SIGTERM);
-          kill_at = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                       std::chrono::duration<double>(o.grace_s));
+        if (c.code != 0 && (first_rank < 0 || (WIFSIGNALED(status) && !WIFSIGNALED(first_status)))) {
+          first_rank = c.rank;
+          first_status = status;
         }
       }
       any_running = any_running || c.running;
+    }
+    if (first_rank >= 0 && !failed && !forwarded) {
+      failed = true;
+      out.code = WIFEXITED(first_status) ? WEXITSTATUS(first_status) : 128 + WTERMSIG(first_status);
+      out.cause = describe_exit(first_rank, first_status);
+      std::fprintf(stderr, "slm launch: %s; stopping the other ranks\n", out.cause.c_str());
+      signal_all(cs, SIGTERM);
+      kill_at = after_grace();
     }
     if (any_running && Clock::now() >= kill_at) {
       std::fprintf(stderr, "slm launch: ranks still running %.0f s after SIGTERM; killing them\n", o.grace_s);
@@ -184,10 +189,60 @@ int launch(const LaunchOptions& o) {
     for (auto& c : cs) open = open || c.out[0] >= 0 || c.out[1] >= 0;
     if (!any_running && !open) break;
   }
-  if (failed_rank < 0)
+  if (!failed)
     for (auto& c : cs)
-      if (c.code != 0 && result == 0) result = c.code;
-  return result;
+      if (c.code != 0 && out.code == 0) out.code = c.code;
+  return out;
+}
+
+}  // namespace
+
+int launch(const LaunchOptions& o) {
+  if (o.nproc < 1) throw UserError("launch: -n must be at least 1");
+  if (o.nnodes < 1 || o.node_rank < 0 || o.node_rank >= o.nnodes)
+    throw UserError(fmt::format("launch: --node-rank {} must be in [0, --nnodes {})", o.node_rank, o.nnodes));
+  if (o.command.empty()) throw UserError("launch: no command; usage: slm launch -n N -- slm train ...");
+  if (o.max_restarts > 0 && o.nnodes > 1)
+    throw UserError("launch: --max-restarts works with one launcher for the whole job (--nnodes 1, or `slm "
+                    "testbed run`); across machines let the scheduler restart the job (e.g. Slurm --requeue) "
+                    "with `slm train --resume`");
+  std::string addr = "127.0.0.1", port;
+  if (o.master.empty()) {
+    if (o.nnodes > 1) throw UserError("launch: --nnodes > 1 needs --master HOST:PORT (rank 0's machine)");
+  } else {
+    size_t colon = o.master.rfind(':');
+    if (colon == std::string::npos || colon == 0 || colon + 1 == o.master.size())
+      throw UserError(fmt::format("launch: --master {} is not HOST:PORT", o.master));
+    addr = o.master.substr(0, colon);
+    port = o.master.substr(colon + 1);
+  }
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
+  std::string cause;
+  for (int restart = 0;; ++restart) {
+    // A fresh store port for each start (the old one may linger in TIME_WAIT); --master keeps its own.
+    const std::string p = o.master.empty() ? std::to_string(free_local_port()) : port;
+    const Outcome r = run_once(o, addr, p, restart, cause);
+    if (r.code == 0 || r.by_user || o.max_restarts == 0) return r.code;
+    if (r.code == 2) {
+      std::fprintf(stderr, "slm launch: not restarting after a usage error (exit 2)\n");
+      return r.code;
+    }
+    if (restart >= o.max_restarts) {
+      std::fprintf(stderr, "slm launch: giving up after %d restarts (last: %s)\n", o.max_restarts, r.cause.c_str());
+      return r.code;
+    }
+    cause = r.cause;
+    std::fprintf(stderr, "slm launch: restart %d of %d in %.0f s from the newest checkpoint (%s)\n", restart + 1,
+                 o.max_restarts, o.restart_delay_s, cause.c_str());
+    std::fflush(stderr);
+    for (auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(o.restart_delay_s);
+         std::chrono::steady_clock::now() < until && !g_signal;)
+      ::usleep(50000);
+    if (g_signal) return r.code;
+  }
 }
 
 }  // namespace slm::comm

@@ -3,8 +3,12 @@
 // LOCAL_WORLD_SIZE, MASTER_ADDR and MASTER_PORT set, prefixes every line they print with "[rank] ",
 // forwards SIGINT/SIGTERM to them, and when one rank fails (non-zero exit or killed) stops the
 // others: SIGTERM first, SIGKILL after a grace period. Children die with the launcher
-// (PR_SET_PDEATHSIG), so no orphans are left behind. Multi-machine jobs run one launcher per
-// machine with --nnodes/--node-rank/--master. No torch here.
+// (PR_SET_PDEATHSIG), so no orphans are left behind. With max_restarts > 0 a failed job is started
+// again (all ranks, a fresh store port) up to that many times, unless the launcher itself was
+// stopped or the failure was a usage error (exit 2); the ranks see SLM_RESTART_COUNT (0 on the
+// first start) and SLM_RESTART_CAUSE ("rank 1 was killed by signal 9"), and `slm train` resumes
+// from its newest checkpoint when the count is above 0. Multi-machine jobs run one launcher per
+// machine with --nnodes/--node-rank/--master (no restarts there). No torch here.
 #pragma once
 #include <string>
 #include <vector>
@@ -17,6 +21,8 @@ struct LaunchOptions {
   int node_rank = 0;         // this machine's index; its ranks are node_rank*nproc + [0, nproc)
   std::string master;        // HOST:PORT of rank 0's rendezvous store; "" = 127.0.0.1, a free port
   double grace_s = 30;       // after a failure, seconds between SIGTERM and SIGKILL for the rest
+  int max_restarts = 0;      // after a failure, start every rank again up to this many times
+  double restart_delay_s = 1;  // pause before a restart
   std::vector<std::string> command;  // program and arguments, run once per rank
   // Optional, per local rank: words put before the command (the testbed runs each rank inside
   // its network namespace: {"ip", "netns", "exec", "geo-r3"}).
@@ -24,7 +30,8 @@ struct LaunchOptions {
 };
 
 // Runs the job; returns the exit code for the launcher: 0 if every rank succeeded, else the
-// first failing rank's code (128 + signal if it was killed). UserError on bad options.
+// first failing rank's code (128 + signal if it was killed) of the last start. UserError on bad
+// options.
 int launch(const LaunchOptions& o);
 
 }  // namespace slm::comm

@@ -8,12 +8,15 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <functional>
 #include <optional>
 #include <thread>
 #include <cstdlib>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "comm/auth.h"
 #include "comm/backend.h"
 #include "comm/health.h"
 #include "util/error.h"
@@ -101,18 +104,78 @@ std::shared_ptr<Backend> make_backend(World& w, const std::string& prefix, int r
 std::string bytes_text(const std::vector<uint8_t>& v) { return std::string(v.begin(), v.end()); }
 std::vector<uint8_t> bytes_of(const std::string& s) { return std::vector<uint8_t>(s.begin(), s.end()); }
 
+// The job secret (comm/auth.h), before anyone counts in: rank 0 publishes a challenge ("none"
+// without a secret); every other rank posts an attempt "<rank> <proof> <address>" under a number
+// from a counter and waits for rank 0's verdict on it; rank 0 admits one proven attempt per rank,
+// refuses the rest (a warning naming the address), until every rank is in.
+void admit(c10d::Store& store, const std::string& key, const LaunchEnv& env, const std::optional<std::string>& secret,
+           double join_timeout_s, const std::function<double()>& waited) {
+  const std::string where = fmt::format("rendezvous at {}:{}", env.master_addr, env.master_port);
+  auto await_key = [&](const std::string& k, const char* what) {
+    while (!store.check({k})) {
+      if (waited() > join_timeout_s)
+        throw UserError(fmt::format("{}: {} within {:.0f} s (dist.join_timeout_s)", where, what, waited()));
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return bytes_text(store.get(k));
+  };
+  if (env.rank == 0) {
+    const std::string challenge = secret ? new_challenge() : "none";
+    store.set(key + "auth/challenge", bytes_of(challenge));
+    if (!secret) return;
+    std::vector<bool> in(static_cast<size_t>(env.world), false);
+    in[0] = true;
+    for (int64_t next = 0, admitted = 1; admitted < env.world; ++next) {
+      const std::string attempt = await_key(key + "auth/attempt/" + std::to_string(next), "not every rank proved the job secret");
+      int rank = -1;
+      char proof[129] = {0}, address[64] = {0};
+      std::sscanf(attempt.c_str(), "%d %128s %63s", &rank, proof, address);
+      std::string verdict = "ok";
+      if (rank < 1 || rank >= env.world) verdict = fmt::format("rank {} is not in a job of {} ranks", rank, env.world);
+      else if (!proof_ok(*secret, challenge, rank, proof)) verdict = "wrong job secret";
+      else if (in[static_cast<size_t>(rank)]) verdict = fmt::format("rank {} is already in the job", rank);
+      store.set(key + "auth/verdict/" + std::to_string(next), bytes_of(verdict));
+      if (verdict != "ok") {
+        std::fprintf(stderr, "warning: %s: refused a process at %s claiming rank %d: %s\n", where.c_str(),
+                     *address ? address : "an unknown address", rank, verdict.c_str());
+        continue;
+      }
+      in[static_cast<size_t>(rank)] = true;
+      ++admitted;
+    }
+    return;
+  }
+  const std::string challenge = await_key(key + "auth/challenge", "rank 0 did not open the rendezvous");
+  if (challenge == "none") {
+    if (secret)
+      throw UserError(where + ": rank 0 runs without a job secret but this rank has one; give every rank the same "
+                              "SLM_JOB_SECRET or dist.secret_file");
+    return;
+  }
+  const int64_t id = store.add(key + "auth/attempts", 1) - 1;
+  const std::string address = local_address_towards(env.master_addr);
+  store.set(key + "auth/attempt/" + std::to_string(id),
+            bytes_of(fmt::format("{} {} {}", env.rank, secret ? job_proof(*secret, challenge, env.rank) : "none",
+                                 address.empty() ? "-" : address)));
+  const std::string verdict = await_key(key + "auth/verdict/" + std::to_string(id), "rank 0 did not admit this rank");
+  if (verdict != "ok")
+    throw UserError(fmt::format("{}: refused by rank 0: {}{}", where, verdict,
+                                secret ? "" : " (this job needs its secret: SLM_JOB_SECRET or dist.secret_file)"));
+}
+
 // Every rank counts itself in on the store and states its WORLD_SIZE; each waits until the count
 // reaches its world size, comparing its WORLD_SIZE with rank 0's (and rank 0 with everyone's) as
 // soon as they are there. So a peer that never arrives, or ranks launched with different world
 // sizes, fail in one line within join_timeout_s, before any process group is built.
-void await_ranks(c10d::Store& store, const LaunchEnv& env, double join_timeout_s,
-                 std::chrono::steady_clock::time_point start) {
+void await_ranks(c10d::Store& store, const LaunchEnv& env, const std::optional<std::string>& secret,
+                 double join_timeout_s, std::chrono::steady_clock::time_point start) {
   static int rendezvous = 0;  // a process may build several worlds in turn; all ranks in the same order
   const char* restart = std::getenv("TORCHELASTIC_RESTART_COUNT");  // torchrun's store outlives a restart
   const std::string key = fmt::format("slm/join{}.{}/", restart ? restart : "0", rendezvous++);
+  const auto waited = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  admit(store, key, env, secret, join_timeout_s, waited);
   store.set(key + "world/" + std::to_string(env.rank), bytes_of(std::to_string(env.world)));
   store.add(key + "count", 1);
-  const auto waited = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
   auto world_of = [&](int r) -> std::optional<int> {
     const std::string k = key + "world/" + std::to_string(r);
     if (!store.check({k})) return std::nullopt;
@@ -142,6 +205,7 @@ World init_world(const DistConfig& cfg, const std::string& device) {
   if (cfg.timeout_s <= 0 || cfg.join_timeout_s <= 0)
     throw UserError("dist: timeout_s and join_timeout_s must be positive");
   validate(cfg.wan);
+  const std::optional<std::string> secret = job_secret(cfg.secret_file);
   World w;
   w.env = read_launch_env();
   w.cfg = cfg;
@@ -179,7 +243,7 @@ World init_world(const DistConfig& cfg, const std::string& device) {
                                 w.env.master_port, s, who, what, w.env.source));
   }
   store->setTimeout(std::chrono::milliseconds(static_cast<int64_t>(cfg.join_timeout_s * 1000)));
-  await_ranks(*store, w.env, cfg.join_timeout_s, start);
+  await_ranks(*store, w.env, secret, cfg.join_timeout_s, start);
   w.store = std::make_shared<c10::intrusive_ptr<c10d::Store>>(store);
   auto health = std::make_shared<Health>(w.env.master_addr, w.env.master_port, w.env.rank);
   w.world.backend = make_backend(w, "world/", w.env.rank, w.env.world, cfg);

@@ -24,6 +24,8 @@ struct DistConfig {
                                  // address MASTER_ADDR is reached by
   double timeout_s = 60;         // a collective that waits longer than this fails (a dead peer)
   double join_timeout_s = 120;   // rendezvous: how long to wait for every rank to arrive
+  std::string secret_file;       // the job secret's file (first line; mode 600); SLM_JOB_SECRET
+                                 // overrides; none = no secret (comm/auth.h)
   WanOptions wan;                // data-parallel all-reduce across slow links (comm/hierarchy.h)
 };
 

@@ -38,7 +38,9 @@ Rows read_rows(const std::string& run_dir) {
       std::fprintf(stderr, "warning: %s:%d: not valid JSON, skipped\n", path.c_str(), line_no);
       continue;
     }
-    (j.contains("val_loss") ? r.val : r.train)[j.value("step", int64_t{0})] = j;
+    // Steps ("loss"), validations ("val_loss"); other records (loss scale, checkpoint times) are not rows.
+    if (j.contains("val_loss")) r.val[j.value("step", int64_t{0})] = j;
+    else if (j.contains("loss")) r.train[j.value("step", int64_t{0})] = j;
   }
   if (r.train.empty()) throw UserError(fmt::format("{}: no training steps recorded", path));
   return r;
@@ -83,6 +85,7 @@ RunSummary summarize(const std::string& run_dir) {
   s.median_tokens_per_s = median(tps);
   s.median_tflops = median(tfl);
   s.median_mfu = median(mfu);
+  s.restarts = train::read_restart_events(run_dir);
   return s;
 }
 
@@ -101,6 +104,13 @@ std::string summary_table(const RunSummary& s) {
   t += fmt::format("| cost | {} |\n", s.cost_usd > 0 ? fmt::format("${:.4f} ({:.3g} tokens per $)", s.cost_usd,
                                                                       s.tokens / s.cost_usd) : none);
   t += fmt::format("| peak memory | {} |\n", s.peak_mem_bytes > 0 ? fmt::format("{:.0f} MB", s.peak_mem_bytes / 1e6) : none);
+  int64_t lost = 0;
+  double down = 0;
+  for (const auto& e : s.restarts) lost += e.steps_lost(), down += e.down_s;
+  t += fmt::format("| restarts | {} |\n", s.restarts.empty() ? std::string("none")
+                                                               : fmt::format("{} ({} finished steps lost, {:.1f} s down)",
+                                                                             s.restarts.size(), lost, down));
+  for (const auto& e : s.restarts) t += fmt::format("| | {} |\n", train::describe(e));
   return t;
 }
 

@@ -1,9 +1,12 @@
 // report/report.h: `slm report`: a run's metrics as a summary table and plots.
 // Owns: RunSummary, summarize (metrics.jsonl -> numbers; for steps logged twice, e.g. after a
-// resume, the last record wins) and write_report (SVG + PNG plots through gnuplot, summary.md).
+// resume, the last record wins; restarts from events.jsonl) and write_report (SVG + PNG plots through gnuplot, summary.md).
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
+
+#include "train/events.h"
 
 namespace slm::report {
 
@@ -15,6 +18,7 @@ struct RunSummary {
   double median_tokens_per_s = 0, median_tflops = 0, median_mfu = 0;
   double train_seconds = 0, cost_usd = 0;
   int64_t peak_mem_bytes = 0;
+  std::vector<train::RestartEvent> restarts;  // RUN/events.jsonl
 };
 
 RunSummary summarize(const std::string& run_dir);  // UserError if metrics.jsonl is missing/empty

@@ -3,7 +3,11 @@
 // forwarded packets to an NFQUEUE (one queue per direction), and for each queue the delayer holds
 // every packet until its link would deliver it: the link transmits one packet at a time at
 // RATE (serialisation, FIFO) and each packet arrives DELAY later; then it is accepted.
-// Usage: slm-delayer --link QUEUE:DELAY_MS:RATE_MBIT [--link ...]   (RATE 0 = unlimited)
+// Faults: a packet is dropped with probability LOSS_PCT/100 (seeded per queue: runs repeat) and
+// while the link is down (from DOWN_AT_S for DOWN_FOR_S seconds after the delayer started); its
+// delay varies uniformly by +-JITTER_MS, never overtaking the packet before it.
+// Usage: slm-delayer --link QUEUE:DELAY_MS:RATE_MBIT[:LOSS_PCT:JITTER_MS:DOWN_AT_S:DOWN_FOR_S] [--link ...]
+// (RATE 0 = unlimited)
 // Prints each link's byte count once a second ("at <unix time> link <q> bytes <n>") and, on
 // SIGTERM/SIGINT, the totals. Needs CAP_NET_ADMIN (root).
 // Links libnetfilter_queue only.
@@ -21,6 +25,7 @@
 #include <cstring>
 #include <ctime>
 #include <queue>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -29,9 +34,14 @@ namespace {
 struct Link {
   int queue = 0;
   double delay_s = 0, bytes_per_s = 0;  // 0 = unlimited
+  double loss = 0, jitter_s = 0;        // probability, seconds
+  double down_from = 0, down_until = 0; // monotonic seconds; equal = never down
   double free_at = 0;                   // when the link finishes sending what it holds
+  double last_release = 0;              // packets leave in order
+  std::mt19937_64 rng;
   nfq_q_handle* qh = nullptr;
   double bytes = 0, packets = 0;        // carried so far
+  double dropped = 0;                   // packets lost (loss or outage)
 };
 
 struct Held {
@@ -59,13 +69,21 @@ int on_packet(nfq_q_handle*, nfgenmsg*, nfq_data* nfa, void* data) {
   const int got = nfq_get_payload(nfa, &payload);
   double bytes = 1500;
   if (got >= 4) bytes = (payload[2] << 8) | payload[3];  // IPv4 total length (whole GSO packet)
-  l->bytes += bytes, l->packets += 1;
   double t = now_s();
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  if ((t >= l->down_from && t < l->down_until) || (l->loss > 0 && u(l->rng) < l->loss)) {
+    l->dropped += 1;
+    nfq_set_verdict(l->qh, id, NF_DROP, 0, nullptr);
+    return 0;
+  }
+  l->bytes += bytes, l->packets += 1;
   if (l->bytes_per_s > 0) {
     l->free_at = std::max(l->free_at, t) + bytes / l->bytes_per_s;
     t = l->free_at;
   }
-  held.push({t + l->delay_s, id, l});
+  const double jitter = l->jitter_s > 0 ? (2 * u(l->rng) - 1) * l->jitter_s : 0;
+  l->last_release = std::max(l->last_release, t + std::max(0.0, l->delay_s + jitter));
+  held.push({l->last_release, id, l});
   return 0;
 }
 
@@ -78,16 +96,24 @@ int on_packet(nfq_q_handle*, nfgenmsg*, nfq_data* nfa, void* data) {
 
 int main(int argc, char** argv) {
   std::vector<Link> links;
+  const double start = now_s();
   for (int i = 1; i < argc; ++i) {
     Link l;
-    double ms = 0, mbit = 0;
-    if (std::string(argv[i]) == "--link" && i + 1 < argc &&
-        std::sscanf(argv[i + 1], "%d:%lf:%lf", &l.queue, &ms, &mbit) == 3 && ms >= 0 && mbit >= 0) {
+    double ms = 0, mbit = 0, loss = 0, jitter = 0, down_at = 0, down_for = 0;
+    const int n = i + 1 < argc ? std::sscanf(argv[i + 1], "%d:%lf:%lf:%lf:%lf:%lf:%lf", &l.queue, &ms, &mbit, &loss,
+                                             &jitter, &down_at, &down_for)
+                               : 0;
+    if (std::string(argv[i]) == "--link" && (n == 3 || n == 7) && ms >= 0 && mbit >= 0 && loss >= 0 && loss <= 100 &&
+        jitter >= 0 && down_at >= 0 && down_for >= 0) {
       l.delay_s = ms / 1000.0, l.bytes_per_s = mbit * 1e6 / 8.0;
+      l.loss = loss / 100.0, l.jitter_s = jitter / 1000.0;
+      l.down_from = start + down_at, l.down_until = start + down_at + down_for;
+      l.rng.seed(static_cast<uint64_t>(l.queue) * 0x9E3779B97F4A7C15ull + 1);
       links.push_back(l);
       ++i;
     } else {
-      std::fprintf(stderr, "slm-delayer: usage: slm-delayer --link QUEUE:DELAY_MS:RATE_MBIT [--link ...]\n");
+      std::fprintf(stderr, "slm-delayer: usage: slm-delayer --link "
+                           "QUEUE:DELAY_MS:RATE_MBIT[:LOSS_PCT:JITTER_MS:DOWN_AT_S:DOWN_FOR_S] [--link ...]\n");
       return 2;
     }
   }
@@ -151,7 +177,8 @@ int main(int argc, char** argv) {
     held.pop();
   }
   for (Link& l : links) {
-    std::fprintf(stderr, "slm-delayer: link %d carried %.0f bytes in %.0f packets\n", l.queue, l.bytes, l.packets);
+    std::fprintf(stderr, "slm-delayer: link %d carried %.0f bytes in %.0f packets, dropped %.0f\n", l.queue, l.bytes,
+                 l.packets, l.dropped);
     nfq_destroy_queue(l.qh);
   }
   nfq_close(h);

@@ -30,12 +30,17 @@ std::vector<std::string> netem_commands(const TestbedSpec& s, const std::vector<
     for (int x = 0; x < static_cast<int>(s.sites.size()); ++x) {
       if (x == y) continue;
       const LinkSpec l = link_between(s, x, y);
-      if (l.delay_ms <= 0 && l.rate_mbit <= 0) continue;
+      if (l.delay_ms <= 0 && l.rate_mbit <= 0 && !l.faulty()) continue;
       const int cls = 10 + x;
       out.push_back(fmt::format("class add dev {} parent 1: classid 1:{} htb rate {}", dev, cls,
                                 rate_of(l.rate_mbit > 0 ? l.rate_mbit / ranks_y : 0)));
-      out.push_back(fmt::format("qdisc add dev {} parent 1:{} handle {}: netem delay {}ms limit {}", dev, cls, cls + 1000,
-                                l.delay_ms, kNetemLimit));
+      // Jitter and loss as netem does them (a jittered netem link may reorder packets). Outages are
+      // slm-delayer's alone (use_netem chooses it for them).
+      std::string faults;
+      if (l.jitter_ms > 0) faults += fmt::format(" {}ms", l.jitter_ms);
+      if (l.loss_pct > 0) faults += fmt::format(" loss {}%", l.loss_pct);
+      out.push_back(fmt::format("qdisc add dev {} parent 1:{} handle {}: netem delay {}ms{} limit {}", dev, cls,
+                                cls + 1000, l.delay_ms, faults, kNetemLimit));
       out.push_back(fmt::format("filter add dev {} parent 1: protocol ip prio 1 u32 match ip src {} flowid 1:{}", dev,
                                 site_subnet(x), cls));
     }

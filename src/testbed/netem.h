@@ -6,7 +6,8 @@
 // delay), and one class per other site, selected by a u32 filter on the source subnet, with a netem
 // child holding packets for that site pair's one-way delay. A site pair's rate is divided among the
 // receiving site's ranks (each veth gets rate / ranks), so the pair's aggregate stays within it;
-// slm-delayer instead serialises the whole pair through one queue.
+// slm-delayer instead serialises the whole pair through one queue. A link's loss_pct and
+// jitter_ms become netem's `loss` and jitter; outages (down_at_s) need slm-delayer.
 #pragma once
 #include <string>
 #include <vector>

@@ -101,6 +101,12 @@ void start_delayer(const TestbedSpec& s, const std::string& delayer, const std::
 bool use_netem(const TestbedSpec& s) {
   const std::string R = router_ns(s);
   if (s.delay == "delayer") return false;
+  for (const PairSpec& p : s.pairs)
+    if (p.link.down_for_s > 0) {  // scheduled outages: slm-delayer's clock does them
+      if (s.delay == "netem")
+        throw UserError("testbed: link outages (down_at_s, down_for_s) need delay = \"auto\" or \"delayer\", not \"netem\"");
+      return false;
+    }
   const bool have_netem = shell(fmt::format("tc -n {} qdisc add dev lo root netem delay 0ms", R)).first == 0;
   if (have_netem) shell(fmt::format("tc -n {} qdisc del dev lo root", R));
   if (s.delay == "netem" && !have_netem)
@@ -129,14 +135,19 @@ void delayer_links(const TestbedSpec& s, const std::string& delayer) {
     for (int y = 0; y < S; ++y) {
       const LinkSpec l = link_between(s, x, y);
       const double rate = x == y ? 0 : l.rate_mbit;  // inside a site: tbf above
-      if (l.delay_ms <= 0 && rate <= 0) continue;
+      if (l.delay_ms <= 0 && rate <= 0 && !l.faulty()) continue;
       const int q = static_cast<int>(links.size());
       must(fmt::format("ip netns exec {} iptables-legacy -w -A FORWARD -s {} -d {} -j NFQUEUE --queue-num {}", R,
                        site_subnet(x), site_subnet(y), q));
-      links.push_back(fmt::format("{}:{}:{}", q, l.delay_ms, rate));
-      std::fprintf(stderr, "testbed: link %d = %s -> %s, %g ms one way, %s\n", q, s.sites[static_cast<size_t>(x)].name.c_str(),
-                   s.sites[static_cast<size_t>(y)].name.c_str(), l.delay_ms,
-                   rate > 0 ? fmt::format("{} Mbit/s", rate).c_str() : "unlimited");
+      links.push_back(fmt::format("{}:{}:{}:{}:{}:{}:{}", q, l.delay_ms, rate, l.loss_pct, l.jitter_ms, l.down_at_s,
+                                  l.down_for_s));
+      std::string faults;
+      if (l.loss_pct > 0) faults += fmt::format(", {}% loss", l.loss_pct);
+      if (l.jitter_ms > 0) faults += fmt::format(", jitter +-{} ms", l.jitter_ms);
+      if (l.down_for_s > 0) faults += fmt::format(", down {}..{} s", l.down_at_s, l.down_at_s + l.down_for_s);
+      std::fprintf(stderr, "testbed: link %d = %s -> %s, %g ms one way, %s%s\n", q,
+                   s.sites[static_cast<size_t>(x)].name.c_str(), s.sites[static_cast<size_t>(y)].name.c_str(),
+                   l.delay_ms, rate > 0 ? fmt::format("{} Mbit/s", rate).c_str() : "unlimited", faults.c_str());
     }
   if (!links.empty()) start_delayer(s, delayer, links);
 }
@@ -240,7 +251,7 @@ void testbed_up(const TestbedSpec& s, const std::string& delayer) {
 }
 
 int testbed_run(const TestbedSpec& s, const std::string& delayer, const std::vector<std::string>& command, int port,
-                const std::string& link_log) {
+                const std::string& link_log, int max_restarts) {
   testbed_up(s, delayer);
   int rc = 1;
   try {
@@ -248,6 +259,7 @@ int testbed_run(const TestbedSpec& s, const std::string& delayer, const std::vec
     o.nproc = s.world();
     o.master = fmt::format("{}:{}", rank_address(s, 0), port);
     o.command = command;
+    o.max_restarts = max_restarts;
     for (int i = 0; i < s.world(); ++i) {
       // Into the site's cgroup (made by testbed_up) first: `ip netns exec` mounts its own /sys.
       const int site = site_of(s, i);

@@ -25,10 +25,10 @@ void testbed_up(const TestbedSpec& s, const std::string& delayer);
 // netem links keep none).
 void testbed_down(const TestbedSpec& s, const std::string& link_log = "");
 // up, then `command` once per rank in its namespace (slm launch semantics: rank env variables,
-// "[rank]" prefixes, stop all on a failure), then down, also after a failure or a signal.
+// "[rank]" prefixes, stop all on a failure, max_restarts), then down, also after a failure or a signal.
 // Returns the job's exit code.
 int testbed_run(const TestbedSpec& s, const std::string& delayer, const std::vector<std::string>& command,
-                int port, const std::string& link_log = "");
+                int port, const std::string& link_log = "", int max_restarts = 0);
 
 // Whether `slm testbed` can run here (for `slm doctor`): root, the tools, network namespaces (a
 // throw-away one is made and removed) and how links would be delayed: sch_netem where this kernel

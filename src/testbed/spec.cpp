@@ -31,7 +31,15 @@ double number(const toml::table& t, const char* key, double fallback, const std:
 }
 
 LinkSpec link_of(const toml::table& t, const std::string& where) {
-  return {number(t, "delay_ms", 0, where), number(t, "rate_mbit", 0, where)};
+  LinkSpec l{number(t, "delay_ms", 0, where), number(t, "rate_mbit", 0, where)};
+  l.loss_pct = number(t, "loss_pct", 0, where);
+  l.jitter_ms = number(t, "jitter_ms", 0, where);
+  l.down_at_s = number(t, "down_at_s", 0, where);
+  l.down_for_s = number(t, "down_for_s", 0, where);
+  if (l.loss_pct > 100) throw UserError(fmt::format("{}: 'loss_pct' must be <= 100", where));
+  if (t.get("down_at_s") && l.down_for_s <= 0)
+    throw UserError(fmt::format("{}: 'down_at_s' needs 'down_for_s' (how long the link is down)", where));
+  return l;
 }
 
 }  // namespace
@@ -87,7 +95,7 @@ TestbedSpec parse_testbed(const std::string& text, const std::string& where) {
       const std::string w = fmt::format("{}: link {}", where, i);
       const toml::table* lt = (*links)[i].as_table();
       if (!lt) throw UserError(w + ": must be a table");
-      reject_unknown_keys(*lt, {"sites", "delay_ms", "rate_mbit"}, w);
+      reject_unknown_keys(*lt, {"sites", "delay_ms", "rate_mbit", "loss_pct", "jitter_ms", "down_at_s", "down_for_s"}, w);
       const toml::array* names = lt->get("sites") ? lt->get("sites")->as_array() : nullptr;
       if (!names || names->size() != 2) throw UserError(w + ": 'sites' must name two sites");
       PairSpec p;

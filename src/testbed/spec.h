@@ -34,6 +34,11 @@ namespace slm::testbed {
 struct LinkSpec {
   double delay_ms = 0;   // one-way
   double rate_mbit = 0;  // 0 = unlimited
+  // Faults ([[link]] only): each packet is lost with probability loss_pct / 100; its delay varies
+  // by up to +-jitter_ms (packets stay in order); the link is down (every packet lost) from
+  // down_at_s for down_for_s seconds after the testbed comes up.
+  double loss_pct = 0, jitter_ms = 0, down_at_s = 0, down_for_s = 0;
+  bool faulty() const { return loss_pct > 0 || jitter_ms > 0 || down_for_s > 0; }
 };
 
 struct SiteSpec {

@@ -99,110 +99,140 @@ static std::string disk_note(const Trainer& t, const std::string& run_dir) {
                           static_cast<double>(sp.available) / 1e6, need / 1e6);
 }
 
-std::string save_checkpoint(const Trainer& t, const std::string& run_dir, int64_t keep, bool solo) {
+// One line for a save that failed, with the partial folder removed (by the leader).
+UserError save_failed(const CheckpointSnapshot& c, const std::string& failure) {
+  std::error_code ec;
+  if (c.leader) fs::remove_all(c.partial, ec);
+  return UserError(fmt::format("checkpoint {} not written: {} ({}); the previous checkpoints are kept", c.path,
+                               failure.empty() ? "another rank could not write its part" : failure, c.disk_note));
+}
+
+// A write that fails on any rank (a full disk, a quota, an I/O error) fails the save on every rank
+// in one line, with the partial folder removed and the previous checkpoints kept.
+static void check_written(const CheckpointSnapshot& c, const std::string& failure, const comm::Group& world) {
+  std::vector<double> failed{failure.empty() ? 0.0 : 1.0};
+  if (!c.solo) failed = comm::sum(failed, world);
+  if (failed[0] != 0) throw save_failed(c, failure);
+}
+
+static std::string attempt(const std::function<void()>& write) {  // what went wrong, or ""
+  try {
+    write();
+  } catch (const std::exception& e) {  // UserError from our writers, filesystem_error
+    return e.what();
+  }
+  return "";
+}
+
+CheckpointSnapshot snapshot_checkpoint(const Trainer& t, const std::string& run_dir, int64_t keep, bool solo,
+                                       bool copy) {
   const parallel::FlatLayout& l = t.model_layout;
   const bool sharded = parallel::zero_stage(*t.dp) > 0 && !solo;
   const comm::Group& world = t.groups.world;
-  const bool leader = solo || world.rank == 0;
-  const std::string path = fmt::format("{}/checkpoints/step_{:08d}", run_dir, t.step);
-  const std::string partial = path + ".partial";
-  auto sync = [&] {
-    if (!solo) comm::barrier(world);
-  };
-  // A write that fails on any rank (a full disk, a quota, an I/O error) fails the save on every
-  // rank in one line, with the partial folder removed and the previous checkpoints kept.
+  CheckpointSnapshot c;
+  c.step = t.step;
+  c.keep = keep;
+  c.solo = solo;
+  c.leader = solo || world.rank == 0;
+  c.run_dir = run_dir;
+  c.path = fmt::format("{}/checkpoints/step_{:08d}", run_dir, t.step);
+  c.partial = c.path + ".partial";
+  c.disk_note = disk_note(t, run_dir);
   std::string failure;
-  auto check_written = [&] {
-    std::vector<double> failed{failure.empty() ? 0.0 : 1.0};
-    if (!solo) failed = comm::sum(failed, world);
-    if (failed[0] == 0) return;
-    std::error_code ec;
-    if (leader) fs::remove_all(partial, ec);
-    throw UserError(fmt::format("checkpoint {} not written: {} ({}); the previous checkpoints are kept", path,
-                                failure.empty() ? "another rank could not write its part" : failure,
-                                disk_note(t, run_dir)));
-  };
-  auto attempt = [&](const std::function<void()>& write) {
-    try {
-      write();
-    } catch (const std::exception& e) {  // UserError from our writers, filesystem_error
-      if (failure.empty()) failure = e.what();
-    }
-  };
-  if (leader)
-    attempt([&] {
+  if (c.leader)
+    failure = attempt([&] {
       fs::create_directories(run_dir + "/checkpoints");
-      fs::remove_all(partial);
-      fs::create_directories(partial);
+      fs::remove_all(c.partial);
+      fs::create_directories(c.partial);
     });
-  check_written();
+  check_written(c, failure, world);
+  // A view would be saved with its whole storage: copy only those (a whole CPU tensor is written
+  // as it is, so a synchronous save does not double the optimizer state in memory). An
+  // asynchronous one copies everything: training goes on changing the originals.
+  auto cpu = [copy](const at::Tensor& x) {
+    at::Tensor c = x.detach().cpu();
+    if (c.data_ptr() != x.data_ptr()) return c;  // copied off the GPU already
+    const bool whole = c.is_contiguous() && c.storage_offset() == 0 &&
+                       c.storage().nbytes() == static_cast<size_t>(c.numel()) * c.element_size();
+    return whole && !copy ? c : c.clone();
+  };
   // Shards are written by the first dp replica of each (that is site 0 with hybrid sharding: the
   // other sites hold the same shards); unsharded by dp rank 0.
   const comm::Group& zg = parallel::zero_group(*t.dp);
-  if (solo || (sharded ? t.groups.dp.rank < zg.size : t.groups.dp.rank == 0)) attempt([&] {  // this rank's buffer and where its pieces sit
-    // A view would be saved with its whole storage: copy only those (a whole CPU tensor is written
-    // as it is, so saving does not double the optimizer state in memory).
-    auto cpu = [](const at::Tensor& x) {
-      at::Tensor c = x.detach().cpu();
-      const bool whole = c.is_contiguous() && c.storage_offset() == 0 &&
-                         c.storage().nbytes() == static_cast<size_t>(c.numel()) * c.element_size();
-      return whole ? c : c.clone();
-    };
+  if (solo || (sharded ? t.groups.dp.rank < zg.size : t.groups.dp.rank == 0)) {  // this rank's buffer and where its pieces sit
     std::vector<int64_t> flat;  // (k, 3): local, global, size
     for (const parallel::Segment& g : model_segments(t, /*for_save=*/true)) flat.insert(flat.end(), {g.local, g.global, g.size});
-    at::Tensor segs = at::tensor(flat, at::kLong).view({-1, 3});
-    torch::serialize::OutputArchive a;
-    a.write("param", cpu(parallel::param_shard(*t.dp)));
-    a.write("exp_avg", cpu(t.adam.exp_avg));
-    a.write("exp_avg_sq", cpu(t.adam.exp_avg_sq));
-    a.write("segments", segs);
-    a.write("rng.cpu", at::detail::getDefaultCPUGenerator().get_state());
-    save_archive(a, partial + "/" + site_prefix(site_of(t)) + piece_prefix(t) + shard_file(sharded ? zg.rank : 0));
-  });
+    auto a = std::make_shared<torch::serialize::OutputArchive>();
+    a->write("param", cpu(parallel::param_shard(*t.dp)));
+    a->write("exp_avg", cpu(t.adam.exp_avg));
+    a->write("exp_avg_sq", cpu(t.adam.exp_avg_sq));
+    a->write("segments", at::tensor(flat, at::kLong).view({-1, 3}));
+    a->write("rng.cpu", at::detail::getDefaultCPUGenerator().get_state());
+    c.archives.push_back({site_prefix(site_of(t)) + piece_prefix(t) + shard_file(sharded ? zg.rank : 0), a});
+  }
   if (t.outer && !solo) {  // every rank: its outer pieces (syncs in flight are received first)
     const parallel::OuterState o = parallel::settle_outer_state(*t.outer);
     std::vector<int64_t> pending;
     for (const auto& [f, step] : o.pending) pending.insert(pending.end(), {f, step});
-    torch::serialize::OutputArchive a;
-    a.write("theta", o.theta.detach().cpu());
-    a.write("momentum", o.momentum.detach().cpu());
-    a.write("error", o.error.detach().cpu());
-    a.write("pending", at::tensor(pending, at::kLong).view({-1, 2}));
-    attempt([&] { save_archive(a, partial + "/" + outer_file(t, piece_prefix(t))); });
+    auto a = std::make_shared<torch::serialize::OutputArchive>();
+    a->write("theta", cpu(o.theta));
+    a->write("momentum", cpu(o.momentum));
+    a->write("error", cpu(o.error));
+    a->write("pending", at::tensor(pending, at::kLong).view({-1, 2}));
+    c.archives.push_back({outer_file(t, piece_prefix(t)), a});
   }
-  check_written();
-  if (leader) attempt([&] {
+  if (c.leader) {
     data::LoaderState ls = t.train_loader->state();
+    c.state = {{"format", 2},
+               {"step", t.step},
+               {"adam_step", t.adam.step},
+               {"loss_scale", {{"scale", t.scaler.scale}, {"good_steps", t.scaler.good_steps}}},
+               {"loader", {{"epoch", ls.epoch}, {"cursor", ls.cursor}}},
+               {"layout", {{"names", l.names}, {"shapes", l.shapes}}},
+               {"saved_by",
+                {{"world", solo ? 1 : world.size}, {"zero", parallel::zero_stage(*t.dp)}, {"tp", t.groups.tp.size},
+                 {"pp", t.pipe->plan.pp}, {"sites", t.outer && !solo ? parallel::num_sites(*t.outer) : 1}}},
+               {"tokenizer_identity", t.data.manifest.tokenizer_identity},
+               {"config", to_toml(t.cfg)},
+               {"cwd", fs::current_path().string()}};  // what the config's relative paths start from
+  }
+  return c;
+}
+
+std::string write_snapshot(CheckpointSnapshot& c) {
+  for (auto& [file, archive] : c.archives) {
+    const std::string failure = attempt([&] { save_archive(*archive, c.partial + "/" + file); });
+    if (!failure.empty()) return failure;
+  }
+  c.archives.clear();  // the host copies are not needed any more
+  return "";
+}
+
+std::string finish_checkpoint(CheckpointSnapshot& c) {
+  if (!c.leader) return "";
+  return attempt([&] {
     std::vector<std::string> files;
-    for (const auto& e : fs::directory_iterator(partial)) files.push_back(e.path().filename().string());
+    for (const auto& e : fs::directory_iterator(c.partial)) files.push_back(e.path().filename().string());
     std::sort(files.begin(), files.end());
     json shards = json::array();
-    for (const std::string& f : files)
-      shards.push_back({{"file", f}, {"checksum", hash_file_hex(partial + "/" + f)}});
-    json state = {{"format", 2},
-                  {"step", t.step},
-                  {"adam_step", t.adam.step},
-                  {"loss_scale", {{"scale", t.scaler.scale}, {"good_steps", t.scaler.good_steps}}},
-                  {"loader", {{"epoch", ls.epoch}, {"cursor", ls.cursor}}},
-                  {"layout", {{"names", l.names}, {"shapes", l.shapes}}},
-                  {"shards", shards},
-                  {"saved_by",
-                   {{"world", solo ? 1 : world.size}, {"zero", parallel::zero_stage(*t.dp)}, {"tp", t.groups.tp.size},
-                    {"pp", t.pipe->plan.pp}, {"sites", t.outer && !solo ? parallel::num_sites(*t.outer) : 1}}},
-                  {"tokenizer_identity", t.data.manifest.tokenizer_identity},
-                  {"config", to_toml(t.cfg)},
-                  {"cwd", fs::current_path().string()}};  // what the config's relative paths start from
-    write_file_atomic(partial + "/state.json", state.dump(1) + "\n");
-    fs::remove_all(path);
-    fs::rename(partial, path);
+    for (const std::string& f : files) shards.push_back({{"file", f}, {"checksum", hash_file_hex(c.partial + "/" + f)}});
+    c.state["shards"] = shards;
+    write_file_atomic(c.partial + "/state.json", c.state.dump(1) + "\n");
+    fs::remove_all(c.path);
+    fs::rename(c.partial, c.path);
+    std::vector<std::string> all = checkpoint_dirs(c.run_dir);
+    for (size_t i = static_cast<size_t>(c.keep); i < all.size(); ++i) fs::remove_all(all[i]);
+    for (const auto& e : fs::directory_iterator(c.run_dir + "/checkpoints"))  // left by a killed run
+      if (e.path().extension() == ".partial") fs::remove_all(e.path());
   });
-  check_written();
-  if (leader) {
-    std::vector<std::string> all = checkpoint_dirs(run_dir);
-    for (size_t i = static_cast<size_t>(keep); i < all.size(); ++i) fs::remove_all(all[i]);
-  }
-  sync();
-  return path;
+}
+
+std::string save_checkpoint(const Trainer& t, const std::string& run_dir, int64_t keep, bool solo) {
+  CheckpointSnapshot c = snapshot_checkpoint(t, run_dir, keep, solo, /*copy=*/false);
+  check_written(c, write_snapshot(c), t.groups.world);
+  check_written(c, finish_checkpoint(c), t.groups.world);
+  if (!solo) comm::barrier(t.groups.world);
+  return c.path;
 }
 
 // Parses state.json and verifies the checksums; UserError describing the first problem.

@@ -20,10 +20,19 @@
 // all ranks share.
 #pragma once
 #include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "train/trainer.h"
+#include "util/error.h"
+
+namespace torch::serialize {
+class OutputArchive;
+}
 
 namespace slm::train {
 
@@ -31,6 +40,24 @@ namespace slm::train {
 // world unless `solo` (one surviving rank saving a full copy after a peer was lost: needs the
 // whole state, i.e. ZeRO 0). Returns its path.
 std::string save_checkpoint(const Trainer& t, const std::string& run_dir, int64_t keep, bool solo = false);
+
+// The three parts of a save, for asynchronous checkpoints (train/async_checkpoint.h):
+// snapshot_checkpoint (collective: the partial folder, DiLoCo's syncs in flight; then host copies
+// of what this rank writes), write_snapshot (no collectives, any thread: this rank's files), and
+// finish_checkpoint (the leader, once every rank has written: checksums, state.json, the rename,
+// pruning to `keep`). The last two return what went wrong, or "".
+struct CheckpointSnapshot {
+  int64_t step = 0, keep = 3;
+  bool solo = false, leader = false;
+  std::string run_dir, path, partial, disk_note;
+  std::vector<std::pair<std::string, std::shared_ptr<torch::serialize::OutputArchive>>> archives;  // file, contents
+  nlohmann::json state;  // the leader's state.json, without the shards' checksums
+};
+CheckpointSnapshot snapshot_checkpoint(const Trainer& t, const std::string& run_dir, int64_t keep, bool solo, bool copy);
+std::string write_snapshot(CheckpointSnapshot& c);
+std::string finish_checkpoint(CheckpointSnapshot& c);
+// The one-line error of a save that failed (the partial folder removed by the leader).
+UserError save_failed(const CheckpointSnapshot& c, const std::string& failure);
 
 // Newest checkpoint whose state.json parses and whose checksums match; each skipped (corrupt)
 // newer one is reported through warn(). nullopt if there is none; a UserError naming them if

@@ -65,7 +65,9 @@ std::vector<Field> fields(Config& c) {
       {"eval", "batches", &c.eval.batches},
       {"log", "every", &c.log.every},
       {"checkpoint", "every", &c.checkpoint.every},
+      {"checkpoint", "every_minutes", &c.checkpoint.every_minutes},
       {"checkpoint", "keep", &c.checkpoint.keep},
+      {"checkpoint", "async", &c.checkpoint.async},
       {"cost", "price_per_hour", &c.cost.price_per_hour},
       {"parallel", "dp", &c.parallel.dp},
       {"parallel", "tp", &c.parallel.tp},
@@ -82,6 +84,7 @@ std::vector<Field> fields(Config& c) {
       {"dist", "interface", &c.dist.interface},
       {"dist", "timeout_s", &c.dist.timeout_s},
       {"dist", "join_timeout_s", &c.dist.join_timeout_s},
+      {"dist", "secret_file", &c.dist.secret_file},
       {"dist", "ranks_per_site", &c.dist.wan.ranks_per_site},
       {"dist", "compress", &c.dist.wan.compress},
       {"dist", "channels", &c.dist.wan.channels},
@@ -282,8 +285,8 @@ void validate(const Config& c) {
   need(c.system.threads >= 0, "system: threads must be >= 0");
   need(c.eval.every >= 0 && c.eval.batches >= 1, "eval: every must be >= 0 and batches >= 1");
   need(c.log.every >= 1, "log: every must be >= 1");
-  need(c.checkpoint.every >= 0 && c.checkpoint.keep >= 1,
-       "checkpoint: every must be >= 0 and keep >= 1");
+  need(c.checkpoint.every >= 0 && c.checkpoint.keep >= 1 && c.checkpoint.every_minutes >= 0,
+       "checkpoint: every and every_minutes must be >= 0 and keep >= 1");
   need(!c.data.dir.empty(), "data: dir is not set (a dataset from `slm data prepare`)");
   planner::validate(c.planner);
 }

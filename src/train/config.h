@@ -78,7 +78,11 @@ struct LogConfig {
 
 struct CheckpointConfig {
   int64_t every = 200;  // save every N steps (and at the end and on SIGINT/SIGTERM); 0 = only those
+  double every_minutes = 0;  // also save when this many minutes passed since the last save (rank 0's
+                             // clock decides for all); 0 = off
   int64_t keep = 3;     // newest checkpoints kept; older ones are deleted
+  bool async = false;   // write in the background while training goes on (the last save is
+                        // synchronous); costs a host copy of the rank's state while in flight
 };
 
 struct Config {

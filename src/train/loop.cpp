@@ -15,7 +15,9 @@
 
 #include "comm/collectives.h"
 #include "comm/hierarchy.h"
+#include "train/async_checkpoint.h"
 #include "train/checkpoint.h"
+#include "train/events.h"
 #include "train/hardware.h"
 #include "train/machine.h"
 #include "train/runtime.h"
@@ -47,11 +49,14 @@ struct MetricsLog {
 
 // What every rank learns after a step, in one small all-reduce: the global mean loss (the sum of
 // the ranks' shares), whether any rank was asked to stop (so that all stop and save after the same
-// step), and for the metrics: mean compute and schedule time, bytes sent per link type, and each
-// rank's peak memory.
+// step), whether rank 0's clock says a checkpoint is due (checkpoint.every_minutes), how many ranks
+// have written the background checkpoint in flight (checkpoint.async), and for the metrics: mean
+// compute and schedule time, bytes sent per link type, and each rank's peak memory.
 struct Agreed {
   double loss = 0;
   bool stop = false;
+  bool save = false;  // checkpoint.every_minutes passed on rank 0
+  double ckpt_written = 0, ckpt_failed = 0;  // checkpoint.async: ranks done writing the one in flight
   double compute_s = 0, schedule_s = 0;            // means over ranks
   double bytes_pp = 0, bytes_tp = 0, bytes_dp = 0, bytes_outer = 0;  // this step, all ranks together
   std::vector<double> peak_mem;                    // per rank, bytes
@@ -74,10 +79,12 @@ struct Agreement {
   int n = 1;
 };
 
-static Agreement begin_agree(const Trainer& t, const StepStats& s, const ByteCounts& before) {
+static Agreement begin_agree(const Trainer& t, const StepStats& s, const ByteCounts& before, bool save_due,
+                             const std::vector<double>& ckpt) {
   const int n = t.groups.world.size;
   const ByteCounts now = byte_counts(t);
-  std::vector<double> v = {s.loss, interrupted() ? 1.0 : 0.0, s.compute_s, s.schedule_s,
+  std::vector<double> v = {s.loss, interrupted() ? 1.0 : 0.0, save_due ? 1.0 : 0.0, ckpt[0], ckpt[1],
+                           s.compute_s, s.schedule_s,
                            static_cast<double>(now.pp - before.pp), static_cast<double>(now.tp - before.tp),
                            static_cast<double>(now.dp - before.dp), static_cast<double>(now.outer - before.outer)};
   v.resize(v.size() + static_cast<size_t>(n), 0.0);
@@ -89,7 +96,8 @@ static Agreement begin_agree(const Trainer& t, const StepStats& s, const ByteCou
 static Agreed finish_agree(Agreement& a) {
   const std::vector<double> v = a.sum.get();
   const int n = a.n;
-  return {v[0], v[1] > 0, v[2] / n, v[3] / n, v[4], v[5], v[6], v[7], std::vector<double>(v.end() - n, v.end())};
+  return {v[0], v[1] > 0, v[2] > 0, v[3], v[4], v[5] / n, v[6] / n, v[7], v[8], v[9], v[10],
+          std::vector<double>(v.end() - n, v.end())};
 }
 
 static void print_header(const Trainer& t, const std::string& run, const DeviceInfo& dev) {
@@ -127,6 +135,23 @@ static void print_header(const Trainer& t, const std::string& run, const DeviceI
                dev.price_source.c_str());
 }
 
+// After a restart: one line in RUN/events.jsonl and in the log.
+static void record_restart(const Trainer& t, const std::string& run) {
+  RestartEvent e;
+  const auto [last_step, last_time] = last_logged_step(run);
+  e.time = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  e.restart = t.world.env.restart;
+  e.cause = t.world.env.restart_cause;
+  e.resumed_step = t.step;
+  e.last_step = last_step;
+  e.down_s = last_time > 0 ? e.time - last_time : 0;
+  e.world = t.groups.world.size;
+  e.layout = fmt::format("pp {} x dp {} x tp {}, ZeRO {}{}", t.pipe->plan.pp, t.groups.dp.size, t.groups.tp.size,
+                         parallel::zero_stage(*t.dp), t.outer ? ", DiLoCo" : "");
+  append_restart_event(run, e);
+  std::fprintf(stderr, "%s\n", describe(e).c_str());
+}
+
 int run_training(const Config& cfg_in, bool resume, int64_t stop_at) {
   const std::string run = cfg_in.run.dir;
   std::unique_ptr<Trainer> t = make_trainer(cfg_in);
@@ -135,6 +160,8 @@ int run_training(const Config& cfg_in, bool resume, int64_t stop_at) {
   const bool main_rank = t->groups.world.rank == 0;
   const int devices = t->groups.world.size;
   configure_cpu_threads(cfg.system.threads, t->world.env.local_world);
+  const int restart = t->world.env.restart;  // the launcher started the job again after a failure:
+  resume = resume || restart > 0;           // go on from the newest checkpoint
   comm::require_same(fmt::format("resume={} stop_at={}", resume, stop_at), t->groups.world, "--resume/--stop-at");
   fs::create_directories(run);
   std::optional<std::string> ckpt = find_latest_checkpoint(run, [&](const std::string& w) {
@@ -151,6 +178,7 @@ int run_training(const Config& cfg_in, bool resume, int64_t stop_at) {
     std::fprintf(stderr, "no checkpoint in %s: starting from step 0\n", run.c_str());
   }
   if (t->outer) parallel::check_same_outer(*t->outer);
+  if (restart > 0 && main_rank) record_restart(*t, run);
   std::unique_ptr<MetricsLog> metrics;
   if (main_rank) {
     write_file_atomic(run + "/config.toml", to_toml(cfg));
@@ -183,10 +211,38 @@ int run_training(const Config& cfg_in, bool resume, int64_t stop_at) {
   // the run stops with one line.
   constexpr int64_t kDivergedSteps = 5;
   int64_t diverged = 0;  // consecutive steps whose agreed loss is not finite
+  // checkpoint.every_minutes: rank 0's clock asks (in a step's agreement), every rank saves after
+  // the step at which that agreement arrives.
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point last_save = Clock::now();
+  bool save_by_time = false, asked = false;
+  auto ask_to_save = [&] {  // on rank 0, once per interval (under DiLoCo the answer comes a step later)
+    if (asked || !main_rank || cfg.checkpoint.every_minutes <= 0) return false;
+    asked = std::chrono::duration<double>(Clock::now() - last_save).count() >= 60 * cfg.checkpoint.every_minutes;
+    return asked;
+  };
+  // checkpoint.async: all saves but the last are written in the background (async_checkpoint.h).
+  AsyncCheckpoint async_ckpt;
+  int64_t async_step = 0;
   auto save = [&](bool final) {  // final: the run ends after this save
     std::vector<double> bad{parallel::param_shard(*t->dp).isfinite().all().item<bool>() ? 0.0 : 1.0};
-    if (diverged == 0 && comm::sum(bad, t->groups.world)[0] == 0)
-      return say("checkpoint " + save_checkpoint(*t, run, cfg.checkpoint.keep));
+    last_save = Clock::now();
+    save_by_time = asked = false;
+    if (diverged == 0 && comm::sum(bad, t->groups.world)[0] == 0) {
+      const auto t0 = Clock::now();
+      if (const auto path = wait_async(async_ckpt, *t))  // at most one in flight
+        say(fmt::format("checkpoint {} (written in the background since step {})", *path, async_step));
+      if (cfg.checkpoint.async && !final) {
+        start_async(async_ckpt, *t, run, cfg.checkpoint.keep);
+        async_step = t->step;
+      } else {
+        say("checkpoint " + save_checkpoint(*t, run, cfg.checkpoint.keep));
+      }
+      // What the save cost the training thread (the step's time does not include it).
+      log({{"step", t->step}, {"checkpoint_s", std::chrono::duration<double>(Clock::now() - t0).count()},
+           {"checkpoint_async", cfg.checkpoint.async && !final}});
+      return;
+    }
     const std::string what = fmt::format("step {}: loss or weights not finite (training diverged)", t->step);
     if (final) throw UserError(what + "; no checkpoint written, the last finite one is kept");
     say(what + ", checkpoint not written");
@@ -248,6 +304,9 @@ int run_training(const Config& cfg_in, bool resume, int64_t stop_at) {
                                    tflops, 100 * flops / step_s / dev.peak_flops, spent_usd, format_duration(eta));
     if (tty) std::fprintf(stderr, "\r%s\033[K", line.c_str());
     else if (main_rank && (step % cfg.log.every == 0 || step == first + 1)) std::fprintf(stderr, "%s\n", line.c_str());
+    save_by_time = save_by_time || all.save;
+    if (const auto path = on_agreed(async_ckpt, all.ckpt_written, all.ckpt_failed, devices))
+      say(fmt::format("checkpoint {} (written in the background since step {})", *path, async_step));
     return all.stop;
   };
   // DiLoCo: a step's agreement travels across the sites while the next step trains (one step late;
@@ -264,7 +323,7 @@ int run_training(const Config& cfg_in, bool resume, int64_t stop_at) {
     try {
       const ByteCounts bytes = byte_counts(*t);
       StepStats s = train_step(*t);
-      agreeing.push_back(begin_agree(*t, s, bytes));
+      agreeing.push_back(begin_agree(*t, s, bytes, ask_to_save(), async_status(async_ckpt)));
       const bool last = t->step == cfg.schedule.max_steps;
       const bool eval_due = cfg.eval.every > 0 && (t->step % cfg.eval.every == 0 || last);
       const bool save_due = (cfg.checkpoint.every > 0 && t->step % cfg.checkpoint.every == 0) || t->step == end;
@@ -286,7 +345,8 @@ int run_training(const Config& cfg_in, bool resume, int64_t stop_at) {
     }
     const bool last = t->step == cfg.schedule.max_steps;
     if (cfg.eval.every > 0 && (t->step % cfg.eval.every == 0 || last)) eval();
-    if ((cfg.checkpoint.every > 0 && t->step % cfg.checkpoint.every == 0) || t->step == end || stop) save(t->step == end || stop);
+    if ((cfg.checkpoint.every > 0 && t->step % cfg.checkpoint.every == 0) || t->step == end || stop || save_by_time)
+      save(t->step == end || stop);
     if (stop && !last) {
       say(fmt::format("stopped by signal at step {}; resume with --resume", t->step));
       return interrupt_signal() == SIGINT ? 130 : 143;

@@ -1,6 +1,7 @@
 // train/loop.h: a whole training run around train_step: the "once in a while" work.
 // Owns: run_training (setup or resume, the step loop, validation, metrics JSONL, progress
-// lines, checkpoints every N steps, at the end and on SIGINT/SIGTERM). After each step every rank
+// lines, checkpoints every N steps or minutes, at the end and on SIGINT/SIGTERM; after a launcher's
+// restart, resume and record it in RUN/events.jsonl). After each step every rank
 // agrees on the global loss, a stop request and the metrics in one small all-reduce; under DiLoCo
 // it travels while the next step trains (reported one step late, so no step waits for the link).
 #pragma once

@@ -117,6 +117,10 @@ static void apply_plan(Trainer& t) {
   t.model_layout = parallel::make_layout(model::named_parameters(model::shapes_only(cfg.model)), 1);
   t.num_params = t.model_layout.numel;
   const parallel::RankRole role = pipe->role;
+  // The default generator (dropout) starts from the seed too: LibTorch seeds it from /dev/urandom,
+  // so runs with dropout would differ; every rank draws the same masks (tp ranks must). A resume
+  // restores its state from the checkpoint.
+  torch::manual_seed(cfg.system.seed);
   t.model = model::init_gpt2(cfg.model, cfg.system.seed,
                              [&](int64_t l) { return parallel::pipeline::holds_layer(plan, role, l); });
   if (!cfg.init.from.empty()) model::copy_parameters(model::load_hf(cfg.init.from, cfg.model.vocab_pad), t.model);

@@ -11,7 +11,8 @@ namespace {
 const char* kVars[] = {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
                        "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE",
                        "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
-                       "OMPI_COMM_WORLD_LOCAL_SIZE"};
+                       "OMPI_COMM_WORLD_LOCAL_SIZE", "SLM_RESTART_COUNT", "SLM_RESTART_CAUSE",
+                       "TORCHELASTIC_RESTART_COUNT"};
 
 struct Env : ::testing::Test {
   void SetUp() override {
@@ -26,6 +27,23 @@ TEST_F(Env, NothingSetIsOneProcess) {
   EXPECT_EQ(e.world, 1);
   EXPECT_EQ(e.rank, 0);
   EXPECT_EQ(e.source, "none");
+}
+
+// A job restarted by `slm launch --max-restarts` or torchrun --max-restarts.
+TEST_F(Env, Restarts) {
+  EXPECT_EQ(slm::comm::read_launch_env().restart, 0);
+  set("TORCHELASTIC_RESTART_COUNT", "2");
+  slm::comm::LaunchEnv e = slm::comm::read_launch_env();
+  EXPECT_EQ(e.restart, 2);
+  EXPECT_EQ(e.restart_cause, "a rank failed");
+  set("SLM_RESTART_COUNT", "1"), set("SLM_RESTART_CAUSE", "rank 1 was killed by signal 9");
+  e = slm::comm::read_launch_env();
+  EXPECT_EQ(e.restart, 1);
+  EXPECT_EQ(e.restart_cause, "rank 1 was killed by signal 9");
+  set("SLM_RESTART_COUNT", "0");
+  EXPECT_EQ(slm::comm::read_launch_env().restart_cause, "");
+  set("SLM_RESTART_COUNT", "x");
+  EXPECT_THROW(slm::comm::read_launch_env(), slm::UserError);
 }
 
 TEST_F(Env, Torchrun) {

@@ -105,23 +105,26 @@ grep -q "slm: second interrupt: exiting at once, without saving" int.log || { ca
 
 # 4. A disk that fills while a checkpoint is written (a 2.5 MB tmpfs; a checkpoint is ~1.5 MB): one
 # line naming the space, the partial folder removed, the previous checkpoint kept, exit 1 on every
-# rank; once there is room, --resume continues from it.
-if [ "$(id -u)" -eq 0 ] && mkdir small && mount -t tmpfs -o size=2500k tmpfs small 2>/dev/null; then
-  FULL=("$SLM" train "${TINY[@]}" --set model.n_layer=2 --set model.n_embd=64 --set batch.micro_batch=2
-        --set run.dir=small/run --set schedule.max_steps=6 --set checkpoint.every=2)
-  rc=0
-  "$SLM" launch -n 2 -- "${FULL[@]}" --set parallel.zero=1 > full.log 2>&1 || rc=$?
-  [ "$rc" -eq 1 ] || { cat full.log; umount small; fail "a full disk must end the run with exit 1 (got $rc)"; }
-  # (every rank says it in one line; a rank whose own part fit names the one that did not fit)
-  [ "$(grep -c 'slm: error: checkpoint small/run/checkpoints/step_00000004 not written: .* (small/run has .* MB free; a checkpoint needs about 1.5 MB); the previous checkpoints are kept' full.log)" -eq 2 ] &&
-    grep -q 'step_00000004.partial/shard_0000[01].pt: No space left on device' full.log ||
-    { cat full.log; umount small; fail "full disk message"; }
-  [ "$(ls small/run/checkpoints)" = step_00000002 ] || { ls -R small; umount small; fail "partial left or previous lost"; }
-  mount -o remount,size=20m small
-  "$SLM" launch -n 2 -- "${FULL[@]}" --set parallel.zero=1 --resume > full.log 2>&1 || { cat full.log; umount small; fail "resume after a full disk"; }
-  grep -q "resumed from small/run/checkpoints/step_00000002" full.log || { cat full.log; umount small; fail "not resumed"; }
-  umount small
-fi
+# rank; once there is room, --resume continues from it. The same for a checkpoint written in the
+# background (checkpoint.async: the failure is agreed a step or two later).
+for async in false true; do
+  if [ "$(id -u)" -eq 0 ] && mkdir -p small && mount -t tmpfs -o size=2500k tmpfs small 2>/dev/null; then
+    FULL=("$SLM" train "${TINY[@]}" --set model.n_layer=2 --set model.n_embd=64 --set batch.micro_batch=2
+          --set run.dir=small/run --set schedule.max_steps=6 --set checkpoint.every=2 --set checkpoint.async=$async)
+    rc=0
+    "$SLM" launch -n 2 -- "${FULL[@]}" --set parallel.zero=1 > full.log 2>&1 || rc=$?
+    [ "$rc" -eq 1 ] || { cat full.log; umount small; fail "a full disk must end the run with exit 1 (got $rc, async $async)"; }
+    # (every rank says it in one line; a rank whose own part fit names the one that did not fit)
+    [ "$(grep -c 'slm: error: checkpoint small/run/checkpoints/step_00000004 not written: .* (small/run has .* MB free; a checkpoint needs about 1.5 MB); the previous checkpoints are kept' full.log)" -eq 2 ] &&
+      grep -q 'step_00000004.partial/shard_0000[01].pt: No space left on device' full.log ||
+      { cat full.log; umount small; fail "full disk message (async $async)"; }
+    [ "$(ls small/run/checkpoints)" = step_00000002 ] || { ls -R small; umount small; fail "partial left or previous lost (async $async)"; }
+    mount -o remount,size=20m small
+    "$SLM" launch -n 2 -- "${FULL[@]}" --set parallel.zero=1 --resume > full.log 2>&1 || { cat full.log; umount small; fail "resume after a full disk"; }
+    grep -q "resumed from small/run/checkpoints/step_00000002" full.log || { cat full.log; umount small; fail "not resumed"; }
+    umount small
+  fi
+done
 
 # 8, 9, 10. Rendezvous: a lone rank 0 gives up after join_timeout_s (not + timeout_s) and says how
 # many arrived; ranks with different WORLD_SIZE say so; a taken port says so at once.

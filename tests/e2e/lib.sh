@@ -5,7 +5,7 @@ set -euo pipefail
 SLM=$1
 SHARED=${2:-}
 WORK=$(mktemp -d /tmp/slm_e2e_XXXXXX)
-trap 'rm -rf "$WORK"' EXIT
+trap '[ -n "${KEEP:-}" ] || rm -rf "$WORK"' EXIT
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 skip() { echo "SKIP: $*"; exit 77; }
@@ -28,6 +28,15 @@ expect_clean() {
   if ls -a "$1" | grep -q '\.tmp\.\|\.old\.'; then fail "leftover temporary files in $1: $(ls -a "$1")"; fi
 }
 
+# need_testbed: skips the test unless the testbed can run here (root, slm-delayer, iptables-legacy,
+# network namespaces).
+need_testbed() {
+  [ "$(id -u)" -eq 0 ] || skip "not root"
+  [ -x "$(dirname "$SLM")/slm-delayer" ] || skip "slm-delayer not built (libnetfilter-queue-dev missing)"
+  command -v iptables-legacy >/dev/null || skip "iptables-legacy missing"
+  ip netns add slmprobe$$ 2>/dev/null || skip "network namespaces unavailable"
+  ip netns delete slmprobe$$
+}
 # real_corpus: tinyshakespeare when ../shared is there, else the fortunes corpus, else generated
 # text; prints the path.
 real_corpus() {

@@ -8,12 +8,7 @@
 #  4. A slower site (`cpus`, a cgroup CPU quota): its ranks get the configured share; no cgroup left.
 #  5. One-line errors: a bad testbed file, a missing file, netem asked for where the kernel has none.
 source "$(dirname "$0")/lib.sh"
-DELAYER=$(dirname "$SLM")/slm-delayer
-[ "$(id -u)" -eq 0 ] || skip "not root"
-[ -x "$DELAYER" ] || skip "slm-delayer not built (libnetfilter-queue-dev missing)"
-command -v iptables-legacy >/dev/null || skip "iptables-legacy missing"
-ip netns add slmprobe$$ 2>/dev/null || skip "network namespaces unavailable"
-ip netns delete slmprobe$$
+need_testbed
 cd "$WORK"
 cat > geo.toml <<'TOML'
 name = "tbt"

@@ -21,7 +21,7 @@ export CCACHE_BASEDIR=$root
 printf '%s\n' $sources | xargs -P "$(nproc)" -I{} sh -c \
   'o="$0/obj/$(echo {} | tr / _).o"; '"$cc"' '"${flags[*]}"' -fsanitize=fuzzer-no-link -c "$1/{}" -o "$o"' "$out" "$root"
 objs=$(for s in $sources; do echo "$out/obj/$(echo "$s" | tr / _).o"; done)
-libs=(-lfmt -lpcre2-8 -lxxhash -ltomlplusplus -lpthread)
+libs=(-lfmt -lpcre2-8 -lxxhash -ltomlplusplus -lcrypto -lpthread)
 status=0
 for src in "$here"/fuzz_*.cpp; do
   t=$(basename "$src" .cpp)

@@ -2,6 +2,8 @@
 // one-line errors; the tc netem commands made from a description.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "testbed/netem.h"
 #include "testbed/spec.h"
 #include "util/error.h"
@@ -23,6 +25,16 @@ delay_ms = 50
 rate_mbit = 1000
 )";
 
+// The one-line error a description gives ("" when it parses).
+static std::string error(const std::string& text) {
+  try {
+    parse_testbed(text, "t.toml");
+  } catch (const slm::UserError& e) {
+    return std::string(e.what());
+  }
+  return std::string();
+}
+
 TEST(TestbedSpec, ParsesAndNumbers) {
   TestbedSpec s = parse_testbed(kTwoSites, "t.toml");
   EXPECT_EQ(s.name, "geo");
@@ -40,14 +52,6 @@ TEST(TestbedSpec, ParsesAndNumbers) {
 }
 
 TEST(TestbedSpec, OneLineErrors) {
-  auto error = [](const std::string& text) {
-    try {
-      parse_testbed(text, "t.toml");
-    } catch (const slm::UserError& e) {
-      return std::string(e.what());
-    }
-    return std::string();
-  };
   EXPECT_EQ(error("[[site]]\nranks = 2\nspeed = 3\n"), "t.toml: site 0: unknown key 'speed'");
   EXPECT_EQ(error("name = \"x\"\n"), "t.toml: no [[site]] tables");
   EXPECT_EQ(error("[[site]]\nranks = 0\n"), "t.toml: site 0: 'ranks' must be 1..65536");
@@ -90,4 +94,30 @@ TEST(TestbedNetem, ClassPerSourceSite) {
   for (const std::string& x : c) found = found || x == "class add dev d0 parent 1: classid 1:11 htb rate 500000kbit";
   EXPECT_TRUE(found);
   EXPECT_EQ(c.size(), 5 * 6u);
+}
+
+// Link faults: parsed on [[link]] tables only, checked, and turned into netem's loss and jitter.
+TEST(TestbedSpec, LinkFaults) {
+  const std::string two = "[[site]]\nname = \"a\"\n[[site]]\nname = \"b\"\n[[link]]\nsites = [\"a\", \"b\"]\ndelay_ms = 10\n";
+  TestbedSpec s = parse_testbed(two + "loss_pct = 5\njitter_ms = 2\ndown_at_s = 30\ndown_for_s = 60\n", "t.toml");
+  const LinkSpec l = link_between(s, 1, 0);
+  EXPECT_DOUBLE_EQ(l.loss_pct, 5);
+  EXPECT_DOUBLE_EQ(l.jitter_ms, 2);
+  EXPECT_DOUBLE_EQ(l.down_at_s, 30);
+  EXPECT_DOUBLE_EQ(l.down_for_s, 60);
+  EXPECT_TRUE(l.faulty());
+  EXPECT_FALSE(link_between(parse_testbed(two, "t.toml"), 0, 1).faulty());
+  EXPECT_EQ(error(two + "loss_pct = 101\n"), "t.toml: link 0: 'loss_pct' must be <= 100");
+  EXPECT_EQ(error(two + "jitter_ms = -1\n"), "t.toml: link 0: 'jitter_ms' must be >= 0");
+  EXPECT_EQ(error(two + "down_at_s = 5\n"), "t.toml: link 0: 'down_at_s' needs 'down_for_s' (how long the link is down)");
+  EXPECT_EQ(error("[inside]\nloss_pct = 1\n[[site]]\n"), "t.toml: [inside]: unknown key 'loss_pct'");
+  // netem: a lossy link without delay still gets its class; jitter follows the delay.
+  s = parse_testbed("[[site]]\nname = \"a\"\n[[site]]\nname = \"b\"\n[[link]]\nsites = [\"a\", \"b\"]\nloss_pct = 1\n", "t.toml");
+  std::vector<std::string> c = netem_commands(s, {"d0", "d1"});
+  EXPECT_NE(std::find(c.begin(), c.end(), "qdisc add dev d1 parent 1:10 handle 1010: netem delay 0ms loss 1% limit 100000"),
+            c.end());
+  s = parse_testbed(two + "jitter_ms = 2\nloss_pct = 0.5\n", "t.toml");
+  c = netem_commands(s, {"d0", "d1"});
+  EXPECT_NE(std::find(c.begin(), c.end(), "qdisc add dev d0 parent 1:11 handle 1011: netem delay 10ms 2ms loss 0.5% limit 100000"),
+            c.end());
 }
