@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <functional>
 #include <optional>
+#include <set>
 #include <thread>
 #include <cstdlib>
 #include <fmt/format.h>
@@ -125,23 +126,41 @@ void admit(c10d::Store& store, const std::string& key, const LaunchEnv& env, con
     if (!secret) return;
     std::vector<bool> in(static_cast<size_t>(env.world), false);
     in[0] = true;
-    for (int64_t next = 0, admitted = 1; admitted < env.world; ++next) {
-      const std::string attempt = await_key(key + "auth/attempt/" + std::to_string(next), "not every rank proved the job secret");
-      int rank = -1;
-      char proof[129] = {0}, address[64] = {0};
-      std::sscanf(attempt.c_str(), "%d %128s %63s", &rank, proof, address);
-      std::string verdict = "ok";
-      if (rank < 1 || rank >= env.world) verdict = fmt::format("rank {} is not in a job of {} ranks", rank, env.world);
-      else if (!proof_ok(*secret, challenge, rank, proof)) verdict = "wrong job secret";
-      else if (in[static_cast<size_t>(rank)]) verdict = fmt::format("rank {} is already in the job", rank);
-      store.set(key + "auth/verdict/" + std::to_string(next), bytes_of(verdict));
-      if (verdict != "ok") {
-        std::fprintf(stderr, "warning: %s: refused a process at %s claiming rank %d: %s\n", where.c_str(),
-                     *address ? address : "an unknown address", rank, verdict.c_str());
-        continue;
+    // Attempts are read as their records appear, in any order: one that took a number and never
+    // wrote its record (a process that died) holds up no one.
+    std::set<int64_t> pending;
+    for (int64_t numbered = 0, admitted = 1; admitted < env.world;) {
+      for (const int64_t n = store.add(key + "auth/attempts", 0); numbered < n; ++numbered) pending.insert(numbered);
+      bool progress = false;
+      for (auto it = pending.begin(); it != pending.end();) {
+        const std::string k = key + "auth/attempt/" + std::to_string(*it);
+        if (!store.check({k})) {
+          ++it;
+          continue;
+        }
+        int rank = -1;
+        char proof[129] = {0}, address[64] = {0};
+        std::sscanf(bytes_text(store.get(k)).c_str(), "%d %128s %63s", &rank, proof, address);
+        std::string verdict = "ok";
+        if (rank < 1 || rank >= env.world) verdict = fmt::format("rank {} is not in a job of {} ranks", rank, env.world);
+        else if (!proof_ok(*secret, challenge, rank, proof)) verdict = "wrong job secret";
+        else if (in[static_cast<size_t>(rank)]) verdict = fmt::format("rank {} is already in the job", rank);
+        store.set(key + "auth/verdict/" + std::to_string(*it), bytes_of(verdict));
+        if (verdict == "ok") {
+          in[static_cast<size_t>(rank)] = true;
+          ++admitted;
+        } else {
+          std::fprintf(stderr, "warning: %s: refused a process at %s claiming rank %d: %s\n", where.c_str(),
+                       *address ? address : "an unknown address", rank, verdict.c_str());
+        }
+        it = pending.erase(it);
+        progress = true;
       }
-      in[static_cast<size_t>(rank)] = true;
-      ++admitted;
+      if (admitted >= env.world) break;
+      if (waited() > join_timeout_s)
+        throw UserError(fmt::format("{}: {} of {} ranks proved the job secret within {:.0f} s (dist.join_timeout_s)",
+                                    where, admitted, env.world, waited()));
+      if (!progress) std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     return;
   }
