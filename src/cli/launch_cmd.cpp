@@ -4,6 +4,7 @@
 
 #include "cli/checks.h"
 #include "cli/commands.h"
+#include "comm/elastic.h"
 #include "comm/launch.h"
 
 namespace slm::cli {
@@ -14,8 +15,20 @@ void add_launch_command(CLI::App& app) {
       "launch",
       "run a command as N ranks of a job: slm launch -n 4 -- slm train -c configs/tiny.toml");
   cmd->add_option("-n,--nproc", o->nproc, "ranks on this machine")->required()->check(at_least(1));
-  cmd->add_option("--nnodes", o->nnodes, "machines in the job (one launcher on each)")->capture_default_str()->check(at_least(1));
-  cmd->add_option("--node-rank", o->node_rank, "this machine's index, 0..nnodes-1")->capture_default_str()->check(at_least(0));
+  auto nnodes = std::make_shared<std::string>("1");
+  cmd->add_option("--nnodes", *nnodes,
+                  "machines in the job (one launcher on each); MIN:MAX makes it elastic: restarts across "
+                  "machines, shrinking to the survivors and growing back")
+      ->capture_default_str();
+  cmd->add_option("--node-rank", o->node_rank,
+                  "this machine's index, 0..nnodes-1 (elastic: 0 serves the launchers' rendezvous, others "
+                  "are numbered as they join)")
+      ->capture_default_str()->check(at_least(0));
+  cmd->add_option("--rejoin-timeout", o->rejoin_timeout_s,
+                  "elastic: seconds a round waits for machines beyond MIN (after a failure: for the lost ones)")
+      ->capture_default_str()->check(at_least(0));
+  cmd->add_option("--join-timeout", o->join_timeout_s, "elastic: seconds a round waits for MIN machines")
+      ->capture_default_str()->check(at_least(1));
   cmd->add_option("--master", o->master,
                   "HOST:PORT of the rendezvous store on node 0 (default: 127.0.0.1 and a free port; "
                   "required with --nnodes > 1)");
@@ -28,8 +41,21 @@ void add_launch_command(CLI::App& app) {
   cmd->add_option("--restart-delay", o->restart_delay_s, "seconds to wait before a restart")
       ->capture_default_str()->check(at_least(0));
   cmd->add_option("command", o->command, "the program to run, after --");
-  cmd->callback([o] {
-    int rc = comm::launch(*o);
+  cmd->callback([o, nnodes] {
+    const size_t colon = nnodes->find(':');
+    try {
+      if (colon == std::string::npos) {
+        o->nnodes = std::stoi(*nnodes);
+      } else {
+        o->min_nodes = std::stoi(nnodes->substr(0, colon));
+        o->nnodes = std::stoi(nnodes->substr(colon + 1));
+      }
+    } catch (const std::exception&) {
+      throw CLI::ValidationError("--nnodes", *nnodes + " is not N or MIN:MAX");
+    }
+    if (o->nnodes < 1 || (colon != std::string::npos && (o->min_nodes < 1 || o->min_nodes > o->nnodes)))
+      throw CLI::ValidationError("--nnodes", *nnodes + " needs N >= 1, or 1 <= MIN <= MAX");
+    int rc = o->min_nodes > 0 ? comm::launch_elastic(*o) : comm::launch(*o);
     if (rc != 0) throw CLI::RuntimeError(rc);
   });
 }

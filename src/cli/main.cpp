@@ -17,7 +17,8 @@
 #include "util/interrupt.h"
 
 int main(int argc, char** argv) {
-  if (argc > 1 && (std::string(argv[1]) == "train" || std::string(argv[1]) == "eval"))
+  // `launch` too: its ranks inherit the settings, and an elastic launcher's c10d store logs through glog.
+  if (argc > 1 && (std::string(argv[1]) == "train" || std::string(argv[1]) == "eval" || std::string(argv[1]) == "launch"))
     slm::train::reexec_with_blas_env(argc, argv);
   slm::train::configure_process();
   CLI::App app{

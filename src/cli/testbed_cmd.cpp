@@ -9,6 +9,7 @@
 
 #include "cli/checks.h"
 #include "cli/commands.h"
+#include "testbed/elastic_sites.h"
 #include "testbed/lock.h"
 #include "testbed/netns.h"
 #include "testbed/spec.h"
@@ -22,6 +23,8 @@ struct TestbedArgs {
   std::string file;
   int port = 29500;
   int max_restarts = 0;
+  int elastic = 0;  // --elastic MIN: sites as the machines of an elastic job (0 = off)
+  double rejoin_timeout_s = 30;
   std::string link_log;
   std::vector<std::string> command;
 };
@@ -73,17 +76,28 @@ void add_testbed_command(CLI::App& app) {
   });
   auto* run = tb->add_subcommand("run", "bring FILE up, run CMD once per rank in its namespace, tear down");
   run->add_option("file", a->file, "testbed description")->required();
-  run->add_option("--port", a->port, "rendezvous port on rank 0")->capture_default_str()->check(in_range(1, 65535));
+  run->add_option("--port", a->port, "rendezvous port on rank 0 (with --elastic: a free port each round)")->capture_default_str()->check(in_range(1, 65535));
   run->add_option("--link-log", a->link_log, "keep the emulated links' byte counters (one line per link per second)");
   run->add_option("--max-restarts", a->max_restarts,
                   "after a rank fails, start every rank again (as slm launch --max-restarts)")
+      ->capture_default_str()->check(at_least(0));
+  run->add_option("--elastic", a->elastic,
+                  "run each site as one machine of an elastic job that goes on while at least MIN sites remain "
+                  "(slm launch --nnodes MIN:SITES); a site's launcher pid is printed")
+      ->check(at_least(1));
+  run->add_option("--rejoin-timeout", a->rejoin_timeout_s, "with --elastic: seconds to wait for a lost site")
       ->capture_default_str()->check(at_least(0));
   run->add_option("command", a->command, "command (after --), e.g. -- slm train -c cfg.toml")->required();
   run->callback([a] {
     testbed::TestbedSpec s = load(a->file);
     testbed::TestbedLock lock(s.name);
     print_layout(s);
-    const int rc = testbed::testbed_run(s, delayer_path(), a->command, a->port, a->link_log, a->max_restarts);
+    const int rc =
+        a->elastic > 0
+            ? testbed::testbed_run_with(s, delayer_path(), a->link_log, [&] {
+                return testbed::run_elastic_sites(s, a->command, {a->elastic, a->max_restarts, a->rejoin_timeout_s});
+              })
+            : testbed::testbed_run(s, delayer_path(), a->command, a->port, a->link_log, a->max_restarts);
     if (rc != 0) throw CLI::RuntimeError(rc);
   });
 }

@@ -15,6 +15,8 @@
 #include <cstdio>
 #include <cstring>
 #include <fmt/format.h>
+#include <functional>
+#include <string_view>
 
 #include "util/error.h"
 
@@ -24,19 +26,6 @@ namespace {
 volatile sig_atomic_t g_signal = 0;
 void on_signal(int sig) { g_signal = sig; }
 
-int free_local_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0)
-    throw UserError("launch: cannot find a free local port; pass --master HOST:PORT");
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
-
 struct Child {
   int rank = 0;
   pid_t pid = -1;
@@ -44,6 +33,7 @@ struct Child {
   std::string pending[2];  // partial lines
   bool running = true;
   int code = 0;            // exit code, or 128 + signal
+  std::string last_error;  // its last "slm: error: ..." line, for the cause of a failure
 };
 
 pid_t spawn(Child& c, const LaunchOptions& o, const std::string& addr, const std::string& port) {
@@ -99,6 +89,9 @@ void drain(Child& c, int i) {
   size_t start = 0, nl;
   while ((nl = c.pending[i].find_first_of("\n\r", start)) != std::string::npos) {
     if (nl > start) std::fprintf(to, "[%d] %.*s\n", c.rank, static_cast<int>(nl - start), c.pending[i].data() + start);
+    const std::string_view line(c.pending[i].data() + start, nl - start);
+    if (const size_t e = line.find("slm: error: "); i == 1 && e != std::string_view::npos)
+      c.last_error = std::string(line.substr(e + 12, line.find(": [", e) - (e + 12)));  // without Gloo's detail
     start = nl + 1;
   }
   c.pending[i].erase(0, start);
@@ -110,21 +103,39 @@ void signal_all(std::vector<Child>& cs, int sig) {
     if (c.running) ::kill(-c.pid, sig);
 }
 
-// How one start of the job ended.
-struct Outcome {
-  int code = 0;            // the launcher's exit code: the first failing rank's
-  bool by_user = false;    // the launcher itself was signalled (Ctrl-C, SIGTERM): no restart
-  std::string cause;       // "rank 1 was killed by signal 9"
-};
-
-std::string describe_exit(int rank, int status) {
-  return WIFEXITED(status) ? fmt::format("rank {} exited with code {}", rank, WEXITSTATUS(status))
-                           : fmt::format("rank {} was killed by signal {}", rank, WTERMSIG(status));
+std::string describe_exit(const Child& c, int status) {
+  if (!WIFEXITED(status)) return fmt::format("rank {} was killed by signal {}", c.rank, WTERMSIG(status));
+  return c.last_error.empty() ? fmt::format("rank {} exited with code {}", c.rank, WEXITSTATUS(status))
+                              : fmt::format("rank {} exited with code {}: {}", c.rank, WEXITSTATUS(status),
+                                            c.last_error.substr(0, 200));
 }
 
-// Starts every local rank once and waits for all of them; the first rank that fails stops the rest.
-Outcome run_once(const LaunchOptions& o, const std::string& addr, const std::string& port, int restart,
-                 const std::string& cause) {
+}  // namespace
+
+int free_port(bool any_interface) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(any_interface ? INADDR_ANY : INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0)
+    throw UserError("launch: cannot find a free port; pass --master HOST:PORT");
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+void catch_launcher_signals() {
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
+}
+
+int launcher_signal() { return g_signal; }
+
+Outcome run_ranks(const LaunchOptions& o, const std::string& addr, const std::string& port, int restart,
+                  const std::string& cause, const std::function<std::string()>& stop_check) {
   ::setenv("SLM_RESTART_COUNT", std::to_string(restart).c_str(), 1);  // inherited by the ranks
   ::setenv("SLM_RESTART_CAUSE", cause.c_str(), 1);
   std::vector<Child> cs(static_cast<size_t>(o.nproc));
@@ -137,6 +148,7 @@ Outcome run_once(const LaunchOptions& o, const std::string& addr, const std::str
   int forwarded = 0;
   bool failed = false;
   Clock::time_point kill_at = Clock::time_point::max();
+  Clock::time_point next_check = Clock::now() + std::chrono::seconds(1);
   auto after_grace = [&] {
     return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.grace_s));
   };
@@ -158,24 +170,38 @@ Outcome run_once(const LaunchOptions& o, const std::string& addr, const std::str
     }
     // Reap; among the ranks that ended in this round a rank killed by a signal is the likelier cause
     // (its peers fail because it is gone).
-    int first_status = 0, first_rank = -1;
+    int first_status = 0, first_child = -1;
     bool any_running = false;
     for (auto& c : cs) {
       int status = 0;
       if (c.running && ::waitpid(c.pid, &status, WNOHANG) == c.pid) {
         c.running = false;
         c.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-        if (c.code != 0 && (first_rank < 0 || (WIFSIGNALED(status) && !WIFSIGNALED(first_status)))) {
-          first_rank = c.rank;
+        for (pollfd p{c.out[1], POLLIN, 0}; c.out[1] >= 0 && ::poll(&p, 1, 0) > 0; p.fd = c.out[1])
+          drain(c, 1);  // its last words (the error line) before the cause is told
+        if (c.code != 0 && (first_child < 0 || (WIFSIGNALED(status) && !WIFSIGNALED(first_status)))) {
+          first_child = static_cast<int>(&c - cs.data());
           first_status = status;
         }
       }
       any_running = any_running || c.running;
     }
-    if (first_rank >= 0 && !failed && !forwarded) {
+    if (stop_check && !failed && !forwarded && Clock::now() >= next_check) {  // asked from elsewhere
+      next_check = Clock::now() + std::chrono::seconds(1);
+      std::string why = stop_check();
+      if (!why.empty()) {
+        failed = out.stopped = true;
+        out.code = 1;
+        out.cause = why;
+        std::fprintf(stderr, "slm launch: %s; stopping the ranks of this machine\n", why.c_str());
+        signal_all(cs, SIGTERM);
+        kill_at = after_grace();
+      }
+    }
+    if (first_child >= 0 && !failed && !forwarded) {
       failed = true;
       out.code = WIFEXITED(first_status) ? WEXITSTATUS(first_status) : 128 + WTERMSIG(first_status);
-      out.cause = describe_exit(first_rank, first_status);
+      out.cause = describe_exit(cs[static_cast<size_t>(first_child)], first_status);
       std::fprintf(stderr, "slm launch: %s; stopping the other ranks\n", out.cause.c_str());
       signal_all(cs, SIGTERM);
       kill_at = after_grace();
@@ -195,17 +221,14 @@ Outcome run_once(const LaunchOptions& o, const std::string& addr, const std::str
   return out;
 }
 
-}  // namespace
-
 int launch(const LaunchOptions& o) {
   if (o.nproc < 1) throw UserError("launch: -n must be at least 1");
   if (o.nnodes < 1 || o.node_rank < 0 || o.node_rank >= o.nnodes)
     throw UserError(fmt::format("launch: --node-rank {} must be in [0, --nnodes {})", o.node_rank, o.nnodes));
   if (o.command.empty()) throw UserError("launch: no command; usage: slm launch -n N -- slm train ...");
   if (o.max_restarts > 0 && o.nnodes > 1)
-    throw UserError("launch: --max-restarts works with one launcher for the whole job (--nnodes 1, or `slm "
-                    "testbed run`); across machines let the scheduler restart the job (e.g. Slurm --requeue) "
-                    "with `slm train --resume`");
+    throw UserError("launch: --max-restarts across machines needs an elastic job: --nnodes N:N (or MIN:MAX to "
+                    "go on with fewer machines), every launcher with the same --master");
   std::string addr = "127.0.0.1", port;
   if (o.master.empty()) {
     if (o.nnodes > 1) throw UserError("launch: --nnodes > 1 needs --master HOST:PORT (rank 0's machine)");
@@ -216,15 +239,12 @@ int launch(const LaunchOptions& o) {
     addr = o.master.substr(0, colon);
     port = o.master.substr(colon + 1);
   }
-  struct sigaction sa {};
-  sa.sa_handler = on_signal;
-  ::sigaction(SIGINT, &sa, nullptr);
-  ::sigaction(SIGTERM, &sa, nullptr);
+  catch_launcher_signals();
   std::string cause;
   for (int restart = 0;; ++restart) {
     // A fresh store port for each start (the old one may linger in TIME_WAIT); --master keeps its own.
-    const std::string p = o.master.empty() ? std::to_string(free_local_port()) : port;
-    const Outcome r = run_once(o, addr, p, restart, cause);
+    const std::string p = o.master.empty() ? std::to_string(free_port(false)) : port;
+    const Outcome r = run_ranks(o, addr, p, restart, cause, {});
     if (r.code == 0 || r.by_user || o.max_restarts == 0) return r.code;
     if (r.code == 2) {
       std::fprintf(stderr, "slm launch: not restarting after a usage error (exit 2)\n");

@@ -8,8 +8,10 @@
 // stopped or the failure was a usage error (exit 2); the ranks see SLM_RESTART_COUNT (0 on the
 // first start) and SLM_RESTART_CAUSE ("rank 1 was killed by signal 9"), and `slm train` resumes
 // from its newest checkpoint when the count is above 0. Multi-machine jobs run one launcher per
-// machine with --nnodes/--node-rank/--master (no restarts there). No torch here.
+// machine with --nnodes/--node-rank/--master; elastic jobs (--nnodes MIN:MAX) go through
+// comm/elastic.h, which runs the ranks of each round with run_ranks(). No torch here.
 #pragma once
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -17,7 +19,12 @@ namespace slm::comm {
 
 struct LaunchOptions {
   int nproc = 1;             // ranks on this machine
-  int nnodes = 1;            // machines in the job
+  int nnodes = 1;            // machines in the job (elastic: the most)
+  int min_nodes = 0;         // elastic (--nnodes MIN:MAX): the fewest machines to go on with; 0 = fixed
+  double rejoin_timeout_s = 30;  // elastic: how long a round waits for machines beyond MIN
+  double join_timeout_s = 600;   // elastic: how long a round waits for MIN machines
+  std::string rank_addr;     // elastic: where ranks reach rank 0's store ("" = --master's host; the
+                             // testbed's ranks live in namespaces that cannot see the launchers')
   int node_rank = 0;         // this machine's index; its ranks are node_rank*nproc + [0, nproc)
   std::string master;        // HOST:PORT of rank 0's rendezvous store; "" = 127.0.0.1, a free port
   double grace_s = 30;       // after a failure, seconds between SIGTERM and SIGKILL for the rest
@@ -33,5 +40,23 @@ struct LaunchOptions {
 // first failing rank's code (128 + signal if it was killed) of the last start. UserError on bad
 // options.
 int launch(const LaunchOptions& o);
+
+// How one start of the ranks of this machine ended.
+struct Outcome {
+  int code = 0;          // the launcher's exit code: the first failing rank's
+  bool by_user = false;  // the launcher itself was signalled (Ctrl-C, SIGTERM): no restart
+  bool stopped = false;  // stop_check asked for the stop (cause: its answer)
+  std::string cause;     // "rank 1 was killed by signal 9"
+};
+
+// Starts the local ranks of o (ranks node_rank*nproc + [0, nproc) of nnodes*nproc) once, with the
+// restart count and cause in their environment, and waits for all of them; the first rank that
+// fails stops the rest. stop_check (if set) is asked about once a second; a non-empty answer stops
+// the ranks (SIGTERM, then SIGKILL after the grace period) and becomes the cause.
+Outcome run_ranks(const LaunchOptions& o, const std::string& addr, const std::string& port, int restart,
+                  const std::string& cause, const std::function<std::string()>& stop_check);
+int free_port(bool any_interface);  // a port free now, on loopback or on every interface
+void catch_launcher_signals();      // SIGINT/SIGTERM to the launcher: recorded, forwarded to ranks
+int launcher_signal();              // the last such signal, 0 if none
 
 }  // namespace slm::comm

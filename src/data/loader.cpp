@@ -51,10 +51,7 @@ void Loader::read_sample(int64_t g, int64_t* in, int64_t* tgt) const {
   }
 }
 
-Batch Loader::next_slice(int64_t global_samples, int64_t offset, int64_t count) {
-  if (global_samples < 1 || offset < 0 || count < 0 || offset + count > global_samples)
-    throw UserError(fmt::format("batch slice [{}, {}) does not fit a global batch of {}", offset,
-                                offset + count, global_samples));
+void Loader::reserve(int64_t global_samples) {
   if (global_samples > total_)
     throw UserError(fmt::format("global batch of {} samples is larger than the split ({} samples "
                                 "of {} tokens)",
@@ -64,6 +61,13 @@ Batch Loader::next_slice(int64_t global_samples, int64_t offset, int64_t count) 
     state_.cursor = 0;
     start_epoch();
   }
+}
+
+Batch Loader::next_slice(int64_t global_samples, int64_t offset, int64_t count) {
+  if (global_samples < 1 || offset < 0 || count < 0 || offset + count > global_samples)
+    throw UserError(fmt::format("batch slice [{}, {}) does not fit a global batch of {}", offset,
+                                offset + count, global_samples));
+  reserve(global_samples);
   Batch b;
   b.B = count;
   b.T = opt_.seq_len;

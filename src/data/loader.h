@@ -5,7 +5,8 @@
 // once, in a seeded permutation (or in order, for validation). A *global batch* is the next
 // G samples of the epoch; a rank takes a contiguous slice of it, so ranks see disjoint samples
 // and the global batch does not depend on how many ranks share it. An epoch ends when fewer than
-// G samples remain (the remainder is skipped). State is two integers; restore() resumes exactly.
+// G samples remain (the remainder is skipped; a step split into micro-batches reserves its whole
+// global batch first, so every split of it reads the same samples). State is two integers; restore() resumes exactly.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -41,6 +42,10 @@ class Loader {
   // The next global batch of `global_samples`; returns the `count` samples starting at `offset`
   // within it (a rank's slice). Every rank calls it with the same global_samples.
   Batch next_slice(int64_t global_samples, int64_t offset, int64_t count);
+  // A step whose global batch is read in several groups (micro-batches of next_slice) calls this
+  // first with the whole batch, so that the step's samples come from one epoch however the batch is
+  // split: starts the next epoch when fewer than `global_samples` remain in this one.
+  void reserve(int64_t global_samples);
   // Uniform data parallelism: global batch = B * world, rank r takes samples [r*B, (r+1)*B).
   Batch next(int64_t B, int rank = 0, int world = 1) {
     return next_slice(B * world, B * rank, B);

@@ -250,32 +250,41 @@ void testbed_up(const TestbedSpec& s, const std::string& delayer) {
   }
 }
 
-int testbed_run(const TestbedSpec& s, const std::string& delayer, const std::vector<std::string>& command, int port,
-                const std::string& link_log, int max_restarts) {
+std::vector<std::string> rank_prefix(const TestbedSpec& s, int rank) {
+  // Into the site's cgroup (made by testbed_up) first: `ip netns exec` mounts its own /sys.
+  const int site = site_of(s, rank);
+  std::vector<std::string> p;
+  if (s.sites[static_cast<size_t>(site)].cpus > 0) p = cgroup_prefix(cgroup_dir(cgroup_name(s, site)));
+  for (const char* a : {"ip", "netns", "exec"}) p.push_back(a);
+  p.push_back(rank_ns(s, rank));
+  return p;
+}
+
+int testbed_run_with(const TestbedSpec& s, const std::string& delayer, const std::string& link_log,
+                     const std::function<int()>& job) {
   testbed_up(s, delayer);
   int rc = 1;
   try {
-    comm::LaunchOptions o;
-    o.nproc = s.world();
-    o.master = fmt::format("{}:{}", rank_address(s, 0), port);
-    o.command = command;
-    o.max_restarts = max_restarts;
-    for (int i = 0; i < s.world(); ++i) {
-      // Into the site's cgroup (made by testbed_up) first: `ip netns exec` mounts its own /sys.
-      const int site = site_of(s, i);
-      std::vector<std::string> p;
-      if (s.sites[static_cast<size_t>(site)].cpus > 0) p = cgroup_prefix(cgroup_dir(cgroup_name(s, site)));
-      for (const char* a : {"ip", "netns", "exec"}) p.push_back(a);
-      p.push_back(rank_ns(s, i));
-      o.prefix.push_back(p);
-    }
-    rc = comm::launch(o);
+    rc = job();
   } catch (...) {
     testbed_down(s, link_log);
     throw;
   }
   testbed_down(s, link_log);
   return rc;
+}
+
+int testbed_run(const TestbedSpec& s, const std::string& delayer, const std::vector<std::string>& command, int port,
+                const std::string& link_log, int max_restarts) {
+  return testbed_run_with(s, delayer, link_log, [&] {
+    comm::LaunchOptions o;
+    o.nproc = s.world();
+    o.master = fmt::format("{}:{}", rank_address(s, 0), port);
+    o.command = command;
+    o.max_restarts = max_restarts;
+    for (int i = 0; i < s.world(); ++i) o.prefix.push_back(rank_prefix(s, i));
+    return comm::launch(o);
+  });
 }
 
 }  // namespace slm::testbed

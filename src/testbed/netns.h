@@ -10,6 +10,7 @@
 // TCP buffers of tcp_buffer_mb so that a long fat link is not capped by the bandwidth-delay
 // product. Sites with `cpus` get a cgroup CPU quota (testbed/cgroup.h) that testbed_run's ranks join.
 #pragma once
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,12 @@ void testbed_down(const TestbedSpec& s, const std::string& link_log = "");
 // Returns the job's exit code.
 int testbed_run(const TestbedSpec& s, const std::string& delayer, const std::vector<std::string>& command,
                 int port, const std::string& link_log = "", int max_restarts = 0);
+// up, job(), down (also after a failure or a signal); returns job()'s code.
+int testbed_run_with(const TestbedSpec& s, const std::string& delayer, const std::string& link_log,
+                     const std::function<int()>& job);
+// The words that run a command as rank i: into its site's cgroup (when the site has `cpus`), then
+// `ip netns exec <name>-r<i>`.
+std::vector<std::string> rank_prefix(const TestbedSpec& s, int rank);
 
 // Whether `slm testbed` can run here (for `slm doctor`): root, the tools, network namespaces (a
 // throw-away one is made and removed) and how links would be delayed: sch_netem where this kernel

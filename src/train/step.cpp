@@ -240,6 +240,7 @@ static std::vector<parallel::pipeline::MicroBatch> next_micro_batches(Trainer& t
   int64_t offset = 0;
   for (size_t k = 0; k < r; ++k) offset += plan.micro_batch[k];
   std::vector<parallel::pipeline::MicroBatch> out;
+  t.train_loader->reserve(plan.global_batch());  // one epoch for the whole step, however it is split
   for (int64_t m = 0; m < plan.micro_batches; ++m) {
     data::Batch b = t.train_loader->next_slice(group, offset, plan.micro_batch[r]);
     auto [x, y] = data::batch_tensors(b);

@@ -10,7 +10,7 @@
 #     (ZeRO-1 on 2 ranks, and a 2-stage pipeline), the same losses, the time each save cost the
 #     training thread in metrics.jsonl. (A full disk during a background write: hardening.sh.)
 #  3. The launcher gives up after N restarts, never restarts a usage error (exit 2), and refuses
-#     --max-restarts across machines.
+#     --max-restarts with a fixed --nnodes > 1 (across machines: elastic.sh).
 source "$(dirname "$0")/lib.sh"
 cd "$WORK"
 gen_corpus 2000 > gen.txt
@@ -59,7 +59,9 @@ e = json.loads(open(sys.argv[1]).readline())
 victim, killed_after = int(sys.argv[2]), int(sys.argv[3])
 assert e["event"] == "restart" and e["restart"] == 1, e
 assert e["cause"] == f"rank {victim} was killed by signal 9", e
-assert e["last_step"] >= killed_after and e["steps_lost"] == e["last_step"] - e["resumed_step"], e
+# A step's metrics line waits for its agreement; rank 0 may finish (and save alone) a step the lost
+# peer never agreed on, so it can resume one step past the last recorded one: 0 lost, not -1.
+assert e["last_step"] >= killed_after and e["steps_lost"] == max(0, e["last_step"] - e["resumed_step"]), e
 assert e["down_s"] > 0 and e["world"] == 2, e
 print(e["resumed_step"])
 PY
@@ -121,6 +123,6 @@ rc=0; "$SLM" launch -n 2 --max-restarts 2 --restart-delay 0 -- sh -c 'exit 3' > 
 rc=0; "$SLM" launch -n 2 --max-restarts 2 -- sh -c 'exit 2' > usage.log 2>&1 || rc=$?
 [ $rc -eq 2 ] && grep -q "not restarting after a usage error" usage.log && ! grep -q "restart 1" usage.log \
   || { cat usage.log; fail "usage error restarted (exit $rc)"; }
-expect_error "--max-restarts works with one launcher for the whole job" \
+expect_error "--max-restarts across machines needs an elastic job" \
   "$SLM" launch -n 1 --nnodes 2 --node-rank 0 --master 127.0.0.1:29999 --max-restarts 1 -- true
-echo "ok: restarts give up, usage errors are not restarted, --nnodes refused"
+echo "ok: restarts give up, usage errors are not restarted, a fixed --nnodes > 1 refused"
