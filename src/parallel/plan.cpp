@@ -68,6 +68,30 @@ Plan plan_from_flags(const PlanFlags& f, int64_t n_layer, int world, int64_t bat
   return p;
 }
 
+PlanFlags fit_to_world(const PlanFlags& f, int world, int64_t n_layer, std::string* changed) {
+  changed->clear();
+  const int64_t w = world;
+  if (f.tp < 1 || f.pp < 1) return f;  // plan_from_flags names the bad value
+  if (w % (f.tp * f.pp) == 0 && (f.dp == -1 || f.dp * f.tp * f.pp == w)) return f;
+  PlanFlags g = f;
+  g.tp = std::gcd(f.tp, w);
+  g.pp = 1;
+  for (int64_t pp = std::min(f.pp, w / g.tp); pp >= 1; --pp)
+    if ((w / g.tp) % pp == 0) {
+      g.pp = pp;
+      break;
+    }
+  g.dp = -1;
+  g.micro_batches = 0;
+  if (g.pp == 1 || g.pp * g.virtual_stages > n_layer) g.virtual_stages = 1;
+  if (g.pp != f.pp || g.virtual_stages != f.virtual_stages) g.schedule = "auto";
+  *changed = fmt::format("dp {} x tp {} x pp {} does not fit {} ranks; going on with dp {} x tp {} x pp {} (the even "
+                         "preset, the same global batch)",
+                         f.dp == -1 ? std::string("-1") : std::to_string(f.dp), f.tp, f.pp, w,
+                         w / (g.tp * g.pp), g.tp, g.pp);
+  return g;
+}
+
 namespace {
 
 template <typename T>

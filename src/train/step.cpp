@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <tuple>
 
 #include "data/batch_tensor.h"
 #include "comm/collectives.h"
@@ -182,7 +183,17 @@ std::unique_ptr<Trainer> make_trainer(const Config& cfg_in) {
     if (cfg.parallel.plan == "auto") why = plan_auto(*t, probe);
   }
   if (!t->planned) {
-    t->planned = parallel::resolve_plan(cfg.parallel, cfg.model.n_layer, t->world.world.size, cfg.batch.batch_size,
+    parallel::ParallelConfig pc = cfg.parallel;
+    if (t->world.env.restart > 0 && pc.plan.empty()) {  // an elastic job may come back on another world
+      std::string changed;
+      const parallel::PlanFlags g = parallel::fit_to_world(
+          {pc.dp, pc.tp, pc.pp, pc.virtual_stages, pc.micro_batches, pc.schedule, pc.zero}, t->world.world.size,
+          cfg.model.n_layer, &changed);
+      std::tie(pc.dp, pc.tp, pc.pp, pc.virtual_stages, pc.micro_batches, pc.schedule) =
+          std::tie(g.dp, g.tp, g.pp, g.virtual_stages, g.micro_batches, g.schedule);
+      if (!changed.empty() && t->world.world.rank == 0) std::fprintf(stderr, "restart: %s\n", changed.c_str());
+    }
+    t->planned = parallel::resolve_plan(pc, cfg.model.n_layer, t->world.world.size, cfg.batch.batch_size,
                                         cfg.batch.micro_batch);
     if (cfg.sync.mode == "diloco" && cfg.parallel.plan.empty()) t->planned = parallel::replica_major(*t->planned);
     why = fmt::format("{} runs on job ranks [{}]", cfg.parallel.plan, fmt::join(t->planned->job_ranks, ", "));

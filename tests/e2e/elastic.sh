@@ -6,6 +6,7 @@
 #     global batch; a new launcher asks to join, the running rank saves, and the job grows back to 2.
 #     Every step's loss equals an uninterrupted 2-rank run's (within 1e-5), RUN/events.jsonl holds
 #     both rounds (world 1, then 2) with their causes, `slm report` lists them, nothing is left running.
+#     Degrees given by hand that no longer fit the new world fall back to the nearest even preset.
 #  2. Restarts across machines (--nnodes 2:2): a rank killed on machine 1 restarts both machines
 #     from the newest checkpoint; the job finishes with exit 0.
 #  3. Bad input, one line each: --nnodes 2:1 or x (usage, exit 2), MIN machines never arrive, no
@@ -86,6 +87,18 @@ grep -q "| restarts | 2 " report.txt || { cat report.txt; fail "report lacks the
 sleep 0.5
 if pgrep -f "run.dir=el\$" >/dev/null; then fail "elastic: processes left behind"; fi
 echo "ok: shrank to 1 machine after a lost one, grew back to 2, same losses"
+
+# 1b. Degrees given by hand that no longer fit: `--dp 2 --pp 2` checkpointed on 4 ranks comes back on
+# 2 (as a restarted rank sees it: SLM_RESTART_COUNT > 0) as the even preset pp 2 x dp 1, with the
+# same global batch and the same losses as the 4-rank run.
+FIT=("${COMMON[@]}" --dp 2 --pp 2 --set schedule.max_steps=40 --set checkpoint.every=20)
+"$SLM" launch -n 4 -- "$SLM" train "${FIT[@]}" --set run.dir=fit4 > fit4.log 2>&1 || { cat fit4.log; fail "fit: 4 ranks"; }
+"$SLM" launch -n 4 -- "$SLM" train "${FIT[@]}" --set run.dir=fit --stop-at 20 > fit_a.log 2>&1 || { cat fit_a.log; fail "fit: first half"; }
+"$SLM" launch -n 2 -- env SLM_RESTART_COUNT=1 "$SLM" train "${FIT[@]}" --set run.dir=fit > fit_b.log 2>&1 \
+  || { cat fit_b.log; fail "fit: the restart on 2 ranks"; }
+grep -q "restart: dp 2 x tp 1 x pp 2 does not fit 2 ranks; going on with dp 1 x tp 1 x pp 2" fit_b.log \
+  || { grep -v "step " fit_b.log; fail "fit: no fallback line"; }
+same_losses fit4 fit 1e-5
 
 # 2. Restarts across machines: kill a rank (not its launcher); both machines start again.
 E=(--nnodes 2:2 --master 127.0.0.1:$(free_port) --max-restarts 1 --restart-delay 0)

@@ -55,6 +55,36 @@ TEST(Plan, PresetFromFlags) {
   }
 }
 
+// An elastic restart on fewer (or more) ranks keeps what still fits and keeps the global batch.
+TEST(Plan, FitToWorldAfterAnElasticRestart) {
+  std::string changed;
+  PlanFlags f;
+  f.dp = 2, f.pp = 2, f.micro_batches = 2;
+  PlanFlags g = fit_to_world(f, 4, 8, &changed);  // fits: unchanged
+  EXPECT_TRUE(changed.empty());
+  EXPECT_EQ(g.dp, 2);
+  g = fit_to_world(f, 2, 8, &changed);  // half the ranks: the pipeline stays, one replica
+  EXPECT_EQ(changed, "dp 2 x tp 1 x pp 2 does not fit 2 ranks; going on with dp 1 x tp 1 x pp 2 (the even preset, "
+                     "the same global batch)");
+  EXPECT_EQ(g.pp, 2);
+  EXPECT_EQ(g.dp, -1);
+  EXPECT_EQ(g.micro_batches, 0);
+  EXPECT_EQ(plan_from_flags(g, 8, 2, 16, 4).global_batch(), 16);
+  f = PlanFlags{};
+  f.tp = 2, f.pp = 4, f.virtual_stages = 2, f.schedule = "interleaved";
+  g = fit_to_world(f, 6, 8, &changed);  // tp 2 x pp 4 on 6 ranks: tp 2, pp 3, still 2 chunks per rank
+  EXPECT_EQ(g.tp, 2);
+  EXPECT_EQ(g.pp, 3);
+  EXPECT_EQ(g.virtual_stages, 2);
+  EXPECT_EQ(g.schedule, "auto");
+  g = fit_to_world(f, 6, 4, &changed);  // 3 x 2 chunks do not fit 4 layers: interleaving dropped
+  EXPECT_EQ(g.virtual_stages, 1);
+  g = fit_to_world(f, 3, 8, &changed);  // odd world: no tp
+  EXPECT_EQ(g.tp, 1);
+  EXPECT_EQ(g.pp, 3);
+  EXPECT_EQ(plan_from_flags(g, 8, 3, 12, 4).stages.size(), 6u);
+}
+
 TEST(Plan, TomlRoundTripAndUneven) {
   const std::string text = R"(schedule = "gpipe"
 micro_batches = 4
