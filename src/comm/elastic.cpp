@@ -10,7 +10,9 @@
 //   <r>/cause/<m>       machine m's failure, when its ranks failed on their own
 //   <r>/user            set when a launcher of round r was stopped by its user: nobody restarts
 //   <r>/ok              counter: machines whose ranks all finished
+//   <r>/left            counter: machines waiting to join that saw the job finish
 //   end                 the host gave up: its message
+//   done                the job finished (machines waiting to join go home)
 #include "comm/elastic.h"
 
 #include <unistd.h>
@@ -30,6 +32,7 @@ using Clock = std::chrono::steady_clock;
 struct Rdzv {
   c10::intrusive_ptr<c10d::Store> store;
   std::string where;  // HOST:PORT, for messages
+  bool done = false;  // this launcher saw the job finish while waiting to join
 
   static std::string key(int round, const char* what) { return fmt::format("elastic/{}/{}", round, what); }
   void set(const std::string& k, const std::string& v) { store->set(k, std::vector<uint8_t>(v.begin(), v.end())); }
@@ -124,10 +127,18 @@ std::string stop_reason(Rdzv& z, const LaunchOptions& o, int r, int n) {
   }
 }
 
-// Waits until the host opens a round after r and returns it; -1 after a signal to this launcher or
-// when the host gave up (its message is printed).
+// Waits until the host opens a round after r and returns it; -1 after a signal to this launcher,
+// when the host gave up (its message is printed) or when the job finished (z.done).
 int next_round(Rdzv& z, int r) {
-  if (!wait_until([&] { return std::stoi(z.get("elastic/round")) > r || z.has("elastic/end"); }, 1e9)) return -1;
+  if (!wait_until([&] { return std::stoi(z.get("elastic/round")) > r || z.has("elastic/end") || z.has("elastic/done"); },
+                  1e9))
+    return -1;
+  if (z.has("elastic/done")) {
+    std::fprintf(stderr, "slm launch: the job finished before this machine could join\n");
+    z.done = true;
+    z.store->add(Rdzv::key(r, "left"), 1);
+    return -1;
+  }
   if (z.has("elastic/end")) {
     std::fprintf(stderr, "slm launch: %s\n", z.get("elastic/end").c_str());
     return -1;
@@ -209,14 +220,17 @@ int run_elastic(Rdzv& z, const LaunchOptions& o, const std::string& addr, bool h
       seat.machines = close_round(z, o, seat.round, cause, seat.machines);
       if (seat.machines == 0) return 128 + launcher_signal();
     } else if (seat = take_seat(z, seat.round); seat.round < 0) {
-      return 128 + launcher_signal();
+      return launcher_signal() ? 128 + launcher_signal() : z.done ? 0 : 1;
     }
     const int r = seat.round, n = seat.machines;
     const Outcome out = run_round(z, o, addr, seat);
     if (out.code == 0 && !out.stopped) {
       z.store->add(Rdzv::key(r, "ok"), 1);
-      // The host keeps the store up until every machine is done with it.
-      if (host) wait_until([&] { return z.count(Rdzv::key(r, "ok")) >= n; }, 60);
+      if (host) {  // the store stays up until every machine, and every one waiting to join, is done with it
+        z.set("elastic/done", "1");
+        wait_until([&] { return z.count(Rdzv::key(r, "ok")) >= n && z.count(Rdzv::key(r, "left")) >= z.count(Rdzv::key(r, "waiting")); },
+                   60);
+      }
       return 0;
     }
     if (stopped_by_user(z, r, seat.machine, out)) return out.code;

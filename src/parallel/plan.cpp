@@ -68,28 +68,56 @@ Plan plan_from_flags(const PlanFlags& f, int64_t n_layer, int world, int64_t bat
   return p;
 }
 
-PlanFlags fit_to_world(const PlanFlags& f, int world, int64_t n_layer, std::string* changed) {
+namespace {
+
+// The even presets an elastic restart may fall back to, nearest first (see fit_to_world).
+std::vector<PlanFlags> even_presets(const PlanFlags& f, int64_t world, int64_t n_layer) {
+  const int64_t tp = std::gcd(f.tp, world), rest = world / tp;
+  std::vector<int64_t> pps;
+  for (int64_t pp = std::min(f.pp, rest); pp >= 1; --pp)
+    if (rest % pp == 0) pps.push_back(pp);
+  for (int64_t pp = f.pp + 1; pp <= std::min(rest, n_layer); ++pp)
+    if (rest % pp == 0) pps.push_back(pp);
+  std::vector<PlanFlags> out;
+  for (int64_t pp : pps) {
+    PlanFlags g = f;
+    g.tp = tp, g.pp = pp, g.dp = -1, g.micro_batches = 0;
+    if (pp == 1 || pp * g.virtual_stages > n_layer) g.virtual_stages = 1;
+    if (pp > 1 && g.zero == 3) g.zero = 2;
+    if (g.pp != f.pp || g.virtual_stages != f.virtual_stages) g.schedule = "auto";
+    out.push_back(g);
+  }
+  return out;
+}
+
+std::string degrees(const PlanFlags& f, int64_t world) {
+  const int64_t dp = f.dp != -1 ? f.dp : world % (f.tp * f.pp) == 0 ? world / (f.tp * f.pp) : -1;
+  return fmt::format("dp {} x tp {} x pp {}{}", dp == -1 ? std::string("auto") : std::to_string(dp), f.tp, f.pp,
+                     f.zero > 0 ? fmt::format(", ZeRO {}", f.zero) : "");
+}
+
+}  // namespace
+
+PlanFlags fit_to_world(const PlanFlags& f, int world, int64_t n_layer, const std::function<bool(const PlanFlags&)>& fits,
+                       std::string* changed) {
   changed->clear();
   const int64_t w = world;
   if (f.tp < 1 || f.pp < 1) return f;  // plan_from_flags names the bad value
-  if (w % (f.tp * f.pp) == 0 && (f.dp == -1 || f.dp * f.tp * f.pp == w)) return f;
-  PlanFlags g = f;
-  g.tp = std::gcd(f.tp, w);
-  g.pp = 1;
-  for (int64_t pp = std::min(f.pp, w / g.tp); pp >= 1; --pp)
-    if ((w / g.tp) % pp == 0) {
-      g.pp = pp;
+  const bool divides = w % (f.tp * f.pp) == 0 && (f.dp == -1 || f.dp * f.tp * f.pp == w);
+  if (divides && fits(f)) return f;
+  const std::vector<PlanFlags> presets = even_presets(f, w, n_layer);
+  const PlanFlags* g = nullptr;
+  for (const PlanFlags& p : presets)
+    if (fits(p)) {
+      g = &p;
       break;
     }
-  g.dp = -1;
-  g.micro_batches = 0;
-  if (g.pp == 1 || g.pp * g.virtual_stages > n_layer) g.virtual_stages = 1;
-  if (g.pp != f.pp || g.virtual_stages != f.virtual_stages) g.schedule = "auto";
-  *changed = fmt::format("dp {} x tp {} x pp {} does not fit {} ranks; going on with dp {} x tp {} x pp {} (the even "
-                         "preset, the same global batch)",
-                         f.dp == -1 ? std::string("-1") : std::to_string(f.dp), f.tp, f.pp, w,
-                         w / (g.tp * g.pp), g.tp, g.pp);
-  return g;
+  if (!g && divides) return f;  // nothing fits the memory better: its check names the shortfall
+  if (!g) g = &presets.front();
+  *changed = fmt::format("{} does not fit {} ranks{}; going on with {} (the even preset{}, the same global batch)",
+                         degrees(f, f.dp == -1 ? w : f.dp * f.tp * f.pp), w, divides ? " within the memory caps" : "",
+                         degrees(*g, w), g != &presets.front() || divides ? " that fits the memory caps" : "");
+  return *g;
 }
 
 namespace {

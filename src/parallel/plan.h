@@ -14,6 +14,7 @@
 // ranks of stage k % pp.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -73,12 +74,16 @@ struct PlanFlags {
 // ranks [s*dp*tp, (s+1)*dp*tp), every replica with micro_batch sequences. UserError if the
 // numbers do not fit (one line naming every factor).
 Plan plan_from_flags(const PlanFlags& f, int64_t n_layer, int world, int64_t batch_size, int64_t micro_batch);
-// After an elastic restart onto `world` ranks: f itself when its degrees fit the world, else the
-// nearest even preset that does: tp the largest common divisor of tp and world (so it still divides
-// the heads), pp the largest divisor of world / tp up to pp, dp the rest, the micro-batch count from
-// the batch size (so the global batch stays), virtual stages kept while they fit the layers.
-// `changed` says what moved ("" when f fits).
-PlanFlags fit_to_world(const PlanFlags& f, int world, int64_t n_layer, std::string* changed);
+// After an elastic restart onto `world` ranks: f itself when its degrees fit the world and `fits`
+// (the memory caps; it is also asked whether a layout is valid at all), else the nearest even preset
+// that does: tp the largest common divisor of tp and world (so it still divides the heads), pp the
+// largest divisor of world / tp up to pp, then deeper pipelines (less memory per rank; ZeRO 3
+// becomes 2 with stages), dp the rest, the micro-batch count from the batch size (so the global
+// batch stays), virtual stages kept while they fit the layers. When nothing fits the memory, the
+// nearest preset that fits the world (the memory check then names the shortfall). `changed` says
+// what moved and why ("" when f stays).
+PlanFlags fit_to_world(const PlanFlags& f, int world, int64_t n_layer, const std::function<bool(const PlanFlags&)>& fits,
+                       std::string* changed);
 // UserError (one line, with `where`) for malformed TOML, unknown keys or wrong types. zero is -1
 // when the file does not set it.
 Plan parse_plan(const std::string& toml_text, const std::string& where);

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <functional>
 #include <tuple>
 
 #include "data/batch_tensor.h"
@@ -97,6 +98,30 @@ static bool keep_plan_ranks(Trainer& t, const std::string& why) {
   return true;
 }
 
+// The sites that ZeRO shards within (zero_scope = "site") and that DiLoCo syncs across.
+static void scope_to_sites(parallel::Plan& plan, const Config& cfg) {
+  if (cfg.parallel.zero_scope == "site") plan.zero_ranks_per_site = cfg.dist.wan.ranks_per_site;
+  if (cfg.sync.mode == "diloco") plan.sync_ranks_per_site = cfg.dist.wan.ranks_per_site;
+}
+
+// Whether layout flags give a valid plan on this world within every rank's memory cap (an elastic
+// restart's fallback asks). Gathers the caps once, collectively, so call it on every rank.
+static std::function<bool(const parallel::PlanFlags&)> fits_memory(const Trainer& t) {
+  const Config& cfg = t.cfg;
+  const auto caps = rank_memory_caps(cfg, t.world, t.device);
+  return [&t, &cfg, caps](const parallel::PlanFlags& f) {
+    try {
+      parallel::Plan p =
+          parallel::plan_from_flags(f, cfg.model.n_layer, t.world.world.size, cfg.batch.batch_size, cfg.batch.micro_batch);
+      scope_to_sites(p, cfg);
+      parallel::check_memory_caps(p, model_shape(cfg.model, t.precision), t.seq_len, caps);
+      return true;
+    } catch (const UserError&) {
+      return false;
+    }
+  };
+}
+
 // The pipeline part of make_trainer: plan, groups, this rank's share of the model.
 static void apply_plan(Trainer& t) {
   const Config& cfg = t.cfg;
@@ -104,8 +129,7 @@ static void apply_plan(Trainer& t) {
   parallel::Plan& plan = pipe->plan;
   plan = *t.planned;
   const parallel::ModelShape shape = model_shape(cfg.model, t.precision);  // validated by keep_plan_ranks
-  if (cfg.parallel.zero_scope == "site") plan.zero_ranks_per_site = cfg.dist.wan.ranks_per_site;
-  if (cfg.sync.mode == "diloco") plan.sync_ranks_per_site = cfg.dist.wan.ranks_per_site;
+  scope_to_sites(plan, cfg);
   parallel::check_memory_caps(plan, shape, t.seq_len, rank_memory_caps(cfg, t.world, t.device));
   t.groups = parallel::make_plan_groups(t.world, plan);
   pipe->role = parallel::role_of(plan, t.world.world.rank);
@@ -188,9 +212,9 @@ std::unique_ptr<Trainer> make_trainer(const Config& cfg_in) {
       std::string changed;
       const parallel::PlanFlags g = parallel::fit_to_world(
           {pc.dp, pc.tp, pc.pp, pc.virtual_stages, pc.micro_batches, pc.schedule, pc.zero}, t->world.world.size,
-          cfg.model.n_layer, &changed);
-      std::tie(pc.dp, pc.tp, pc.pp, pc.virtual_stages, pc.micro_batches, pc.schedule) =
-          std::tie(g.dp, g.tp, g.pp, g.virtual_stages, g.micro_batches, g.schedule);
+          cfg.model.n_layer, fits_memory(*t), &changed);
+      std::tie(pc.dp, pc.tp, pc.pp, pc.virtual_stages, pc.micro_batches, pc.schedule, pc.zero) =
+          std::tie(g.dp, g.tp, g.pp, g.virtual_stages, g.micro_batches, g.schedule, g.zero);
       if (!changed.empty() && t->world.world.rank == 0) std::fprintf(stderr, "restart: %s\n", changed.c_str());
     }
     t->planned = parallel::resolve_plan(pc, cfg.model.n_layer, t->world.world.size, cfg.batch.batch_size,

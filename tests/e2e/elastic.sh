@@ -6,7 +6,8 @@
 #     global batch; a new launcher asks to join, the running rank saves, and the job grows back to 2.
 #     Every step's loss equals an uninterrupted 2-rank run's (within 1e-5), RUN/events.jsonl holds
 #     both rounds (world 1, then 2) with their causes, `slm report` lists them, nothing is left running.
-#     Degrees given by hand that no longer fit the new world fall back to the nearest even preset.
+#     Degrees given by hand that no longer fit the new world (or its memory caps) fall back to the
+#     nearest even preset that does.
 #  2. Restarts across machines (--nnodes 2:2): a rank killed on machine 1 restarts both machines
 #     from the newest checkpoint; the job finishes with exit 0.
 #  3. Bad input, one line each: --nnodes 2:1 or x (usage, exit 2), MIN machines never arrive, no
@@ -27,27 +28,30 @@ print(s[-1] if s else 0)" "$1" 2>/dev/null || echo 0; }
 # Waits (up to 120 s) until the run's metrics reach step $2 / its events file has $2 lines.
 wait_step() { for _ in $(seq 1200); do [ "$(last_step $1/metrics.jsonl)" -ge "$2" ] && return; sleep 0.1; done; fail "$1: step $2 never came"; }
 wait_events() { for _ in $(seq 1200); do [ "$(cat $1/events.jsonl 2>/dev/null | wc -l)" -ge "$2" ] && return; sleep 0.1; done; fail "$1: no event $2"; }
-# start_machines RUN N: the launchers of machines 0 and 1 (options in E) training into RUN, their
-# output in aN.log and bN.log; sets A and B to their pids.
+# start_machines RUN N [ARGS]: the launchers of machines 0 and 1 (options in E) training into RUN
+# (with more training ARGS), their output in aN.log and bN.log; sets A and B to their pids.
 start_machines() {
-  "$SLM" launch -n 1 "${E[@]}" --node-rank 0 -- "$SLM" train "${COMMON[@]}" --set run.dir=$1 > a$2.log 2>&1 &
+  local run=$1 n=$2; shift 2
+  "$SLM" launch -n 1 "${E[@]}" --node-rank 0 -- "$SLM" train "${COMMON[@]}" "$@" --set run.dir=$run > a$n.log 2>&1 &
   A=$!
-  "$SLM" launch -n 1 "${E[@]}" --node-rank 1 -- "$SLM" train "${COMMON[@]}" --set run.dir=$1 > b$2.log 2>&1 &
+  "$SLM" launch -n 1 "${E[@]}" --node-rank 1 -- "$SLM" train "${COMMON[@]}" "$@" --set run.dir=$run > b$n.log 2>&1 &
   B=$!
 }
 rank_of() { for p in $(pgrep -P "$1"); do tr '\0' '\n' < /proc/$p/environ | grep -qx "RANK=$2" && echo $p; done; true; }
 
-# The reference: the same job, two ranks, no failure.
-"$SLM" launch -n 2 -- "$SLM" train "${COMMON[@]}" --set run.dir=ref > ref.log 2>&1 || { cat ref.log; fail "reference run"; }
+# The reference: the same job, two ranks, no failure (1,000 steps: the one-rank part of the next
+# run must outlast a new machine's joining even on a loaded host).
+LONG=(--set schedule.max_steps=1000)
+"$SLM" launch -n 2 -- "$SLM" train "${COMMON[@]}" "${LONG[@]}" --set run.dir=ref > ref.log 2>&1 \
+  || { cat ref.log; fail "reference run"; }
 
-# 1. Shrink to the survivor, grow back.
+# 1. Shrink to the survivor, grow back (the new machine starts as the survivor's round begins).
 E=(--nnodes 1:2 --master 127.0.0.1:$(free_port) --max-restarts 2 --rejoin-timeout 2 --restart-delay 0)
-start_machines el ''
+start_machines el '' "${LONG[@]}"
 wait_step el 150
 kill -9 $B
 wait_events el 1
-wait_step el "$(($(last_step el/metrics.jsonl) + 50))"
-"$SLM" launch -n 1 "${E[@]}" --node-rank 1 -- "$SLM" train "${COMMON[@]}" --set run.dir=el > c.log 2>&1 &
+"$SLM" launch -n 1 "${E[@]}" --node-rank 1 -- "$SLM" train "${COMMON[@]}" "${LONG[@]}" --set run.dir=el > c.log 2>&1 &
 C=$!
 rc=0; wait $A || rc=$?
 [ $rc -eq 0 ] || { cat a.log; fail "elastic: the host's launcher exited $rc"; }
@@ -77,7 +81,7 @@ a, b = rows(sys.argv[1]), rows(sys.argv[2])
 # A step that rank 0 finished and saved alone after losing its peer has no metrics line (that
 # line waits for every rank's agreement); the run resumes after it.
 alone = {json.loads(l)["resumed_step"] for l in open(sys.argv[3])}
-assert sorted(a) == list(range(1, 601)) and set(b) >= set(range(1, 601)) - alone, (len(a), len(b), alone)
+assert sorted(a) == list(range(1, 1001)) and set(b) >= set(range(1, 1001)) - alone, (len(a), len(b), alone)
 worst = max(abs(a[k] - b[k]) for k in b)
 print(f"ok: {len(b)} steps, largest loss difference {worst:.2e}")
 assert worst <= 1e-5
@@ -88,17 +92,29 @@ sleep 0.5
 if pgrep -f "run.dir=el\$" >/dev/null; then fail "elastic: processes left behind"; fi
 echo "ok: shrank to 1 machine after a lost one, grew back to 2, same losses"
 
-# 1b. Degrees given by hand that no longer fit: `--dp 2 --pp 2` checkpointed on 4 ranks comes back on
-# 2 (as a restarted rank sees it: SLM_RESTART_COUNT > 0) as the even preset pp 2 x dp 1, with the
-# same global batch and the same losses as the 4-rank run.
-FIT=("${COMMON[@]}" --dp 2 --pp 2 --set schedule.max_steps=40 --set checkpoint.every=20)
-"$SLM" launch -n 4 -- "$SLM" train "${FIT[@]}" --set run.dir=fit4 > fit4.log 2>&1 || { cat fit4.log; fail "fit: 4 ranks"; }
-"$SLM" launch -n 4 -- "$SLM" train "${FIT[@]}" --set run.dir=fit --stop-at 20 > fit_a.log 2>&1 || { cat fit_a.log; fail "fit: first half"; }
-"$SLM" launch -n 2 -- env SLM_RESTART_COUNT=1 "$SLM" train "${FIT[@]}" --set run.dir=fit > fit_b.log 2>&1 \
-  || { cat fit_b.log; fail "fit: the restart on 2 ranks"; }
-grep -q "restart: dp 2 x tp 1 x pp 2 does not fit 2 ranks; going on with dp 1 x tp 1 x pp 2" fit_b.log \
-  || { grep -v "step " fit_b.log; fail "fit: no fallback line"; }
-same_losses fit4 fit 1e-5
+# 1b. Degrees given by hand that no longer fit: checkpointed on 4 ranks at step 20, the job comes
+# back on 2 (as a restarted rank sees it: SLM_RESTART_COUNT > 0) on the even preset that fits, with
+# the same global batch and the same losses as an uninterrupted 4-rank run (fit4).
+# shrink_to_two RUN LINE ARGS: the two halves with training ARGS; the restart must print LINE.
+shrink_to_two() {
+  local run=$1 line=$2; shift 2
+  "$SLM" launch -n 4 -- "$SLM" train "$@" --set run.dir=$run --stop-at 20 > ${run}_a.log 2>&1 \
+    || { cat ${run}_a.log; fail "$run: first half"; }
+  "$SLM" launch -n 2 -- env SLM_RESTART_COUNT=1 "$SLM" train "$@" --set run.dir=$run > ${run}_b.log 2>&1 \
+    || { cat ${run}_b.log; fail "$run: the restart on 2 ranks"; }
+  grep -qF "restart: $line" ${run}_b.log || { grep -v "step " ${run}_b.log; fail "$run: no fallback line"; }
+  same_losses fit4 $run 1e-5
+}
+HALF=(--set schedule.max_steps=40 --set checkpoint.every=20)
+"$SLM" launch -n 4 -- "$SLM" train "${COMMON[@]}" "${HALF[@]}" --dp 2 --pp 2 --set run.dir=fit4 > fit4.log 2>&1 \
+  || { cat fit4.log; fail "fit: 4 ranks"; }
+# dp 2 x pp 2 on 2 ranks: the pipeline stays, one replica.
+shrink_to_two fit "dp 2 x tp 1 x pp 2 does not fit 2 ranks; going on with dp 1 x tp 1 x pp 2 (the even preset" \
+  "${COMMON[@]}" "${HALF[@]}" --dp 2 --pp 2
+# 1c. ... and within the memory caps: dp 4 with ZeRO 3 under a 2 MiB cap, where dp 2 would need
+# ~2.2 MiB per rank: a 2-stage pipeline (~1.8 MiB; ZeRO 2, since ZeRO 3 does not combine with stages).
+shrink_to_two mem "dp 4 x tp 1 x pp 1, ZeRO 3 does not fit 2 ranks; going on with dp 1 x tp 1 x pp 2, ZeRO 2 (the even preset that fits the memory caps" \
+  "${COMMON[@]}" "${HALF[@]}" --dp 4 --zero 3 --set batch.micro_batch=2 --set parallel.memory_cap_gb=0.00195
 
 # 2. Restarts across machines: kill a rank (not its launcher); both machines start again.
 E=(--nnodes 2:2 --master 127.0.0.1:$(free_port) --max-restarts 1 --restart-delay 0)

@@ -58,12 +58,13 @@ TEST(Plan, PresetFromFlags) {
 // An elastic restart on fewer (or more) ranks keeps what still fits and keeps the global batch.
 TEST(Plan, FitToWorldAfterAnElasticRestart) {
   std::string changed;
+  const auto any = [](const PlanFlags&) { return true; };
   PlanFlags f;
   f.dp = 2, f.pp = 2, f.micro_batches = 2;
-  PlanFlags g = fit_to_world(f, 4, 8, &changed);  // fits: unchanged
+  PlanFlags g = fit_to_world(f, 4, 8, any, &changed);  // fits: unchanged
   EXPECT_TRUE(changed.empty());
   EXPECT_EQ(g.dp, 2);
-  g = fit_to_world(f, 2, 8, &changed);  // half the ranks: the pipeline stays, one replica
+  g = fit_to_world(f, 2, 8, any, &changed);  // half the ranks: the pipeline stays, one replica
   EXPECT_EQ(changed, "dp 2 x tp 1 x pp 2 does not fit 2 ranks; going on with dp 1 x tp 1 x pp 2 (the even preset, "
                      "the same global batch)");
   EXPECT_EQ(g.pp, 2);
@@ -72,17 +73,42 @@ TEST(Plan, FitToWorldAfterAnElasticRestart) {
   EXPECT_EQ(plan_from_flags(g, 8, 2, 16, 4).global_batch(), 16);
   f = PlanFlags{};
   f.tp = 2, f.pp = 4, f.virtual_stages = 2, f.schedule = "interleaved";
-  g = fit_to_world(f, 6, 8, &changed);  // tp 2 x pp 4 on 6 ranks: tp 2, pp 3, still 2 chunks per rank
+  g = fit_to_world(f, 6, 8, any, &changed);  // tp 2 x pp 4 on 6 ranks: tp 2, pp 3, still 2 chunks per rank
   EXPECT_EQ(g.tp, 2);
   EXPECT_EQ(g.pp, 3);
   EXPECT_EQ(g.virtual_stages, 2);
   EXPECT_EQ(g.schedule, "auto");
-  g = fit_to_world(f, 6, 4, &changed);  // 3 x 2 chunks do not fit 4 layers: interleaving dropped
+  g = fit_to_world(f, 6, 4, any, &changed);  // 3 x 2 chunks do not fit 4 layers: interleaving dropped
   EXPECT_EQ(g.virtual_stages, 1);
-  g = fit_to_world(f, 3, 8, &changed);  // odd world: no tp
+  g = fit_to_world(f, 3, 8, any, &changed);  // odd world: no tp
   EXPECT_EQ(g.tp, 1);
   EXPECT_EQ(g.pp, 3);
   EXPECT_EQ(plan_from_flags(g, 8, 3, 12, 4).stages.size(), 6u);
+  // Memory: dp 4 with ZeRO 3 comes back on 2 ranks; dp 2 would not fit, so the pipeline deepens
+  // (ZeRO 3 becomes 2: it does not combine with stages).
+  f = PlanFlags{};
+  f.dp = 4, f.zero = 3;
+  const auto deep = [](const PlanFlags& p) { return p.pp >= 2; };
+  g = fit_to_world(f, 2, 8, deep, &changed);
+  EXPECT_EQ(g.pp, 2);
+  EXPECT_EQ(g.zero, 2);
+  EXPECT_EQ(changed, "dp 4 x tp 1 x pp 1, ZeRO 3 does not fit 2 ranks; going on with dp 1 x tp 1 x pp 2, ZeRO 2 (the "
+                     "even preset that fits the memory caps, the same global batch)");
+  f.dp = -1;  // follows the world, but 2 ranks need more memory each
+  g = fit_to_world(f, 2, 8, deep, &changed);
+  EXPECT_EQ(g.pp, 2);
+  EXPECT_EQ(changed, "dp 2 x tp 1 x pp 1, ZeRO 3 does not fit 2 ranks within the memory caps; going on with dp 1 x tp "
+                     "1 x pp 2, ZeRO 2 (the even preset that fits the memory caps, the same global batch)");
+  const auto none = [](const PlanFlags&) { return false; };
+  g = fit_to_world(f, 2, 8, none, &changed);  // nothing fits: unchanged, the memory check will say why
+  EXPECT_EQ(g.pp, 1);
+  EXPECT_TRUE(changed.empty());
+  f.dp = 4;
+  g = fit_to_world(f, 2, 8, none, &changed);  // nothing fits: at least the world
+  EXPECT_EQ(g.pp, 1);
+  EXPECT_EQ(g.dp, -1);
+  EXPECT_EQ(changed, "dp 4 x tp 1 x pp 1, ZeRO 3 does not fit 2 ranks; going on with dp 2 x tp 1 x pp 1, ZeRO 3 (the "
+                     "even preset, the same global batch)");
 }
 
 TEST(Plan, TomlRoundTripAndUneven) {
