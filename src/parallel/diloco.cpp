@@ -259,7 +259,7 @@ void restore_outer_state(OuterSync& o, const OuterState& s) {
   for (const at::Tensor& t : {s.theta, s.momentum, s.error})
     if (t.numel() != o.theta.numel())
       throw UserError(fmt::format("sync: the checkpoint's outer state has {} values, this rank holds {} (resume a "
-                                  "DiLoCo run with the same sites, ranks per site and plan)",
+                                  "DiLoCo run with the same ranks per site and plan inside the sites; the number of sites may change)",
                                   t.numel(), o.theta.numel()));
   torch::NoGradGuard no_grad;
   o.theta.copy_(s.theta), o.momentum.copy_(s.momentum), o.error.copy_(s.error);

@@ -353,25 +353,33 @@ model::GPT2 load_model(const std::string& path, Config* cfg_out) {
 }
 
 // DiLoCo: this rank's outer state from a DiLoCo checkpoint; from one of ordinary training,
-// θ_outer = the parameters just loaded.
+// θ_outer = the parameters just loaded. On another number of sites with the same layout inside
+// them, a site the checkpoint lacks takes site 0's piece (θ_outer, its momentum and the syncs in
+// flight are the same in every site; the compression error is the site's own and starts at zero),
+// as its model and inner optimizer come from site 0's (model_file_of).
 static void load_outer(Trainer& t, const std::string& dir, const json& state) {
   const std::string mine = outer_file(t, piece_prefix(t));
-  bool any = false, found = false;
+  const std::string site0 = fmt::format("outer_site0_{}{}", piece_prefix(t), shard_file(t.groups.dp.rank));
+  const bool new_site = site_of(t) >= saved_sites(state);
+  bool any = false, found = false, found0 = false;
   for (const json& s : state.at("shards")) {
     const std::string f = s.at("file").get<std::string>();
     any = any || f.rfind("outer_", 0) == 0;
     found = found || f == mine;
+    found0 = found0 || f == site0;
   }
   if (!any) return parallel::reset_outer(*t.outer);
-  if (!found)
-    throw UserError(fmt::format("{}: was saved by a DiLoCo run of {} site(s) with another layout; resume it with the "
-                                "same sites and plan (or as ordinary training: sync.mode = \"step\")",
+  if (!found && !(new_site && found0))
+    throw UserError(fmt::format("{}: was saved by a DiLoCo run with another layout inside its {} site(s); resume it "
+                                "with the same plan in every site (the number of sites may change) or as ordinary "
+                                "training (sync.mode = \"step\")",
                                 dir, saved_sites(state)));
   torch::serialize::InputArchive a;
-  a.load_from(dir + "/" + mine);
+  a.load_from(dir + "/" + (found ? mine : site0));
   parallel::OuterState o;
   at::Tensor pending;
   a.read("theta", o.theta), a.read("momentum", o.momentum), a.read("error", o.error), a.read("pending", pending);
+  if (!found) o.error.zero_();
   for (int64_t k = 0; k < pending.size(0); ++k) o.pending.push_back({pending[k][0].item<int64_t>(), pending[k][1].item<int64_t>()});
   parallel::restore_outer_state(*t.outer, o);
 }
@@ -405,6 +413,13 @@ void load_checkpoint(Trainer& t, const std::string& dir) {
   for (const json& s : state.at("shards"))
     if (s.at("file") == own) rng_file = s.at("file").get<std::string>();
   if (t.outer) load_outer(t, dir, state);
+  if (const int was = saved_sites(state), now = t.outer ? parallel::num_sites(*t.outer) : 1;
+      t.outer && was != now && t.world.world.rank == 0) {
+    auto sites = [](int a, int b) { return a == b ? fmt::format("site {}", a) : fmt::format("sites {}-{}", a, b); };
+    const std::string what = now > was ? sites(was, now - 1) + " start from site 0's model"
+                                       : "the models of " + sites(now, was - 1) + " are left out";
+    std::fprintf(stderr, "sync: the checkpoint has %d site(s), this run %d: %s\n", was, now, what.c_str());
+  }
   torch::serialize::InputArchive a;
   a.load_from(dir + "/" + rng_file);
   at::Tensor rng;

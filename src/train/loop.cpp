@@ -317,6 +317,13 @@ int run_training(const Config& cfg_in, bool resume, int64_t stop_at) {
   auto report_all = [&](size_t keep) {
     for (; agreeing.size() > keep; agreeing.pop_front()) stop = report(agreeing.front()) || stop;
   };
+  // Plain data parallelism: every rank holds the whole state, so when a peer is lost (in the step or
+  // in the evaluation or save after it) rank 0 keeps the last finished step.
+  auto keep_alone = [&] {
+    if (main_rank && parallel::zero_stage(*t->dp) == 0 && t->groups.tp.size == 1 && t->pipe->plan.stages.size() == 1)
+      std::fprintf(stderr, "checkpoint %s (saved by rank 0 alone after losing a peer)\n",
+                   save_checkpoint(*t, run, cfg.checkpoint.keep, /*solo=*/true).c_str());
+  };
   while (t->step < end) {
     const data::LoaderState before = t->train_loader->state();
     const int64_t step_before = t->step;
@@ -334,19 +341,20 @@ int run_training(const Config& cfg_in, bool resume, int64_t stop_at) {
                                     "high?); the last checkpoint with a finite loss is kept",
                                     t->step - static_cast<int64_t>(agreeing.size()) - diverged + 1,
                                     t->step - static_cast<int64_t>(agreeing.size())));
-    } catch (const comm::PeerLost& e) {
-      // Plain data parallelism: every rank holds the whole state, rank 0 keeps the last finished step.
-      if (main_rank && parallel::zero_stage(*t->dp) == 0 && t->groups.tp.size == 1 && t->pipe->plan.stages.size() == 1) {
-        if (t->step == step_before) t->train_loader->restore(before);
-        std::fprintf(stderr, "checkpoint %s (saved by rank 0 alone after losing a peer)\n",
-                     save_checkpoint(*t, run, cfg.checkpoint.keep, /*solo=*/true).c_str());
-      }
+    } catch (const comm::PeerLost&) {
+      if (t->step == step_before) t->train_loader->restore(before);
+      keep_alone();
       throw;
     }
     const bool last = t->step == cfg.schedule.max_steps;
-    if (cfg.eval.every > 0 && (t->step % cfg.eval.every == 0 || last)) eval();
-    if ((cfg.checkpoint.every > 0 && t->step % cfg.checkpoint.every == 0) || t->step == end || stop || save_by_time)
-      save(t->step == end || stop);
+    try {
+      if (cfg.eval.every > 0 && (t->step % cfg.eval.every == 0 || last)) eval();
+      if ((cfg.checkpoint.every > 0 && t->step % cfg.checkpoint.every == 0) || t->step == end || stop || save_by_time)
+        save(t->step == end || stop);
+    } catch (const comm::PeerLost&) {
+      keep_alone();
+      throw;
+    }
     if (stop && !last) {
       say(fmt::format("stopped by signal at step {}; resume with --resume", t->step));
       return interrupt_signal() == SIGINT ? 130 : 143;

@@ -13,6 +13,8 @@
 #  - checkpoints: stopped at step 7 with a sync in flight (fragments 2, delay 2, int8), resumed:
 #    bit-identical losses; SIGTERM stops every rank after the same step (the agreement is one
 #    step late under DiLoCo), saves, exits 143; a DiLoCo checkpoint resumes as ordinary training and the reverse;
+#    on another number of sites (2 -> 4 and 2 -> 1: exact DiLoCo still trains the single-process
+#    model; 2 x 2 -> 1 x 2 with syncs in flight finishes), not with other ranks per site (one line);
 #  - refusals in one line: inner_steps 0, fragments not dividing n_layer, no dist.ranks_per_site,
 #    sites of unequal replica counts, ZeRO 3, parallel.plan = auto.
 # Tolerances: sums in another order only (measured ~1e-7 on the loss).
@@ -106,6 +108,7 @@ train 4 whole "${ST[@]}"
 grep -q "\[0\] sync: final outer sync at step 16: the 2 sites hold one model" whole.log ||
   { cat whole.log; fail "no final outer sync (the sites would end with different models)"; }
 train 4 parts "${ST[@]}" --stop-at 7
+cp -r parts resite && cp -r parts relayout
 ls parts/checkpoints/step_00000007 | grep -q "^site1_shard_00000.pt" || fail "site 1's model not saved"
 [ "$(ls parts/checkpoints/step_00000007 | grep -c '^outer_')" -eq 4 ] || fail "4 outer state files expected"
 train 4 parts "${ST[@]}" --resume
@@ -136,6 +139,30 @@ cp -r dp2 as_diloco
 train 2 as_diloco --set optim.lr=3e-3 --set schedule.max_steps=16 --set sync.mode=diloco \
   --set dist.ranks_per_site=1 --set sync.inner_steps=2 --resume
 grep -q "resumed from as_diloco/checkpoints/step_00000012 at step 12" as_diloco.log || fail "ordinary -> DiLoCo"
+# Another number of sites (an elastic job that lost or regained a site): exact DiLoCo stopped at
+# step 5 on 2 sites x 1 rank goes on on 4 sites (the new ones start from site 0's model and outer
+# state) and on 1: both still train the single-process model.
+train 2 regrow "${SGD[@]}" "${EXACT[@]}" --set dist.ranks_per_site=1 --stop-at 5
+cp -r regrow reshrink
+train 4 regrow "${SGD[@]}" "${EXACT[@]}" --set dist.ranks_per_site=1 --resume
+grep -q "sync: the checkpoint has 2 site(s), this run 4: sites 2-3 start from site 0's model" regrow.log \
+  || { cat regrow.log; fail "2 -> 4 sites"; }
+train 1 reshrink "${SGD[@]}" "${EXACT[@]}" --set dist.ranks_per_site=1 --resume
+grep -q "sync: the checkpoint has 2 site(s), this run 1: the models of site 1 are left out" reshrink.log \
+  || { cat reshrink.log; fail "2 -> 1 site"; }
+for r in regrow reshrink; do
+  same_loss_only ref $r $TOL
+  same_logits "$DUMP" ref $r "final model after another number of sites"
+done
+# ... with syncs in flight and int8 error feedback (the step-7 checkpoint of 2 sites x 2): on 1
+# site of 2 ranks the run finishes; another layout inside the sites is refused in one line.
+train 2 resite "${ST[@]}" --resume
+grep -q "resumed from resite/checkpoints/step_00000007" resite.log && grep -q "this run 1: the models of site 1" resite.log \
+  && [ "$(grep -c '"loss"' resite/metrics.jsonl)" -eq 16 ] || { cat resite.log; fail "2 sites -> 1 with syncs in flight"; }
+"$SLM" launch -n 4 -- "$SLM" train "${COMMON[@]}" "${ST[@]}" --set dist.ranks_per_site=1 --set run.dir=relayout --resume \
+  > relayout.log 2>&1 && fail "2 ranks per site -> 1 was not refused"
+grep -q "slm: error: sync: the checkpoint's outer state has [0-9]* values, this rank holds [0-9]* (resume a DiLoCo run with the same ranks per site" relayout.log \
+  || { cat relayout.log; fail "2 ranks per site -> 1: no one-line refusal"; }
 
 echo "== the planner weighs DiLoCo (only with --allow-lossy)"
 cat > slow.toml <<'TOML'
