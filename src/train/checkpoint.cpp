@@ -191,7 +191,8 @@ CheckpointSnapshot snapshot_checkpoint(const Trainer& t, const std::string& run_
                {"layout", {{"names", l.names}, {"shapes", l.shapes}}},
                {"saved_by",
                 {{"world", solo ? 1 : world.size}, {"zero", parallel::zero_stage(*t.dp)}, {"tp", t.groups.tp.size},
-                 {"pp", t.pipe->plan.pp}, {"sites", t.outer && !solo ? parallel::num_sites(*t.outer) : 1}}},
+                 {"pp", t.pipe->plan.pp}, {"sites", t.outer && !solo ? parallel::num_sites(*t.outer) : 1},
+                 {"layout", describe_layout(t)}}},
                {"tokenizer_identity", t.data.manifest.tokenizer_identity},
                {"config", to_toml(t.cfg)},
                {"cwd", fs::current_path().string()}};  // what the config's relative paths start from
@@ -271,6 +272,19 @@ std::optional<std::string> find_latest_checkpoint(const std::string& run_dir,
 }
 
 static int saved_sites(const json& state) { return state.at("saved_by").value("sites", 1); }
+
+std::string describe_layout(const Trainer& t) {
+  return fmt::format("pp {} x dp {} x tp {}, ZeRO {}{}", t.pipe->plan.pp, t.groups.dp.size, t.groups.tp.size,
+                     parallel::zero_stage(*t.dp), t.outer ? ", DiLoCo" : "");
+}
+
+std::string saved_layout(const std::string& dir) {
+  try {
+    return read_state(dir).at("saved_by").value("layout", "");
+  } catch (const std::exception&) {
+    return "";
+  }
+}
 
 // The whole unpadded flat vector `what` ("param", "exp_avg", "exp_avg_sq") of site `site`'s model,
 // from every shard.

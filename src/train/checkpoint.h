@@ -74,5 +74,10 @@ model::GPT2 load_model(const std::string& ckpt_or_run_dir, Config* cfg_out);
 // Restores parameters, this rank's optimizer shard, step, loader position and RNG into t.
 // UserError if the checkpoint belongs to another model (parameter names/shapes) or tokenizer.
 void load_checkpoint(Trainer& t, const std::string& ckpt_dir);
+// The job's layout in words, "pp 2 x dp 1 x tp 1, ZeRO 0" (", DiLoCo" when it syncs across sites);
+// checkpoints keep it (saved_by.layout) and restart events name it.
+std::string describe_layout(const Trainer& t);
+// The layout that saved a checkpoint ("" for checkpoints written before it was kept).
+std::string saved_layout(const std::string& ckpt_dir);
 
 }  // namespace slm::train

@@ -33,7 +33,8 @@ void append_restart_event(const std::string& run, const RestartEvent& e) {
   const nlohmann::json j = {{"event", "restart"},        {"time", e.time},           {"restart", e.restart},
                             {"cause", e.cause},          {"resumed_step", e.resumed_step},
                             {"last_step", e.last_step},  {"steps_lost", e.steps_lost()},
-                            {"down_s", e.down_s},        {"world", e.world},         {"layout", e.layout}};
+                            {"down_s", e.down_s},        {"world", e.world},         {"layout", e.layout},
+                            {"old_layout", e.old_layout}};
   const std::string path = run + "/events.jsonl";
   FILE* f = std::fopen(path.c_str(), "a");
   if (!f) throw UserError(path + ": cannot open for writing");
@@ -50,7 +51,7 @@ std::vector<RestartEvent> read_restart_events(const std::string& run) {
     try {
       out.push_back({j.value("time", 0.0), j.value("restart", 0), j.value("cause", ""),
                      j.value("resumed_step", int64_t{0}), j.value("last_step", int64_t{0}), j.value("down_s", 0.0),
-                     j.value("world", 1), j.value("layout", "")});
+                     j.value("world", 1), j.value("layout", ""), j.value("old_layout", "")});
     } catch (const nlohmann::json::exception&) {  // a field of the wrong type: skip the line
     }
   }
@@ -58,9 +59,10 @@ std::vector<RestartEvent> read_restart_events(const std::string& run) {
 }
 
 std::string describe(const RestartEvent& e) {
-  return fmt::format("restart {} ({}): resumed at step {}, {} finished step{} lost, down {:.1f} s, {} rank{} ({})",
+  const bool moved = !e.old_layout.empty() && e.old_layout != e.layout;
+  return fmt::format("restart {} ({}): resumed at step {}, {} finished step{} lost, down {:.1f} s, {} rank{} ({}{})",
                      e.restart, e.cause, e.resumed_step, e.steps_lost(), e.steps_lost() == 1 ? "" : "s", e.down_s,
-                     e.world, e.world == 1 ? "" : "s", e.layout);
+                     e.world, e.world == 1 ? "" : "s", e.layout, moved ? "; was " + e.old_layout : "");
 }
 
 }  // namespace slm::train

@@ -1,6 +1,6 @@
 // train/events.h: RUN/events.jsonl, the run's record of what happened to it besides its steps:
 // each restart of the job (when, why, from which step it resumed, how many finished steps were lost,
-// how long it was down, on which layout it goes on). Rank 0 of the restarted job appends the line;
+// how long it was down, on which layout it ran and goes on). Rank 0 of the restarted job appends the line;
 // `slm report` shows them. No torch here.
 #pragma once
 #include <cstdint>
@@ -18,6 +18,7 @@ struct RestartEvent {
   double down_s = 0;         // from that step's end to the resume (detection, restart, loading)
   int world = 1;             // ranks of the restarted job
   std::string layout;        // its layout, "pp 2 x dp 1 x tp 1, ZeRO 0"
+  std::string old_layout;    // the layout that saved the checkpoint it resumed from ("" if unknown)
   int64_t steps_lost() const { return last_step > resumed_step ? last_step - resumed_step : 0; }
 };
 

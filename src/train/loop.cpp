@@ -136,7 +136,7 @@ static void print_header(const Trainer& t, const std::string& run, const DeviceI
 }
 
 // After a restart: one line in RUN/events.jsonl and in the log.
-static void record_restart(const Trainer& t, const std::string& run) {
+static void record_restart(const Trainer& t, const std::string& run, const std::optional<std::string>& ckpt) {
   RestartEvent e;
   const auto [last_step, last_time] = last_logged_step(run);
   e.time = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -146,8 +146,8 @@ static void record_restart(const Trainer& t, const std::string& run) {
   e.last_step = last_step;
   e.down_s = last_time > 0 ? e.time - last_time : 0;
   e.world = t.groups.world.size;
-  e.layout = fmt::format("pp {} x dp {} x tp {}, ZeRO {}{}", t.pipe->plan.pp, t.groups.dp.size, t.groups.tp.size,
-                         parallel::zero_stage(*t.dp), t.outer ? ", DiLoCo" : "");
+  e.layout = describe_layout(t);
+  if (ckpt) e.old_layout = saved_layout(*ckpt);
   append_restart_event(run, e);
   std::fprintf(stderr, "%s\n", describe(e).c_str());
 }
@@ -178,7 +178,7 @@ int run_training(const Config& cfg_in, bool resume, int64_t stop_at) {
     std::fprintf(stderr, "no checkpoint in %s: starting from step 0\n", run.c_str());
   }
   if (t->outer) parallel::check_same_outer(*t->outer);
-  if (restart > 0 && main_rank) record_restart(*t, run);
+  if (restart > 0 && main_rank) record_restart(*t, run, ckpt);
   std::unique_ptr<MetricsLog> metrics;
   if (main_rank) {
     write_file_atomic(run + "/config.toml", to_toml(cfg));
@@ -318,9 +318,11 @@ int run_training(const Config& cfg_in, bool resume, int64_t stop_at) {
     for (; agreeing.size() > keep; agreeing.pop_front()) stop = report(agreeing.front()) || stop;
   };
   // Plain data parallelism: every rank holds the whole state, so when a peer is lost (in the step or
-  // in the evaluation or save after it) rank 0 keeps the last finished step.
+  // in the evaluation or save after it) rank 0 keeps the last finished step. Not under DiLoCo: the
+  // other sites' models and the outer state are not rank 0's to save.
   auto keep_alone = [&] {
-    if (main_rank && parallel::zero_stage(*t->dp) == 0 && t->groups.tp.size == 1 && t->pipe->plan.stages.size() == 1)
+    if (main_rank && parallel::zero_stage(*t->dp) == 0 && t->groups.tp.size == 1 && t->pipe->plan.stages.size() == 1 &&
+        !t->outer)
       std::fprintf(stderr, "checkpoint %s (saved by rank 0 alone after losing a peer)\n",
                    save_checkpoint(*t, run, cfg.checkpoint.keep, /*solo=*/true).c_str());
   };

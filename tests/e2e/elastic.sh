@@ -66,6 +66,8 @@ python3 - el/events.jsonl <<'PY' || fail "elastic: events.jsonl"
 import json, sys
 ev = [json.loads(l) for l in open(sys.argv[1])]
 assert [e["world"] for e in ev] == [1, 2], ev
+assert [(e["old_layout"], e["layout"]) for e in ev] == [("pp 1 x dp 2 x tp 1, ZeRO 0", "pp 1 x dp 1 x tp 1, ZeRO 0"),
+                                                       ("pp 1 x dp 1 x tp 1, ZeRO 0", "pp 1 x dp 2 x tp 1, ZeRO 0")], ev
 assert "did not come back" in ev[0]["cause"] and "asked to join" in ev[1]["cause"], ev
 assert ev[1]["steps_lost"] == 0 and ev[1]["resumed_step"] > ev[0]["resumed_step"] > 0, ev  # saved before growing
 PY
