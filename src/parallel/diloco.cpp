@@ -17,9 +17,10 @@ namespace slm::parallel {
 namespace {
 
 struct Fragment {
-  int64_t begin = 0, size = 0;  // range of the flat parameter buffer
-  int64_t piece = 0;            // ceil(size / L): every site rank's share (the last ones may be short)
-  int64_t lo = 0, len = 0;      // this rank's share: [begin + lo, begin + lo + len)
+  int64_t begin = 0, size = 0;  // range of the whole model's flat vector
+  int64_t piece = 0;            // what each site rank sends: ceil(size / L) (the last shares may be
+                                // short), or with sharded parameters this rank's len
+  int64_t local = 0, len = 0;   // this rank's share: params[local, local + len)
   int64_t own = 0;              // its offset in theta / momentum / error
 };
 
@@ -35,7 +36,8 @@ struct Flight {  // one fragment's sync, from its start to its merge
 struct OuterSync {
   SyncConfig cfg;
   comm::Group site, cross;
-  at::Tensor params;                 // this rank's flat parameters
+  at::Tensor params;                 // this rank's flat parameters, or its ZeRO 3 shard
+  bool sharded = false;              // params is a shard: no all-gather inside the site after a merge
   std::vector<Fragment> frags;
   at::Tensor theta, momentum, error;  // this rank's pieces of every fragment, in fragment order
   std::vector<Flight> flights;
@@ -80,6 +82,15 @@ std::vector<std::pair<int64_t, int64_t>> fragment_ranges(const FlatLayout& l, in
   return out;
 }
 
+// θ_outer (the current parameters), momentum and error of `own` values.
+static void init_outer_buffers(OuterSync& o, int64_t own) {
+  o.exact_at.assign(o.frags.size(), -1);
+  o.theta = at::empty({own}, o.params.options());
+  o.momentum = at::zeros_like(o.theta);
+  o.error = at::zeros_like(o.theta);
+  reset_outer(o);
+}
+
 std::shared_ptr<OuterSync> make_outer_sync(const SyncConfig& c, const at::Tensor& params, const FlatLayout& layout,
                                            int64_t n_layer, const comm::Group& site, const comm::Group& cross) {
   auto o = std::make_shared<OuterSync>();
@@ -90,23 +101,44 @@ std::shared_ptr<OuterSync> make_outer_sync(const SyncConfig& c, const at::Tensor
     Fragment f;
     f.begin = begin, f.size = end - begin;
     f.piece = (f.size + L - 1) / L;
-    f.lo = std::min(f.size, site.rank * f.piece);
-    f.len = std::min(f.piece, f.size - f.lo);
+    const int64_t lo = std::min(f.size, site.rank * f.piece);
+    f.local = begin + lo, f.len = std::min(f.piece, f.size - lo);
     f.own = own;
     own += f.len;
     o->frags.push_back(f);
   }
-  o->exact_at.assign(o->frags.size(), -1);
-  o->theta = at::empty({own}, params.options());
-  o->momentum = at::zeros_like(o->theta);
-  o->error = at::zeros_like(o->theta);
-  reset_outer(*o);
+  init_outer_buffers(*o, own);
+  return o;
+}
+
+std::shared_ptr<OuterSync> make_sharded_outer_sync(const SyncConfig& c, const at::Tensor& shard,
+                                                   const std::vector<Segment>& segments, const FlatLayout& layout,
+                                                   int64_t n_layer, const comm::Group& site, const comm::Group& cross) {
+  auto o = std::make_shared<OuterSync>();
+  o->cfg = c, o->site = site, o->cross = cross, o->params = shard, o->sharded = true;
+  int64_t own = 0;
+  for (const auto& [begin, end] : fragment_ranges(layout, n_layer, c.fragments)) {
+    Fragment f;
+    f.begin = begin, f.size = end - begin;
+    int64_t lo = -1, hi = -1;  // the shard's pieces of this fragment, with the padding between them
+    for (const Segment& s : segments) {
+      if (s.global < begin || s.global >= end) continue;
+      if (s.global + s.size > end) throw std::logic_error("a shard segment crosses a fragment boundary");
+      lo = lo < 0 ? s.local : std::min(lo, s.local);
+      hi = std::max(hi, s.local + s.size);
+    }
+    f.local = std::max<int64_t>(lo, 0), f.len = lo < 0 ? 0 : hi - lo, f.piece = f.len;
+    f.own = own;
+    own += f.len;
+    o->frags.push_back(f);
+  }
+  init_outer_buffers(*o, own);
   return o;
 }
 
 void reset_outer(OuterSync& o) {
   torch::NoGradGuard no_grad;
-  for (const Fragment& f : o.frags) o.theta.narrow(0, f.own, f.len).copy_(o.params.narrow(0, f.begin + f.lo, f.len));
+  for (const Fragment& f : o.frags) o.theta.narrow(0, f.own, f.len).copy_(o.params.narrow(0, f.local, f.len));
   o.momentum.zero_();
   o.error.zero_();
   o.flights.clear();
@@ -131,13 +163,13 @@ static void launch(OuterSync& o, int64_t fi, int64_t step) {
   const Fragment& f = o.frags[static_cast<size_t>(fi)];
   Flight x;
   x.fragment = fi, x.merge_step = step + o.cfg.delay;
-  if (f.size == 0) {  // a stage without this fragment's layers: nothing to send (every site alike)
+  if (f.piece == 0) {  // a stage (or shard) without this fragment's layers: nothing to send (every site alike)
     x.applied = true;
     o.flights.push_back(std::move(x));
     return;
   }
   at::Tensor delta = at::zeros({f.piece}, o.theta.options());
-  delta.narrow(0, 0, f.len).copy_(o.theta.narrow(0, f.own, f.len)).sub_(o.params.narrow(0, f.begin + f.lo, f.len));
+  delta.narrow(0, 0, f.len).copy_(o.theta.narrow(0, f.own, f.len)).sub_(o.params.narrow(0, f.local, f.len));
   if (o.cfg.compress == "none") {
     x.sent = x.received = delta;
     x.op = comm::all_reduce_sum_async(delta, o.cross);
@@ -180,7 +212,7 @@ static void merge(OuterSync& o, Flight& x, int64_t step, bool exact = false) {
   torch::NoGradGuard no_grad;
   apply(o, x);
   const Fragment& f = o.frags[static_cast<size_t>(x.fragment)];
-  at::Tensor mine = o.params.narrow(0, f.begin + f.lo, f.len);
+  at::Tensor mine = o.params.narrow(0, f.local, f.len);
   const at::Tensor outer = o.theta.narrow(0, f.own, f.len);
   if (o.cfg.delay > 0 && !exact) {
     mine.mul_(o.cfg.mix).add_(outer, 1 - o.cfg.mix);
@@ -188,7 +220,7 @@ static void merge(OuterSync& o, Flight& x, int64_t step, bool exact = false) {
     mine.copy_(outer);
     o.exact_at[static_cast<size_t>(x.fragment)] = step;
   }
-  if (o.site.size == 1 || f.size == 0) return;
+  if (o.sharded || o.site.size == 1 || f.size == 0) return;
   at::Tensor piece = at::zeros({f.piece}, o.params.options());
   piece.narrow(0, 0, f.len).copy_(mine);
   at::Tensor all = at::empty({f.piece * o.site.size}, o.params.options());

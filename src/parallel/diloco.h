@@ -2,7 +2,7 @@
 // Owns: OuterSync and its verbs, the outer update and the fragment schedule (pure, unit-tested).
 // Inside a site, the plan's data-parallel group (`site`: this rank's stage and tp slice in every
 // replica of the site) trains every step; the sites never exchange gradients. Every rank keeps,
-// for its 1/L piece of each fragment (L = ranks of `site`), the outer parameters θ_outer, the
+// for its 1/L piece of each fragment (L = ranks of `site`; with ZeRO 3 its own shard of it), the outer parameters θ_outer, the
 // outer momentum and the compression error. Fragment f of F starts a sync after inner steps
 // f·H/F + k·H (k >= 1): each rank sends its piece of Δ = θ_outer − θ across the sites over
 // `cross` (the same piece in every site: 1/L of the fragment per rank, as in the hierarchical
@@ -36,6 +36,13 @@ struct OuterSync;  // diloco.cpp
 // θ_outer starts as the current parameters. UserError if fragments do not divide n_layer.
 std::shared_ptr<OuterSync> make_outer_sync(const SyncConfig& c, const at::Tensor& params, const FlatLayout& layout,
                                            int64_t n_layer, const comm::Group& site, const comm::Group& cross);
+
+// The same with ZeRO 3 inside the site: `shard` is this rank's parameter shard (param_shard) and
+// `segments` where its pieces sit in the flat vector; the rank's share of a fragment is its own
+// pieces (the same ones on every site), so a merge needs no all-gather inside the site.
+std::shared_ptr<OuterSync> make_sharded_outer_sync(const SyncConfig& c, const at::Tensor& shard,
+                                                   const std::vector<Segment>& segments, const FlatLayout& layout,
+                                                   int64_t n_layer, const comm::Group& site, const comm::Group& cross);
 
 // UserError on every rank unless all sites hold the same outer parameters (checksum compared
 // across sites; a known pitfall is sites that start from different models).

@@ -9,6 +9,7 @@
 #include <numeric>
 #include <set>
 #include <sstream>
+#include <type_traits>
 #include <toml++/toml.h>
 
 #include "parallel/pipeline/schedule.h"
@@ -124,7 +125,10 @@ namespace {
 
 template <typename T>
 T get(const toml::node* n, const std::string& key, const std::string& where) {
-  auto v = n ? n->value<T>() : std::optional<T>{};
+  // Integers only from integer nodes: toml++ converts a float to an integer by a cast that is
+  // undefined out of range (found by fuzz_toml).
+  const bool type_ok = n && (!std::is_integral_v<T> || n->is_integer());
+  auto v = type_ok ? n->value<T>() : std::optional<T>{};
   if (!v) throw UserError(fmt::format("{}: '{}' has the wrong type", where, key));
   return *v;
 }

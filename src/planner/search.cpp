@@ -121,7 +121,7 @@ struct Searcher {
       if (o.allow_lossy) wans.push_back({per_site.begin()->second, true});
     }
     const int max_zero = p.pp == 1 && p.stages[0].tp == 1 ? 3 : 2;
-    if (o.allow_lossy && ring.crosses_sites && even) diloco_variants(base, per_site.begin()->second);
+    if (o.allow_lossy && ring.crosses_sites && even) diloco_variants(base, per_site.begin()->second, static_cast<int>(per_site.size()), max_zero);
     for (int z = 0; z <= (p.dp > 1 ? max_zero : 0); ++z)
       for (auto [rps, bf16] : wans)
         for (bool site_scope : {false, true}) {
@@ -133,8 +133,9 @@ struct Searcher {
   }
 
   // DiLoCo across the sites (lossy): the same structure with replicas laid out site by site (when
-  // every site holds whole replicas), ZeRO 0-2 inside each site.
-  void diloco_variants(Candidate base, int64_t ranks_per_site) {
+  // every site holds whole replicas), ZeRO 0-2 inside each site, and 3 for one-stage replicas
+  // without tp (as in step mode).
+  void diloco_variants(Candidate base, int64_t ranks_per_site, int sites, int max_zero) {
     base.plan = parallel::replica_major(base.plan);
     try {
       parallel::replica_sites(base.plan, ranks_per_site);
@@ -142,7 +143,7 @@ struct Searcher {
       return;  // a replica would span sites
     }
     base.ranks_per_site = ranks_per_site, base.diloco_steps = o.diloco_steps, base.channels = 1;
-    const int max_zero = base.plan.dp > 1 ? 2 : 0;
+    if (base.plan.dp <= sites) max_zero = 0;  // one replica per site: nothing to shard inside it
     for (int z = 0; z <= max_zero; ++z) {
       Candidate c = base;
       c.plan.zero = z;

@@ -74,7 +74,8 @@ TestbedSpec parse_testbed(const std::string& text, const std::string& where) {
     reject_unknown_keys(*st, {"name", "ranks", "cpus", "device", "memory_gb", "price_per_hour"}, w);
     SiteSpec site;
     site.name = st->get("name") ? st->get("name")->value_or(std::string()) : fmt::format("site{}", i);
-    auto ranks = st->get("ranks") ? st->get("ranks")->value<int64_t>() : std::optional<int64_t>(1);
+    const toml::node* rn = st->get("ranks");  // an integer node only: toml++'s float-to-integer cast is UB out of range
+    auto ranks = !rn ? std::optional<int64_t>(1) : rn->is_integer() ? rn->value<int64_t>() : std::nullopt;
     if (!ranks || *ranks < 1 || *ranks > 65536) throw UserError(w + ": 'ranks' must be 1..65536");
     site.ranks = static_cast<int>(*ranks);
     site.cpus = number(*st, "cpus", 0, w);

@@ -256,7 +256,11 @@ std::unique_ptr<Trainer> make_trainer(const Config& cfg_in) {
     at::Tensor flat = parallel::param_shard(*t->dp);
     if (parallel::zero_stage(*t->dp) == 0) comm::broadcast(flat, 0, t->groups.dp);
   }
-  if (cfg.sync.mode == "diloco")
+  if (cfg.sync.mode == "diloco" && parallel::zero_stage(*t->dp) == 3)
+    t->outer = parallel::make_sharded_outer_sync(cfg.sync, parallel::param_shard(*t->dp), parallel::segments(*t->dp),
+                                                 parallel::layout(*t->dp), cfg.model.n_layer, t->groups.dp,
+                                                 t->groups.outer);
+  else if (cfg.sync.mode == "diloco")
     t->outer = parallel::make_outer_sync(cfg.sync, parallel::full_params(*t->dp), parallel::layout(*t->dp),
                                          cfg.model.n_layer, t->groups.dp, t->groups.outer);
   for (int rank : t->groups.dp.ranks)

@@ -5,6 +5,9 @@
 # (kept in the repository; inputs that reach new code are written to OUT/new/<target>; copy good
 # ones back). A crash, a sanitizer report or an exception other than UserError fails the run and
 # leaves the input in OUT/crash-*. Exit 77 (skip) without clang. Object files are cached in OUT.
+# SLM_FUZZ_SEED (default 1) fixes libFuzzer's seed, so CI explores the same inputs each run and a
+# failure there is a regression; SLM_FUZZ_SEED=0 draws a new seed (longer hunts for new bugs:
+# `SLM_FUZZ_SEED=0 bash tests/fuzz/run.sh 300 /tmp/fuzz`; add what it finds to the corpus).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -31,7 +34,7 @@ for src in "$here"/fuzz_*.cpp; do
   # max_len 4096: files of a few KB reach every parser's branches; leaks are checked too.
   rc=0
   (cd "$out" && UBSAN_OPTIONS=print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 \
-     "./$t" -max_total_time="$secs" -max_len=4096 -timeout=10 -rss_limit_mb=2048 \
+     "./$t" -seed="${SLM_FUZZ_SEED:-1}" -max_total_time="$secs" -max_len=4096 -timeout=10 -rss_limit_mb=2048 \
      "new/$t" "$here/corpus/$t" > "$t.log" 2>&1) || rc=$?
   grep -E "^Done [0-9]+ runs" "$out/$t.log" || true
   if [ "$rc" -ne 0 ]; then

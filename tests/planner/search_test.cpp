@@ -197,6 +197,18 @@ TEST(Search, DilocoOnlyWhenLossyAllowedAndItPays) {
   EXPECT_LT(best.p.step_s, ph.step_s);
   EXPECT_LT(best.p.cross_site_bytes * 100, ph.cross_site_bytes) << best.p.cross_site_bytes << " vs " << ph.cross_site_bytes;
   EXPECT_NE(describe_candidate(best.c).find("DiLoCo"), std::string::npos);
+  // ZeRO 3 inside the sites is a candidate too (one-stage replicas without tp, 2 per site), and
+  // never with one replica per site (nothing to shard).
+  o.top = 100000;
+  r = search_plans(in, o);
+  bool z3 = false;
+  for (const Ranked& k : r.top) {
+    if (k.c.diloco_steps == 0 || k.c.plan.zero != 3) continue;
+    z3 = true;
+    EXPECT_EQ(k.c.plan.pp, 1);
+    EXPECT_EQ(k.c.plan.dp, 4) << describe_candidate(k.c);
+  }
+  EXPECT_TRUE(z3);
 }
 
 }  // namespace
