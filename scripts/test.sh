@@ -2,8 +2,9 @@
 # scripts/test.sh: the whole test suite, from a fresh clone, on both LibTorch builds: installs
 # missing Debian packages and makes (or reuses) the PyPI virtual environment (scripts/setup.sh
 # --deps, --venv), then
-#   1. Debian's LibTorch 1.13 in build/: builds everything, runs every CTest test but the two
-#      that belong to the second build (torchrun, cross_build);
+#   1. Debian's LibTorch 1.13 in build/: builds everything, runs every CTest test but the one
+#      that belongs to the second build (cross_build; torchrun checks that 1.13 refuses torchrun
+#      2.x's agent store in one line);
 #   2. PyPI's LibTorch 2.x in build-pip/: builds everything, runs every unit test and every
 #      layout's loss-match test, the ecosystem tests and the cross-build checkpoint test (against
 #      build/slm); the testbed (and link-fault), job-secret, planner and WAN-collective tests
@@ -29,7 +30,7 @@ configure() {  # configure DIR [extra CMake arguments]
 if [[ " $builds " == *" debian "* ]]; then
   echo "== Debian's LibTorch 1.13 (build/)"
   configure build -DCMAKE_PREFIX_PATH=/usr -DSLM_OTHER_SLM=
-  (cd build && ctest -j "$jobs" --output-on-failure --timeout 900 -E '^e2e\.(cross_build|torchrun)$')
+  (cd build && ctest -j "$jobs" --output-on-failure --timeout 900 -E '^e2e\.cross_build$')
 fi
 if [[ " $builds " == *" pip "* ]]; then
   echo "== PyPI's LibTorch $("$py" -c 'import torch; print(torch.__version__)') (build-pip/)"

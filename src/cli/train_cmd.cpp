@@ -26,6 +26,9 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--set", a->set,
                   "override one key, section.key=value (repeatable), e.g. --set data.dir=runs/demo/data");
   add_layout_flags(cmd, a->set);
+  cmd->add_option_function<std::string>(
+      "--sync-by", [a](const std::string& v) { a->set.push_back("sync.by=" + v); },
+      "DiLoCo: steps (every site inner_steps per sync) | time (faster sites take more; = --set sync.by=...)");
   cmd->add_flag("--resume", a->resume, "continue from the newest valid checkpoint in run.dir");
   cmd->add_option("--stop-at", a->stop_at,
                   "stop after this step with a checkpoint (0 = run to schedule.max_steps); continue "

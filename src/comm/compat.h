@@ -23,5 +23,8 @@ using BackendBase = c10d::ProcessGroup;
 #endif
 // Set from the first version where it was measured (2.15); earlier 2.x may have it too.
 constexpr bool kGlooHasHalfTypes = SLM_TORCH_AT_LEAST(2, 15);
+// torchrun 2.x's agent hosts the rendezvous store (TORCHELASTIC_USE_AGENT_STORE=True); a 1.x
+// TCPStore client's requests to it never return (seen: Debian's 1.13 under PyPI's torchrun 2.15).
+constexpr bool kUsesAgentStore = SLM_TORCH_AT_LEAST(2, 0);
 
 }  // namespace slm::comm::compat

@@ -19,6 +19,7 @@
 
 #include "comm/auth.h"
 #include "comm/backend.h"
+#include "comm/compat.h"
 #include "comm/health.h"
 #include "util/error.h"
 
@@ -242,7 +243,13 @@ World init_world(const DistConfig& cfg, const std::string& device) {
   // torchrun's agent may host the store itself (TORCHELASTIC_USE_AGENT_STORE): then every rank,
   // rank 0 included, is a client of it.
   const char* agent_store = std::getenv("TORCHELASTIC_USE_AGENT_STORE");
-  o.isServer = w.env.rank == 0 && !(agent_store && std::string(agent_store) == "True");
+  const bool use_agent_store = agent_store && std::string(agent_store) == "True";
+  if (use_agent_store && !compat::kUsesAgentStore)
+    throw UserError(fmt::format("rendezvous: torchrun's agent hosts the store (TORCHELASTIC_USE_AGENT_STORE=True), which "
+                                "this LibTorch {}.{} build cannot use (its requests hang); start with `slm launch`, "
+                                "Slurm or mpirun, or build against PyPI's torch (SLM_TORCH=pip scripts/setup.sh)",
+                                TORCH_VERSION_MAJOR, TORCH_VERSION_MINOR));
+  o.isServer = w.env.rank == 0 && !use_agent_store;
   o.numWorkers = static_cast<size_t>(w.env.world);
   o.waitWorkers = false;  // await_ranks waits, with messages that say who is missing
   o.timeout = std::chrono::milliseconds(static_cast<int64_t>(cfg.join_timeout_s * 1000));

@@ -42,7 +42,10 @@ struct OuterSync {
   at::Tensor theta, momentum, error;  // this rank's pieces of every fragment, in fragment order
   std::vector<Flight> flights;
   std::vector<int64_t> exact_at;  // per fragment: the step its parameters last became θ_outer exactly
+  double weight = 1;              // this site's Δ is sent times this (sync.by = "time": its share of the tokens)
 };
+
+void set_delta_weight(OuterSync& o, double w) { o.weight = w; }
 
 void outer_nesterov(at::Tensor theta, at::Tensor momentum, const at::Tensor& delta, double lr, double mu) {
   torch::NoGradGuard no_grad;
@@ -170,6 +173,7 @@ static void launch(OuterSync& o, int64_t fi, int64_t step) {
   }
   at::Tensor delta = at::zeros({f.piece}, o.theta.options());
   delta.narrow(0, 0, f.len).copy_(o.theta.narrow(0, f.own, f.len)).sub_(o.params.narrow(0, f.local, f.len));
+  if (o.weight != 1) delta.mul_(o.weight);
   if (o.cfg.compress == "none") {
     x.sent = x.received = delta;
     x.op = comm::all_reduce_sum_async(delta, o.cross);
@@ -275,6 +279,10 @@ std::string describe(const OuterSync& o) {
   if (c.delay > 0) s += fmt::format(", merged {} steps later (mix {})", c.delay, c.mix);
   s += c.compress == "none" ? ", fp32 pseudo-gradients"
                             : fmt::format(", {} pseudo-gradients with error feedback", c.compress);
+  if (c.by == "time")
+    s += fmt::format("; by time: faster sites take more inner steps per sync ({}, at most {}x), weighted by tokens",
+                     c.site_speeds.empty() ? "from measured step times" : "relative speeds " + c.site_speeds,
+                     c.max_speedup);
   return s;
 }
 

@@ -57,6 +57,10 @@ int after_inner_step(OuterSync& o, int64_t step);
 // across the sites). Returns the fragments merged.
 int finish_outer(OuterSync& o, int64_t step);
 
+// The factor this site's Δ is multiplied by from the next sync on (1: the sites' plain mean;
+// sync.by = "time": parallel/sync_by_time.h delta_weight).
+void set_delta_weight(OuterSync& o, double w);
+
 int site_index(const OuterSync& o);
 int num_sites(const OuterSync& o);
 // One line for the log: sites, H, outer optimizer, fragments, delay, compression.

@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "parallel/sync_by_time.h"
 #include "util/error.h"
 
 namespace slm::parallel {
@@ -28,6 +29,12 @@ void validate(const SyncConfig& c) {
   need(c.compress == "none" || c.compress == "bf16" || c.compress == "int8",
        fmt::format("compress \"{}\" is not one of none, bf16, int8", c.compress));
   need(c.int8_chunk >= 1, fmt::format("int8_chunk {} must be >= 1", c.int8_chunk));
+  need(c.by == "steps" || c.by == "time", fmt::format("by \"{}\" is not one of steps, time", c.by));
+  need(c.by == "steps" || c.fragments == 1,
+       fmt::format("by = \"time\" needs fragments = 1 (not {}): the sites' step counts are agreed per sync", c.fragments));
+  need(std::isfinite(c.max_speedup) && c.max_speedup >= 1 && c.max_speedup <= 64,
+       fmt::format("max_speedup {} must be in [1, 64]", c.max_speedup));
+  if (!c.site_speeds.empty()) parse_site_speeds(c.site_speeds);  // UserError if malformed
 }
 
 }  // namespace slm::parallel

@@ -6,7 +6,9 @@
 //     Streaming DiLoCo, 2025). Inside a site the plan trains every step as usual; every
 //     inner_steps steps the sites average their pseudo-gradient (outer parameters minus their
 //     own) and an outer SGD with Nesterov momentum updates the outer parameters, which every rank
-//     then takes. parallel/diloco.h does it.
+//     then takes. parallel/diloco.h does it. by = "time": sites of different speed do different
+//     numbers of inner steps per sync, their pseudo-gradients weighted by the tokens each saw
+//     (parallel/sync_by_time.h).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -26,6 +28,10 @@ struct SyncConfig {
   std::string compress = "none"; // pseudo-gradients across sites: none (fp32) | bf16 | int8 (per-chunk
                                  // scales); bf16/int8 with error feedback
   int64_t int8_chunk = 1024;     // values per int8 scale
+  std::string by = "steps";      // steps: every site does inner_steps steps between syncs | time: a
+                                 // faster site does more in the same wall time (parallel/sync_by_time.h)
+  std::string site_speeds;       // by = "time": relative speeds, one per site ("1,2.5"); "" = measured
+  double max_speedup = 4;        // by = "time": a site does at most this many times inner_steps steps
 };
 
 // UserError (one line) for a bad value.

@@ -179,6 +179,7 @@ CheckpointSnapshot snapshot_checkpoint(const Trainer& t, const std::string& run_
     a->write("momentum", cpu(o.momentum));
     a->write("error", cpu(o.error));
     a->write("pending", at::tensor(pending, at::kLong).view({-1, 2}));
+    a->write("adam_step", at::tensor(std::vector<int64_t>{t.adam.step}, at::kLong));  // the site's own (sync.by = "time")
     c.archives.push_back({outer_file(t, piece_prefix(t)), a});
   }
   if (c.leader) {
@@ -196,6 +197,7 @@ CheckpointSnapshot snapshot_checkpoint(const Trainer& t, const std::string& run_
                {"tokenizer_identity", t.data.manifest.tokenizer_identity},
                {"config", to_toml(t.cfg)},
                {"cwd", fs::current_path().string()}};  // what the config's relative paths start from
+    if (!t.round_steps.empty()) c.state["sync_round_steps"] = t.round_steps;  // sync.by = "time"
   }
   return c;
 }
@@ -394,6 +396,8 @@ static void load_outer(Trainer& t, const std::string& dir, const json& state) {
   at::Tensor pending;
   a.read("theta", o.theta), a.read("momentum", o.momentum), a.read("error", o.error), a.read("pending", pending);
   if (!found) o.error.zero_();
+  at::Tensor adam_step;  // a site's inner steps (sync.by = "time": not the same in every site)
+  if (a.try_read("adam_step", adam_step)) t.adam.step = adam_step.item<int64_t>();
   for (int64_t k = 0; k < pending.size(0); ++k) o.pending.push_back({pending[k][0].item<int64_t>(), pending[k][1].item<int64_t>()});
   parallel::restore_outer_state(*t.outer, o);
 }
@@ -442,6 +446,9 @@ void load_checkpoint(Trainer& t, const std::string& dir) {
     gen.set_state(rng);
   }
   t.step = state.at("step").get<int64_t>();
+  if (!t.round_steps.empty() && state.contains("sync_round_steps") &&
+      state.at("sync_round_steps").size() == t.round_steps.size())
+    t.round_steps = state.at("sync_round_steps").get<std::vector<int64_t>>();
   t.train_loader->restore({state.at("loader").at("epoch").get<int64_t>(),
                            state.at("loader").at("cursor").get<int64_t>()});
 }

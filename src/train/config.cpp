@@ -99,6 +99,9 @@ std::vector<Field> fields(Config& c) {
       {"sync", "mix", &c.sync.mix},
       {"sync", "compress", &c.sync.compress},
       {"sync", "int8_chunk", &c.sync.int8_chunk},
+      {"sync", "by", &c.sync.by},
+      {"sync", "site_speeds", &c.sync.site_speeds},
+      {"sync", "max_speedup", &c.sync.max_speedup},
       {"planner", "cluster", &c.planner.cluster},
       {"planner", "profile", &c.planner.profile},
       {"planner", "objective", &c.planner.objective},
@@ -264,6 +267,8 @@ void validate(const Config& c) {
   parallel::validate(c.sync);
   need(c.sync.mode != "diloco" || c.dist.wan.ranks_per_site > 0,
        "sync: mode = \"diloco\" needs dist.ranks_per_site (how ranks are grouped into sites)");
+  need(c.sync.by == "steps" || c.sync.mode == "diloco",
+       "sync: by = \"time\" needs mode = \"diloco\" (ordinary training keeps every rank in step)");
   need(c.sync.mode != "diloco" || c.model.n_layer % c.sync.fragments == 0,
        fmt::format("sync: fragments {} must divide model.n_layer {}", c.sync.fragments, c.model.n_layer));
   need(c.optim.grad_clip >= 0, "optim: grad_clip must be >= 0 (0 = off)");

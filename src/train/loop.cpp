@@ -262,7 +262,9 @@ int run_training(const Config& cfg_in, bool resume, int64_t stop_at) {
     s.loss = all.loss;
     diverged = std::isfinite(s.loss) ? 0 : diverged + 1;
     double step_s = s.data_s + s.schedule_s + s.optim_s + s.comm_s + s.outer_s;
-    double tflops = flops / step_s / 1e12;
+    // sync.by = "time": faster sites take more inner steps, so a step may hold more than one global batch.
+    const double step_flop = flops * static_cast<double>(s.tokens) / static_cast<double>(cfg.batch.batch_size * t->seq_len);
+    double tflops = step_flop / step_s / 1e12;
     spent_usd += step_s / 3600.0 * dev.price_per_hour * devices;  // this session's steps
     if (first_loss < 0) first_loss = s.loss;
     nlohmann::json line_json = {{"step", step}, {"time", a.time}, {"loss", s.loss}, {"lr", s.lr}, {"grad_norm", s.grad_norm},
@@ -272,7 +274,7 @@ int run_training(const Config& cfg_in, bool resume, int64_t stop_at) {
          {"bubble", all.schedule_s > 0 ? 1.0 - all.compute_s / all.schedule_s : 0.0},
          {"bubble_theory", bubble_theory}, {"bytes_pp", all.bytes_pp}, {"bytes_tp", all.bytes_tp},
          {"bytes_dp", all.bytes_dp}, {"bytes_outer", all.bytes_outer}, {"peak_mem_per_rank", all.peak_mem},
-         {"mfu", flops / step_s / dev.peak_flops}, {"peak_mem_bytes", peak_memory_bytes()},
+         {"mfu", step_flop / step_s / dev.peak_flops}, {"peak_mem_bytes", peak_memory_bytes()},
          {"cost_usd", spent_usd},
          {"tokens_per_usd", s.tokens / (step_s / 3600.0 * dev.price_per_hour * devices)},
          {"loss_drop_per_usd", (first_loss - s.loss) / spent_usd}};
@@ -301,7 +303,7 @@ int run_training(const Config& cfg_in, bool resume, int64_t stop_at) {
     std::string line = fmt::format("step {}/{} | loss {:.4f} | lr {:.2e} | {:.0f} tok/s | {:.3f} TFLOP/s "
                                    "| MFU {:.1f}% | ${:.4f} | eta {}",
                                    step, cfg.schedule.max_steps, s.loss, s.lr, s.tokens / step_s,
-                                   tflops, 100 * flops / step_s / dev.peak_flops, spent_usd, format_duration(eta));
+                                   tflops, 100 * step_flop / step_s / dev.peak_flops, spent_usd, format_duration(eta));
     if (tty) std::fprintf(stderr, "\r%s\033[K", line.c_str());
     else if (main_rank && (step % cfg.log.every == 0 || step == first + 1)) std::fprintf(stderr, "%s\n", line.c_str());
     save_by_time = save_by_time || all.save;

@@ -17,7 +17,9 @@
 #include "comm/probe.h"
 #include "model/hf_import.h"
 #include "parallel/pipeline/stage.h"
+#include "parallel/diloco.h"
 #include "parallel/plan_groups.h"
+#include "parallel/sync_by_time.h"
 #include "parallel/tensor/model.h"
 #include "train/auto_plan.h"
 #include "train/device.h"
@@ -263,6 +265,16 @@ std::unique_ptr<Trainer> make_trainer(const Config& cfg_in) {
   else if (cfg.sync.mode == "diloco")
     t->outer = parallel::make_outer_sync(cfg.sync, parallel::full_params(*t->dp), parallel::layout(*t->dp),
                                          cfg.model.n_layer, t->groups.dp, t->groups.outer);
+  if (t->outer && cfg.sync.by == "time") {
+    const size_t S = static_cast<size_t>(parallel::num_sites(*t->outer));
+    t->round_steps.assign(S, cfg.sync.inner_steps);
+    if (!cfg.sync.site_speeds.empty()) {
+      const std::vector<double> v = parallel::parse_site_speeds(cfg.sync.site_speeds);
+      if (v.size() != S)
+        throw UserError(fmt::format("sync: site_speeds has {} value(s) for {} sites", v.size(), S));
+      t->round_steps = parallel::round_steps(v, cfg.sync.inner_steps, cfg.sync.max_speedup);
+    }
+  }
   for (int rank : t->groups.dp.ranks)
     t->dp_sequences += t->pipe->plan.micro_batch[static_cast<size_t>(parallel::role_of(t->pipe->plan, rank).replica)];
   t->adam = make_adamw(parallel::layout(*t->dp), parallel::segments(*t->dp), parallel::param_shard(*t->dp));
@@ -270,33 +282,58 @@ std::unique_ptr<Trainer> make_trainer(const Config& cfg_in) {
   return t;
 }
 
-// This replica's micro-batches of the next global batch (replica r takes micro_batch[r] samples
-// after the earlier replicas' in each group of sum(micro_batch)).
-static std::vector<parallel::pipeline::MicroBatch> next_micro_batches(Trainer& t) {
+// Inner steps each replica takes in this global step: 1, or under sync.by = "time" its site's share
+// of the round (replicas are laid out site by site under DiLoCo).
+static std::vector<int64_t> replica_steps(const Trainer& t) {
+  const parallel::Plan& plan = t.pipe->plan;
+  std::vector<int64_t> q(plan.micro_batch.size(), 1);
+  if (t.round_steps.empty()) return q;
+  const int64_t H = t.cfg.sync.inner_steps, per_site = plan.dp / static_cast<int64_t>(t.round_steps.size());
+  for (size_t r = 0; r < q.size(); ++r)
+    q[r] = parallel::steps_at(t.round_steps[r / static_cast<size_t>(per_site)], H, t.step % H);
+  return q;
+}
+
+// This replica's micro-batches of the next global batch, per inner step (replica r takes
+// micro_batch[r] samples after the earlier replicas' in each group of sum(micro_batch)). With
+// several inner steps (sync.by = "time"), inner step i reads group after group from the replicas
+// that take more than i steps; with one step each this is the plain global batch.
+static std::vector<std::vector<parallel::pipeline::MicroBatch>> next_micro_batches(Trainer& t,
+                                                                                   const std::vector<int64_t>& q,
+                                                                                   int64_t* samples) {
   const parallel::Plan& plan = t.pipe->plan;
   const size_t r = static_cast<size_t>(t.pipe->role.replica);
-  const int64_t group = plan.global_batch() / plan.micro_batches;
-  int64_t offset = 0;
-  for (size_t k = 0; k < r; ++k) offset += plan.micro_batch[k];
-  std::vector<parallel::pipeline::MicroBatch> out;
-  t.train_loader->reserve(plan.global_batch());  // one epoch for the whole step, however it is split
-  for (int64_t m = 0; m < plan.micro_batches; ++m) {
-    data::Batch b = t.train_loader->next_slice(group, offset, plan.micro_batch[r]);
-    auto [x, y] = data::batch_tensors(b);
-    out.push_back({x.to(t.device).clone(), y.to(t.device).clone()});  // x, y view b's vectors
+  *samples = 0;
+  for (size_t k = 0; k < q.size(); ++k) *samples += q[k] * plan.micro_batch[k] * plan.micro_batches;
+  t.train_loader->reserve(*samples);  // one epoch for the whole step, however it is split
+  std::vector<std::vector<parallel::pipeline::MicroBatch>> out(static_cast<size_t>(q[r]));
+  for (int64_t i = 0; i < *std::max_element(q.begin(), q.end()); ++i) {
+    int64_t group = 0, offset = 0;
+    for (size_t k = 0; k < q.size(); ++k) {
+      if (q[k] <= i) continue;
+      if (k < r) offset += plan.micro_batch[k];
+      group += plan.micro_batch[k];
+    }
+    for (int64_t m = 0; m < plan.micro_batches; ++m) {
+      if (q[r] <= i) {
+        t.train_loader->next_slice(group, 0, 0);  // the other replicas' samples
+        continue;
+      }
+      data::Batch b = t.train_loader->next_slice(group, offset, plan.micro_batch[r]);
+      auto [x, y] = data::batch_tensors(b);
+      out[static_cast<size_t>(i)].push_back({x.to(t.device).clone(), y.to(t.device).clone()});  // x, y view b's vectors
+    }
   }
   return out;
 }
 
-StepStats train_step(Trainer& t) {
-  StepStats s;
+// One inner optimizer step on `batches`; adds to s. `share` = this replica's samples per micro-batch
+// over the global step's samples (its loss counts so).
+static void inner_step(Trainer& t, std::vector<parallel::pipeline::MicroBatch>& batches, double share, StepStats& s) {
   auto clock = Clock::now();
   const parallel::Plan& plan = t.pipe->plan;
-  const double global = static_cast<double>(plan.global_batch());
   const double mine = static_cast<double>(plan.micro_batch[static_cast<size_t>(t.pipe->role.replica)]);
   parallel::zero_grads(*t.dp);
-  auto batches = next_micro_batches(t);
-  s.data_s = seconds_since(clock);
   // Each micro-batch loss counts by its tokens: this replica's share of its dp group's sequences in
   // the step, times the group's size (gradients are averaged over dp: every replica, or one site's under DiLoCo).
   const double weight = mine * t.groups.dp.size / static_cast<double>(t.dp_sequences * plan.micro_batches);
@@ -306,8 +343,8 @@ StepStats train_step(Trainer& t) {
     run = parallel::pipeline::run_actions(*t.pipe, *t.dp, t.pipe->actions, batches, weight,
                                           t.scaler.enabled ? t.scaler.scale : 1.0, /*train=*/true);
   }
-  s.loss = t.groups.tp.rank == 0 ? run.loss * mine / global : 0.0;
-  s.compute_s = run.compute_s, s.schedule_s = run.wall_s;
+  s.loss += t.groups.tp.rank == 0 ? run.loss * share : 0.0;
+  s.compute_s += run.compute_s, s.schedule_s += run.wall_s;
   seconds_since(clock);
   parallel::finish_grads(*t.dp);
   at::Tensor grad = parallel::grad_shard(*t.dp);
@@ -316,22 +353,81 @@ StepStats train_step(Trainer& t) {
   s.grad_norm = std::sqrt(parallel::pipeline::pipeline_grad_norm_sq(*t.pipe, *t.dp));  // same on every rank
   s.comm_s += seconds_since(clock);
   s.lr = lr_at(t.cfg.schedule, t.cfg.optim.lr, t.step);
-  s.skipped = !update_loss_scale(t.scaler, std::isfinite(s.grad_norm));
-  if (!s.skipped) {
+  const bool skipped = !update_loss_scale(t.scaler, std::isfinite(s.grad_norm));
+  s.skipped = s.skipped || skipped;
+  if (!skipped) {
     const double clip = t.cfg.optim.grad_clip;
     if (clip > 0 && s.grad_norm > clip) grad.mul_(clip / (s.grad_norm + 1e-6));
     adamw_step(t.adam, parallel::param_shard(*t.dp), grad, t.cfg.optim, s.lr);
-    s.optim_s = seconds_since(clock);
+    s.optim_s += seconds_since(clock);
     parallel::gather_params(*t.dp);
     parallel::pipeline::sync_tied_weights(*t.pipe);
     s.comm_s += seconds_since(clock);
   }
-  s.tokens = plan.global_batch() * t.seq_len;
+}
+
+// sync.by = "time", at a sync (the end of a round): the next round's inner steps per site, from the
+// fixed relative speeds or from every site's mean time per inner step in this round (one small
+// all-reduce over every rank, so that all take the same numbers).
+static void next_round(Trainer& t) {
+  const parallel::SyncConfig& c = t.cfg.sync;
+  const size_t S = t.round_steps.size();
+  std::vector<double> speeds;
+  if (!c.site_speeds.empty()) {
+    speeds = parallel::parse_site_speeds(c.site_speeds);
+  } else {
+    std::vector<double> v(S + 1, 0.0);  // per site: mean seconds per inner step; last: ranks that measured nothing
+    const double per_site = static_cast<double>(t.groups.world.size) / static_cast<double>(S);
+    v[static_cast<size_t>(parallel::site_index(*t.outer))] =
+        t.inner_seconds / static_cast<double>(std::max<int64_t>(1, t.inner_count)) / per_site;
+    v[S] = t.inner_count == 0 ? 1 : 0;
+    v = comm::sum(v, t.groups.world);
+    if (v[S] > 0) return;  // a round of only the first step after a (re)start: keep the counts
+    // Averaged with the rounds before (halving their weight each round): one round's timing is noisy.
+    v.resize(S);
+    if (t.site_step_s.size() != S) t.site_step_s = v;
+    for (size_t s = 0; s < S; ++s) t.site_step_s[s] = 0.5 * t.site_step_s[s] + 0.5 * v[s];
+    for (double sec : t.site_step_s) speeds.push_back(1.0 / std::max(sec, 1e-9));
+  }
+  const std::vector<int64_t> n = parallel::round_steps(speeds, c.inner_steps, c.max_speedup);
+  if (n != t.round_steps && t.groups.world.rank == 0)
+    std::fprintf(stderr, "sync: step %lld: the sites take %s inner steps per %lld steps%s\n",
+                 static_cast<long long>(t.step), fmt::format("{}", fmt::join(n, ", ")).c_str(),
+                 static_cast<long long>(c.inner_steps),
+                 c.site_speeds.empty() ? fmt::format(" (measured {:.3g} steps/s)", fmt::join(speeds, ", ")).c_str() : "");
+  t.round_steps = n;
+  t.inner_seconds = 0, t.inner_count = 0;
+}
+
+StepStats train_step(Trainer& t) {
+  StepStats s;
+  auto clock = Clock::now();
+  const std::vector<int64_t> q = replica_steps(t);
+  int64_t samples = 0;
+  auto batches = next_micro_batches(t, q, &samples);
+  s.data_s = seconds_since(clock);
+  const double share = static_cast<double>(t.pipe->plan.micro_batch[static_cast<size_t>(t.pipe->role.replica)]) /
+                       static_cast<double>(samples);
+  for (auto& b : batches) {
+    auto inner_clock = Clock::now();
+    inner_step(t, b, share, s);
+    if (t.warmed_up) t.inner_seconds += seconds_since(inner_clock), t.inner_count += 1;
+  }
+  t.warmed_up = true;
+  clock = Clock::now();
+  s.tokens = samples * t.seq_len;
   t.step += 1;
   if (t.outer) {  // DiLoCo: start the outer syncs that are due, merge those that have arrived
+    const int64_t H = t.cfg.sync.inner_steps, pos = t.step % H == 0 ? H : t.step % H;
+    if (!t.round_steps.empty()) {  // by time: each site's Δ counts by the inner steps it covers
+      std::vector<int64_t> done;
+      for (int64_t n : t.round_steps) done.push_back(parallel::steps_before(n, H, pos));
+      parallel::set_delta_weight(*t.outer, parallel::delta_weight(done, parallel::site_index(*t.outer)));
+    }
     s.outer_merged = parallel::after_inner_step(*t.outer, t.step);
     if (t.step == t.cfg.schedule.max_steps) s.outer_merged += parallel::finish_outer(*t.outer, t.step);  // one model
     if (s.outer_merged > 0) parallel::pipeline::sync_tied_weights(*t.pipe);
+    if (!t.round_steps.empty() && t.step % H == 0) next_round(t);
     s.outer_s = seconds_since(clock);
   }
   return s;

@@ -44,7 +44,15 @@ struct Trainer {
   int64_t num_params = 0; // of the whole model (before any tensor-parallel split)
   parallel::FlatLayout model_layout;  // the whole model's flat layout: checkpoints use it
   int64_t dp_sequences = 0;  // sequences per micro-batch round of the replicas in this rank's dp group
-  int64_t step = 0;       // optimizer steps done
+  int64_t step = 0;       // optimizer steps done (under sync.by = "time": global steps; a site may
+                          // take several inner steps in one)
+  // sync.by = "time" (parallel/sync_by_time.h): every site's inner steps in the current round, and
+  // this rank's inner-step time measured in it.
+  std::vector<int64_t> round_steps;
+  double inner_seconds = 0;
+  int64_t inner_count = 0;
+  bool warmed_up = false;  // the first step of a process (one-time costs) is not measured
+  std::vector<double> site_step_s;  // every site's seconds per inner step, averaged over the rounds
   std::optional<parallel::Plan> planned;  // the plan before setup: chosen by parallel.plan = "auto"
                                           // (train/auto_plan.h), else from the file or the flags
   double predicted_step_s = 0;            // its predicted step time (0 = no prediction)

@@ -8,6 +8,9 @@
 #  - compression: bf16 and int8 send 1/2 and ~1/4 of fp32's cross-site bytes, and end within
 #    LOSS_TOL of the uncompressed run's loss; 2 fragments send half the bytes per sync, at
 #    staggered steps;
+#  - sync by time with fixed speeds: equal speeds are plain DiLoCo bit for bit; a site twice as
+#    fast takes twice the inner steps (1.5x the tokens per step, 2 x 1 and 2 x 2 ranks) and
+#    resumes exactly mid-round (measured speeds: e2e.testbed, with a slower site);
 #  - the planner: `slm plan auto` on 2 sites joined by 10 Mbit/s picks DiLoCo only with
 #    --allow-lossy, and training with its plan file runs DiLoCo;
 #  - checkpoints: stopped at step 7 with a sync in flight (fragments 2, delay 2, int8), resumed:
@@ -120,6 +123,31 @@ for run in ("bf16", "int8", "frag2"):
     assert d < float(sys.argv[1]) or run == "frag2", run
 PY
 
+echo "== sync by time"
+# Fixed relative speeds make it deterministic: equal speeds are plain DiLoCo, bit for bit; site 1
+# twice as fast takes 8 inner steps per 4 (2 per step: 1.5x the tokens per step), on 2 x 1 and on
+# 2 sites x 2 ranks, and resumes exactly mid-round.
+train 2 t11 "${DL[@]}" --set sync.by=time --set sync.site_speeds=1,1
+train 2 t12 "${DL[@]}" --set sync.by=time --set sync.site_speeds=1,2
+train 2 t12p "${DL[@]}" --set sync.by=time --set sync.site_speeds=1,2 --stop-at 6
+train 2 t12p "${DL[@]}" --set sync.by=time --set sync.site_speeds=1,2 --resume
+train 4 t12x2 --set optim.lr=3e-3 --set sync.mode=diloco --set dist.ranks_per_site=2 --set sync.inner_steps=4 \
+  --set sync.by=time --set sync.site_speeds=1,2
+grep -q "by time: faster sites take more inner steps per sync (relative speeds 1,2, at most 4x), weighted by tokens" t12.log \
+  || { cat t12.log; fail "no by-time line"; }
+python3 - <<'PY' || fail "sync by time"
+import json
+rows = lambda d: [json.loads(l) for l in open(d + "/metrics.jsonl") if '"loss"' in l]
+f, a, b, p, x = rows("fp32"), rows("t11"), rows("t12"), rows("t12p"), rows("t12x2")
+assert [r["loss"] for r in f] == [r["loss"] for r in a], "equal speeds differ from plain DiLoCo"
+assert all(r["tokens"] * 3 == s["tokens"] * 2 for r, s in zip(f, b)), "site 1 did not take twice the steps"
+assert all(r["tokens"] == s["tokens"] for r, s in zip(b, x))
+assert [r["loss"] for r in b] == [r["loss"] for r in p] and len(p) == 12, "resume mid-round is not exact"
+assert b[-1]["loss"] < f[-1]["loss"], (b[-1]["loss"], f[-1]["loss"])  # more tokens per step
+print(f"by time: tokens per step {f[0]['tokens']} -> {b[0]['tokens']}; final loss {f[-1]['loss']:.4f} -> "
+      f"{b[-1]['loss']:.4f} (2 x 2 ranks: {x[-1]['loss']:.4f}); resumed at step 6: identical")
+PY
+
 echo "== checkpoints"
 ST=(--set optim.lr=3e-3 --set sync.mode=diloco --set dist.ranks_per_site=2 --set sync.inner_steps=6
     --set sync.fragments=2 --set sync.delay=2 --set sync.compress=int8 --set schedule.max_steps=16)
@@ -214,9 +242,14 @@ expect_error "sync: fragments 3 must divide model.n_layer 2" "$SLM" train "${COM
   --set dist.ranks_per_site=1 --set sync.fragments=3 --set sync.inner_steps=6
 expect_error "needs dist.ranks_per_site" "$SLM" train "${COMMON[@]}" --set sync.mode=diloco
 expect_error "sync: compress \"fp8\" is not one of none, bf16, int8" "$SLM" train "${COMMON[@]}" --set sync.compress=fp8
+expect_error "sync: by = \"time\" needs fragments = 1 (not 2)" "$SLM" train "${COMMON[@]}" --set sync.mode=diloco \
+  --set dist.ranks_per_site=1 --set sync.by=time --set sync.fragments=2
+expect_error "sync: by = \"time\" needs mode = \"diloco\"" "$SLM" train "${COMMON[@]}" --set sync.by=time
+expect_error "sync: site_speeds \"1,x\" must be numbers > 0" "$SLM" train "${COMMON[@]}" --set sync.site_speeds=1,x
 expect_error "the planner chooses DiLoCo itself" "$SLM" train "${COMMON[@]}" --set sync.mode=diloco --set dist.ranks_per_site=1 \
   --set parallel.plan=auto
-for case in "3 --set dist.ranks_per_site=2 --set batch.batch_size=12|same number of replicas in every site"; do
+for case in "3 --set dist.ranks_per_site=2 --set batch.batch_size=12|same number of replicas in every site" \
+            "2 --set dist.ranks_per_site=1 --set sync.by=time --set sync.site_speeds=1,2,3|site_speeds has 3 value(s) for 2 sites"; do
   args=${case%%|*} want=${case#*|}
   # shellcheck disable=SC2086
   rc=0; "$SLM" launch -n ${args%% *} -- "$SLM" train "${COMMON[@]}" --set sync.mode=diloco --set run.dir=bad \

@@ -5,7 +5,8 @@
 #     inside-site ones below 5 ms, and finds two link classes; the topology file is written.
 #  2. Data-parallel training runs across the testbed (2 steps).
 #  3. Teardown: nothing is left behind after a run, after a failing command, and after `down`.
-#  4. A slower site (`cpus`, a cgroup CPU quota): its ranks get the configured share; no cgroup left.
+#  4. A slower site (`cpus`, a cgroup CPU quota): its ranks get the configured share; no cgroup left;
+#     DiLoCo with sync.by = "time" lets the faster site take more inner steps per sync.
 #  5. One-line errors: a bad testbed file, a missing file, netem asked for where the kernel has none.
 source "$(dirname "$0")/lib.sh"
 need_testbed
@@ -101,6 +102,26 @@ assert len(share) == 3 and share[1] + share[2] < 0.3 and share[0] > 0.3, share
 PY
   ls /sys/fs/cgroup/cpu/ /sys/fs/cgroup/ 2>/dev/null | grep -q "slm-tbt" && fail "cgroups left behind"
   left_behind "after the slow site"
+  # DiLoCo with sync.by = "time" measures the sites' speeds: site a (a whole core) takes more inner
+  # steps per sync than site b (a quarter of one), which keeps inner_steps.
+  printf 'name = "tbt"\n[[site]]\nname = "a"\n[[site]]\nname = "b"\ncpus = 0.25\n' > bytime.toml
+  "$SLM" testbed run bytime.toml -- "$SLM" train -c /dev/null --set data.dir="$WORK/data" --set run.dir="$WORK/bytime" \
+    --set model.n_layer=2 --set model.n_embd=128 --set model.n_head=2 --set model.block_size=128 --set batch.batch_size=8 \
+    --set batch.micro_batch=2 --set schedule.max_steps=16 --set eval.every=0 --set system.threads=1 \
+    --set sync.mode=diloco --set dist.ranks_per_site=1 --set sync.inner_steps=4 --set sync.by=time > bytime.log 2>&1 \
+    || { cat bytime.log; fail "DiLoCo by time on the testbed"; }
+  grep -o "sync: step [0-9]*: the sites take [0-9]*, [0-9]* inner steps per 4 steps (measured .*)" bytime.log > counts.txt \
+    || { cat bytime.log; fail "by time: no new step counts after the first round"; }
+  cat counts.txt
+  python3 - counts.txt <<'PY' || fail "by time: the faster site did not take more inner steps"
+import re, sys
+n = [tuple(map(int, m)) for m in re.findall(r"take (\d+), (\d+) inner", open(sys.argv[1]).read())]
+a = sorted(x for x, _ in n)
+# most rounds: a cgroup quota lets a rank that waited run a burst at full speed, so not every round
+assert all(b == 4 for _, b in n) and a[len(a) // 2] >= 8, n
+PY
+  grep -q "\[0\] sync: final outer sync at step 16" bytime.log || { cat bytime.log; fail "by time: no final sync"; }
+  left_behind "after DiLoCo by time"
 else
   echo "no cgroup cpu controller: slow-site part skipped"
 fi

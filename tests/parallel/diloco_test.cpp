@@ -8,6 +8,7 @@
 #include "comm/codec.h"
 #include "model/gpt2.h"
 #include "parallel/diloco.h"
+#include "parallel/sync_by_time.h"
 #include "util/error.h"
 
 namespace slm::parallel {
@@ -83,6 +84,57 @@ TEST(Codec, ErrorBoundsAndFeedback) {
     sent += y;
   }
   EXPECT_LE((sent - truth).abs().max().item<double>(), 3e-3 / 127);
+}
+
+}  // namespace
+}  // namespace slm::parallel
+
+namespace slm::parallel {
+namespace {
+
+// sync.by = "time" (parallel/sync_by_time.h): steps per round from speeds, spread over the round,
+// and the token weights of the pseudo-gradients.
+TEST(SyncByTime, RoundStepsFollowSpeedsWithinTheCap) {
+  EXPECT_EQ(round_steps({1, 1}, 4, 4), (std::vector<int64_t>{4, 4}));
+  EXPECT_EQ(round_steps({1, 2}, 4, 4), (std::vector<int64_t>{4, 8}));
+  EXPECT_EQ(round_steps({3, 1.5, 1}, 10, 4), (std::vector<int64_t>{30, 15, 10}));
+  EXPECT_EQ(round_steps({10, 1}, 4, 4), (std::vector<int64_t>{16, 4}));  // at most 4x
+  EXPECT_EQ(round_steps({0.5, 0.6}, 50, 4), (std::vector<int64_t>{50, 60}));
+}
+
+TEST(SyncByTime, StepsAreSpreadOverTheRound) {
+  for (int64_t n : {4, 5, 7, 8, 13, 16}) {
+    std::vector<int64_t> per;
+    int64_t sum = 0;
+    for (int64_t j = 0; j < 4; ++j) {
+      per.push_back(steps_at(n, 4, j));
+      sum += per.back();
+      EXPECT_EQ(steps_before(n, 4, j + 1), sum);
+      EXPECT_GE(per.back(), 1);                        // every site steps at every global step
+      EXPECT_LE(per.back(), (n + 3) / 4);              // as even as integers allow
+    }
+    EXPECT_EQ(sum, n) << n;
+  }
+  EXPECT_EQ((std::vector<int64_t>{steps_at(6, 4, 0), steps_at(6, 4, 1), steps_at(6, 4, 2), steps_at(6, 4, 3)}),
+            (std::vector<int64_t>{1, 2, 1, 2}));
+}
+
+TEST(SyncByTime, PseudoGradientsCountByTokens) {
+  // Δ = (4 Δ_a + 8 Δ_b) / 12 = (w_a Δ_a + w_b Δ_b) / 2 with w = 2 * share.
+  EXPECT_DOUBLE_EQ(delta_weight({4, 8}, 0), 2.0 * 4 / 12);
+  EXPECT_DOUBLE_EQ(delta_weight({4, 8}, 1), 2.0 * 8 / 12);
+  EXPECT_DOUBLE_EQ(delta_weight({5, 5, 5}, 2), 1.0);
+  EXPECT_DOUBLE_EQ(delta_weight({0, 0}, 1), 1.0);
+  double sum = 0;
+  for (int s = 0; s < 3; ++s) sum += delta_weight({3, 9, 12}, s);
+  EXPECT_DOUBLE_EQ(sum, 3.0);  // the weights keep the mean's scale
+}
+
+TEST(SyncByTime, SiteSpeedsParse) {
+  EXPECT_EQ(parse_site_speeds("1,2.5"), (std::vector<double>{1, 2.5}));
+  EXPECT_EQ(parse_site_speeds(" 3 , 1"), (std::vector<double>{3, 1}));
+  for (const char* bad : {"", "1,,2", "1,0", "a", "1,-2", "1,2x", "nan", "1e999"})
+    EXPECT_THROW(parse_site_speeds(bad), UserError) << bad;
 }
 
 }  // namespace
