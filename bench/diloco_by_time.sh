@@ -44,7 +44,8 @@ counts = re.findall(r"the sites take ([0-9, ]+) inner steps", log)
 print(f"| {run} | {wall:.1f} | {tokens:,} | {tokens / wall:,.0f} | {counts[-1] if counts else '10, 10'} | {val[-1]:.4f} |")
 PY
 }
-echo "Command: \`sudo bench/diloco_by_time.sh build/slm DATA $STEPS $RTT $CPUS\` ($(nproc) cores, $(date -u +%F))."
+cpu=$(grep -m1 "model name" /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')
+echo "Command: \`sudo bench/diloco_by_time.sh build/slm DATA $STEPS $RTT $CPUS\` ($cpu, $(nproc) cores, $(date -u +%F))."
 echo
 echo "| sync by | wall s (steps 2..$STEPS) | tokens | tokens/s | inner steps per sync (a, b), last round | val loss |"
 echo "|---|---|---|---|---|---|"

@@ -366,37 +366,35 @@ static void inner_step(Trainer& t, std::vector<parallel::pipeline::MicroBatch>& 
   }
 }
 
-// sync.by = "time", at a sync (the end of a round): the next round's inner steps per site, from the
-// fixed relative speeds or from every site's mean time per inner step in this round (one small
-// all-reduce over every rank, so that all take the same numbers).
+// sync.by = "time" with measured speeds, at a sync (the end of a round): the next round's inner
+// steps per site from every site's mean time per inner step (one small all-reduce over every rank,
+// so that all take the same numbers). Fixed speeds (sync.site_speeds) set the counts once, at start.
 static void next_round(Trainer& t) {
   const parallel::SyncConfig& c = t.cfg.sync;
   const size_t S = t.round_steps.size();
+  std::vector<double> v(S + 1, 0.0);  // per site: mean seconds per inner step; last: ranks that measured nothing
+  const double per_site = static_cast<double>(t.groups.world.size) / static_cast<double>(S);
+  v[static_cast<size_t>(parallel::site_index(*t.outer))] =
+      t.inner_seconds / static_cast<double>(std::max<int64_t>(1, t.inner_count)) / per_site;
+  v[S] = t.inner_count == 0 ? 1 : 0;
+  v = comm::sum(v, t.groups.world);
+  t.inner_seconds = 0, t.inner_count = 0;
+  if (v[S] > 0) return;  // a round of only the first step after a (re)start: keep the counts
+  // Averaged with the rounds before (halving their weight each round): one round's timing is noisy.
+  v.resize(S);
+  if (t.site_step_s.size() != S) t.site_step_s = v;
   std::vector<double> speeds;
-  if (!c.site_speeds.empty()) {
-    speeds = parallel::parse_site_speeds(c.site_speeds);
-  } else {
-    std::vector<double> v(S + 1, 0.0);  // per site: mean seconds per inner step; last: ranks that measured nothing
-    const double per_site = static_cast<double>(t.groups.world.size) / static_cast<double>(S);
-    v[static_cast<size_t>(parallel::site_index(*t.outer))] =
-        t.inner_seconds / static_cast<double>(std::max<int64_t>(1, t.inner_count)) / per_site;
-    v[S] = t.inner_count == 0 ? 1 : 0;
-    v = comm::sum(v, t.groups.world);
-    if (v[S] > 0) return;  // a round of only the first step after a (re)start: keep the counts
-    // Averaged with the rounds before (halving their weight each round): one round's timing is noisy.
-    v.resize(S);
-    if (t.site_step_s.size() != S) t.site_step_s = v;
-    for (size_t s = 0; s < S; ++s) t.site_step_s[s] = 0.5 * t.site_step_s[s] + 0.5 * v[s];
-    for (double sec : t.site_step_s) speeds.push_back(1.0 / std::max(sec, 1e-9));
+  for (size_t s = 0; s < S; ++s) {
+    t.site_step_s[s] = 0.5 * t.site_step_s[s] + 0.5 * v[s];
+    speeds.push_back(1.0 / std::max(t.site_step_s[s], 1e-9));
   }
   const std::vector<int64_t> n = parallel::round_steps(speeds, c.inner_steps, c.max_speedup);
   if (n != t.round_steps && t.groups.world.rank == 0)
-    std::fprintf(stderr, "sync: step %lld: the sites take %s inner steps per %lld steps%s\n",
-                 static_cast<long long>(t.step), fmt::format("{}", fmt::join(n, ", ")).c_str(),
-                 static_cast<long long>(c.inner_steps),
-                 c.site_speeds.empty() ? fmt::format(" (measured {:.3g} steps/s)", fmt::join(speeds, ", ")).c_str() : "");
+    std::fprintf(stderr, "%s\n",
+                 fmt::format("sync: step {}: the sites take {} inner steps per {} steps (measured {:.3g} steps/s)",
+                             t.step, fmt::join(n, ", "), c.inner_steps, fmt::join(speeds, ", "))
+                     .c_str());
   t.round_steps = n;
-  t.inner_seconds = 0, t.inner_count = 0;
 }
 
 StepStats train_step(Trainer& t) {
@@ -427,7 +425,7 @@ StepStats train_step(Trainer& t) {
     s.outer_merged = parallel::after_inner_step(*t.outer, t.step);
     if (t.step == t.cfg.schedule.max_steps) s.outer_merged += parallel::finish_outer(*t.outer, t.step);  // one model
     if (s.outer_merged > 0) parallel::pipeline::sync_tied_weights(*t.pipe);
-    if (!t.round_steps.empty() && t.step % H == 0) next_round(t);
+    if (!t.round_steps.empty() && t.cfg.sync.site_speeds.empty() && t.step % H == 0) next_round(t);
     s.outer_s = seconds_since(clock);
   }
   return s;
