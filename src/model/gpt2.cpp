@@ -7,6 +7,9 @@
 #include <cmath>
 #include <fmt/format.h>
 
+#include "model/causal_attention.h"
+#include "model/fused_head.h"
+#include "model/gelu_tanh.h"
 #include "model/recompute.h"
 #include "util/error.h"
 
@@ -117,6 +120,7 @@ at::Tensor embed(const GPT2& m, const at::Tensor& idx, bool train) {
 
 at::Tensor causal_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, double dropout,
                             bool train) {
+  if ((dropout == 0 || !train) && prefer_causal_attention_rows(q, k, v)) return causal_attention_rows(q, k, v);
 #if SLM_TORCH_AT_LEAST(2, 0)  // compat::kHasSdpa
   return at::scaled_dot_product_attention(q, k, v, {}, train ? dropout : 0.0, /*is_causal=*/true);
 #else
@@ -141,7 +145,7 @@ at::Tensor block_forward(const Block& b, const at::Tensor& x, const GPT2Config& 
   at::Tensor out = x + at::dropout(at::linear(y, b.attn_proj_w, b.attn_proj_b), c.dropout, train);
   // MLP: out + proj(gelu_tanh(fc(ln_2(out))))
   h = at::layer_norm(out, {C}, b.ln_2_w, b.ln_2_b, 1e-5);
-  h = at::gelu(at::linear(h, b.c_fc_w, b.c_fc_b), "tanh");
+  h = gelu_tanh(at::linear(h, b.c_fc_w, b.c_fc_b));
   return out + at::dropout(at::linear(h, b.mlp_proj_w, b.mlp_proj_b), c.dropout, train);
 }
 
@@ -160,18 +164,10 @@ at::Tensor head_logits(const GPT2& m, const at::Tensor& x_in) {
 }
 
 at::Tensor head_loss(const GPT2& m, const at::Tensor& x_in, const at::Tensor& targets) {
-  const at::Tensor& w = m.head.defined() ? m.head : m.wte;
-  const int64_t Vp = w.size(0), V = m.cfg.vocab_size;
-  at::Tensor x = at::layer_norm(x_in, {m.cfg.n_embd}, m.ln_f_w, m.ln_f_b, 1e-5);
-  // The padding columns get a -inf bias: they take no probability and no gradient, exactly as if
-  // the logits were cut to V columns, without copying the (B, T, Vp) logits to cut them.
-  at::Tensor bias;
-  if (Vp > V) {
-    bias = at::zeros({Vp}, x.options().dtype(at::kFloat));
-    bias.narrow(0, V, Vp - V).fill_(-std::numeric_limits<float>::infinity());
-  }
-  at::Tensor logits = at::linear(x, w, bias);  // (B, T, Vp)
-  return at::cross_entropy_loss(logits.reshape({-1, Vp}), targets.reshape({-1}));
+  const at::Tensor& w = m.head.defined() ? m.head : m.wte;  // (Vp, C); the padding rows take no part
+  const int64_t C = m.cfg.n_embd;
+  at::Tensor x = at::layer_norm(x_in, {C}, m.ln_f_w, m.ln_f_b, 1e-5);
+  return fused_linear_cross_entropy(x.reshape({-1, C}), w, m.cfg.vocab_size, targets.reshape({-1}));
 }
 
 at::Tensor forward_logits(const GPT2& m, const at::Tensor& idx, bool train) {

@@ -19,6 +19,14 @@ struct AutocastState {
 };
 AutocastState autocast_state();
 void set_autocast_state(AutocastState s);
+// Autocast off in a scope (for code that casts explicitly), restored on leaving it.
+struct AutocastOff {
+  AutocastState was = autocast_state();
+  AutocastOff() { set_autocast_state({}); }
+  ~AutocastOff() { set_autocast_state(was); }
+  AutocastOff(const AutocastOff&) = delete;
+  AutocastOff& operator=(const AutocastOff&) = delete;
+};
 // Runs block_forward again inside a backward pass: with gradients on and the forward pass's
 // autocast state (restored afterwards). For the recomputing autograd Functions.
 at::Tensor rerun_block(const Block& b, const at::Tensor& x, const GPT2Config& c, bool train, AutocastState forward);

@@ -346,7 +346,10 @@ MemoryEstimate estimate_memory(const Plan& p, const ModelShape& m, int64_t seq_l
     if (k == static_cast<int>(S) - 1) {
       trained += 2 * C;
       if (S > 1) head_copy = V * C / t;
-      logits = b * T * V / t * 4 * 2;  // logits and their gradient
+      // tp > 1: the vocabulary-parallel loss keeps fp32 logits and their gradient; tp 1: the fused
+      // head (model/fused_head.h) holds one (b T, V) block in the compute dtype while it runs
+      // and keeps the head's weight gradient until backward.
+      logits = t > 1 ? b * T * V / t * 4 * 2 : b * T * V * m.activation_bytes + V * C * 4;
     }
   }
   MemoryEstimate e;

@@ -52,6 +52,15 @@ inline void set_autocast_dtype(at::DeviceType d, at::ScalarType t) {
 #endif
 }
 
+// The dtype autocast casts to on device type d (bf16 or fp16), whether or not it is enabled.
+inline at::ScalarType autocast_dtype(at::DeviceType d) {
+#if SLM_TORCH_AT_LEAST(2, 4)
+  return at::autocast::get_autocast_dtype(d);
+#else
+  return d == at::kCPU ? at::autocast::get_autocast_cpu_dtype() : at::autocast::get_autocast_gpu_dtype();
+#endif
+}
+
 // One Adam update without weight decay (the caller applies it) of p with gradient g and moments
 // m, v at optimizer step `step` (>= 1), as one fused kernel; false where this LibTorch has none
 // (then the caller does the arithmetic itself).

@@ -37,12 +37,16 @@ need_testbed() {
   ip netns add slmprobe$$ 2>/dev/null || skip "network namespaces unavailable"
   ip netns delete slmprobe$$
 }
-# real_corpus: tinyshakespeare when ../shared is there, else the fortunes corpus, else generated
-# text; prints the path.
+# real_corpus: tinyshakespeare when ../shared is there, else the fortunes corpus (a file, or the
+# folder Debian's fortune packages install), else generated text; prints the path.
 real_corpus() {
   local c=${SHARED:+$SHARED/tinyshakespeare.txt}
   [ -f "${c:-}" ] || c=/usr/share/games/fortunes
-  [ -e "$c" ] || { c=$WORK/gen.txt; gen_corpus 3000 > "$c"; }
+  if [ -d "$c" ]; then  # fortune's packages: a folder of text files with .dat indexes beside them
+    find "$c" -maxdepth 1 -type f ! -name '*.dat' ! -name '*.u8' -exec cat {} + > "$WORK/fortunes.txt"
+    c=$WORK/fortunes.txt
+  fi
+  [ -s "$c" ] || { c=$WORK/gen.txt; gen_corpus 3000 > "$c"; }
   echo "$c"
 }
 # gen_corpus N: N small generated documents separated by blank lines.

@@ -3,6 +3,7 @@
 
 #include <torch/torch.h>
 
+#include "model/gelu_tanh.h"
 #include "parallel/tensor/mappings.h"
 
 namespace slm::parallel::tensor {
@@ -36,7 +37,7 @@ at::Tensor tp_block_forward(const model::Block& b, const at::Tensor& x, const mo
   at::Tensor out = x + reduce_from_tp(at::linear(y, b.attn_proj_w), tp) + b.attn_proj_b;
   // MLP: out + g(proj_local(gelu(f(ln_2(out)) @ fc_local)))
   h = copy_to_tp(at::layer_norm(out, {C}, b.ln_2_w, b.ln_2_b, 1e-5), tp);
-  h = at::gelu(at::linear(h, b.c_fc_w, b.c_fc_b), "tanh");
+  h = model::gelu_tanh(at::linear(h, b.c_fc_w, b.c_fc_b));
   return out + reduce_from_tp(at::linear(h, b.mlp_proj_w), tp) + b.mlp_proj_b;
 }
 

@@ -1,0 +1,26 @@
+// model/causal_attention.h: causal self-attention as two batched matmuls around a one-pass causal
+// softmax per row (scale, mask, max, exp, sum, normalise; backward likewise), for CPUs with
+// AVX-512. Owns: causal_attention_rows_supported, causal_attention_rows.
+// Why: on a 2-core CPU at short sequences, ATen's CPU flash attention (2.x) runs bf16 at ~20-60
+// GFLOP/s and the unfused math path streams the (B, H, T, T) scores through memory five times; the
+// batched matmuls here run at the GEMM peak and the softmax touches each row once, in cache
+// (docs/benchmarks.md, bench_kernels). It keeps the (B, H, T, T) probabilities for backward like
+// the math path does.
+#pragma once
+#include <ATen/core/Tensor.h>
+
+namespace slm::model {
+
+// q, k, v (B, H, T, hd) float or bf16 on a CPU with AVX-512 (F, BW, VL), all of one dtype.
+bool causal_attention_rows_supported(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v);
+
+// Whether the model should use it (measured on 2 cores, bench_kernels): instead of LibTorch 1.x's
+// math path always (faster, less memory); instead of 2.x's SDPA only in bf16 up to T = 512 (2x
+// faster there; at T = 1024 even and SDPA keeps no (T, T) block; in fp32 SDPA is faster).
+bool prefer_causal_attention_rows(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v);
+
+// softmax(q k^T / sqrt(hd), future positions masked) v, differentiable in q, k and v. Runs in q's
+// dtype (autocast is the caller's: it passes tensors already cast).
+at::Tensor causal_attention_rows(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v);
+
+}  // namespace slm::model

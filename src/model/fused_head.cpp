@@ -1,0 +1,101 @@
+// model/fused_head.cpp: see fused_head.h.
+#include "model/fused_head.h"
+
+#include <torch/torch.h>
+#include "util/torch_compat.h"
+
+#include <algorithm>
+
+#include "model/recompute.h"
+#include "model/xent_rows.h"
+
+namespace slm::model {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+// The dtype the head's matmuls run in: autocast's when it is on for x's device, else x's own.
+at::ScalarType compute_dtype(const at::Tensor& x) {
+  const at::DeviceType d = x.device().type();
+  if ((d == at::kCPU || d == at::kCUDA) && compat::autocast_enabled(d)) return compat::autocast_dtype(d);
+  return x.scalar_type();
+}
+
+// Rows per chunk: all of them up to 2^28 logits (512 MiB in bf16). Each chunk adds its dW to the
+// running sum, a pass over the (V, C) gradient, so chunks stay large.
+int64_t chunk_rows(int64_t N, int64_t V, int64_t asked) {
+  if (asked > 0) return std::min(asked, N);
+  return std::clamp<int64_t>((int64_t{1} << 28) / V, 1, std::max<int64_t>(N, 1));
+}
+
+// Sum over the rows of -log softmax(x w_v^T)[target]; with dx/dw defined, also the unscaled
+// gradients of that sum (dx = G w_v, dw[0:V] = G^T x with G = softmax - onehot).
+at::Tensor chunked_loss(const at::Tensor& x, const at::Tensor& w, int64_t V, const at::Tensor& targets,
+                        int64_t rows, at::ScalarType cdt, at::Tensor* dx, at::Tensor* dw) {
+  const int64_t N = x.size(0);
+  const at::Tensor wv = w.narrow(0, 0, V).to(cdt);  // (V, C): the padding rows take no part
+  const at::Tensor wv_t = wv.t();
+  at::Tensor dwv = dw ? dw->narrow(0, 0, V) : at::Tensor();
+  const at::ScalarType acc = x.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;  // softmax's dtype
+  at::Tensor total = at::zeros({}, x.options().dtype(acc));
+  for (int64_t r = 0; r < N; r += rows) {
+    const int64_t n = std::min(rows, N - r);
+    const at::Tensor xc = x.narrow(0, r, n).to(cdt);
+    const at::Tensor t = targets.narrow(0, r, n).unsqueeze(1);
+    at::Tensor gc = at::mm(xc, wv_t);  // (n, V) logits, then their gradient
+    if (xent_rows_supported(gc)) {
+      total += xent_rows(gc, t.squeeze(1), dx != nullptr).sum();
+      if (!dx) continue;
+    } else {
+      at::Tensor logp = at::log_softmax(gc, 1, acc);
+      total -= logp.gather(1, t).sum();
+      if (!dx) continue;
+      at::Tensor g = logp.exp_();  // softmax
+      g.scatter_add_(1, t, at::full({n, 1}, -1.0, g.options()));
+      gc = g.to(cdt);
+    }
+    dx->narrow(0, r, n).copy_(at::mm(gc, wv));
+    const at::Tensor dw_chunk = at::mm(gc.t(), xc);
+    r == 0 ? dwv.copy_(dw_chunk) : dwv.add_(dw_chunk);
+  }
+  return total;
+}
+
+struct FusedLinearCE : torch::autograd::Function<FusedLinearCE> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& w, int64_t V,
+                            const at::Tensor& targets, int64_t rows) {
+    const at::ScalarType cdt = compute_dtype(x);
+    AutocastOff no_autocast;  // the dtypes here are chosen explicitly
+    at::Tensor dx = at::empty_like(x), dw = at::zeros_like(w);
+    const at::Tensor total = chunked_loss(x, w, V, targets, rows, cdt, &dx, &dw);
+    const double N = static_cast<double>(std::max<int64_t>(x.size(0), 1));
+    ctx->save_for_backward({dx, dw});
+    ctx->saved_data["n"] = N;
+    return total / N;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list g) {
+    variable_list s = ctx->get_saved_variables();
+    const at::Tensor scale = g[0] / ctx->saved_data["n"].toDouble();
+    return {s[0] * scale.to(s[0].scalar_type()), s[1] * scale.to(s[1].scalar_type()), at::Tensor(), at::Tensor(),
+            at::Tensor()};
+  }
+};
+
+}  // namespace
+
+at::Tensor fused_linear_cross_entropy(const at::Tensor& x, const at::Tensor& w, int64_t V, const at::Tensor& targets,
+                                      int64_t rows_per_chunk) {
+  TORCH_CHECK(x.dim() == 2 && w.dim() == 2 && x.size(1) == w.size(1) && V >= 1 && V <= w.size(0),
+              "fused_linear_cross_entropy: shapes x ", x.sizes(), " w ", w.sizes(), " V ", V);
+  const int64_t rows = chunk_rows(x.size(0), V, rows_per_chunk);
+  if (at::GradMode::is_enabled() && (x.requires_grad() || w.requires_grad()))
+    return FusedLinearCE::apply(x, w, V, targets, rows);
+  const at::ScalarType cdt = compute_dtype(x);
+  AutocastOff no_autocast;  // the dtypes here are chosen explicitly
+  const at::Tensor total = chunked_loss(x, w, V, targets, rows, cdt, nullptr, nullptr);
+  return total / static_cast<double>(std::max<int64_t>(x.size(0), 1));
+}
+
+}  // namespace slm::model

@@ -1,0 +1,92 @@
+// model/xent_rows.cpp: see xent_rows.h.
+#include "model/xent_rows.h"
+
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "model/avx512_rows.h"
+
+namespace slm::model {
+
+#if defined(__x86_64__)
+namespace {
+
+using namespace avx512_rows;
+
+// One row: returns its loss; with grad, row := softmax - onehot(target). buf holds V floats.
+template <typename T>
+SLM_AVX512 float xent_row(T* row, int64_t V, int64_t target, bool grad, float* buf) {
+  __m512 mx = _mm512_set1_ps(-INFINITY);
+  for (int64_t i = 0; i < V; i += 16) {
+    const __mmask16 m = tail_mask(V - i);
+    const __m512 v = load16(row + i, m);
+    _mm512_mask_storeu_ps(buf + i, m, v);
+    mx = _mm512_mask_max_ps(mx, m, mx, v);
+  }
+  const float row_max = _mm512_reduce_max_ps(mx);
+  const __m512 vmax = _mm512_set1_ps(row_max);
+  __m512 sum = _mm512_setzero_ps();
+  for (int64_t i = 0; i < V; i += 16) {
+    const __mmask16 m = tail_mask(V - i);
+    const __m512 e = exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, buf + i), vmax));
+    sum = _mm512_mask_add_ps(sum, m, sum, e);
+    if (grad) _mm512_mask_storeu_ps(buf + i, m, e);
+  }
+  const float total = _mm512_reduce_add_ps(sum);
+  const float picked = static_cast<float>(load16(row + target, 1)[0]);
+  const float loss = std::log(total) + row_max - picked;
+  if (!grad) return loss;
+  const __m512 inv = _mm512_set1_ps(1.0f / total);
+  buf[target] -= total;  // (e - total) / total = softmax - 1 at the target
+  for (int64_t i = 0; i < V; i += 16) {
+    const __mmask16 m = tail_mask(V - i);
+    store16(row + i, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, buf + i), inv), m);
+  }
+  return loss;
+}
+
+template <typename T>
+void xent_all(T* data, int64_t rows, int64_t V, const int64_t* targets, bool grad, float* loss) {
+  at::parallel_for(0, rows, 1, [&](int64_t begin, int64_t end) {
+    std::vector<float> buf(static_cast<size_t>(V));
+    for (int64_t r = begin; r < end; ++r) loss[r] = xent_row(data + r * V, V, targets[r], grad, buf.data());
+  });
+}
+
+}  // namespace
+#endif
+
+bool xent_rows_supported(const at::Tensor& logits) {
+#if defined(__x86_64__)
+  return avx512_rows::cpu_has() && logits.device().is_cpu() && logits.dim() == 2 && logits.is_contiguous() &&
+         (logits.scalar_type() == at::kFloat || logits.scalar_type() == at::kBFloat16);
+#else
+  (void)logits;
+  return false;
+#endif
+}
+
+at::Tensor xent_rows(at::Tensor& logits, const at::Tensor& targets, bool grad) {
+  TORCH_CHECK(xent_rows_supported(logits), "xent_rows: needs a contiguous float/bf16 CPU matrix and AVX-512");
+  const int64_t rows = logits.size(0), V = logits.size(1);
+  const at::Tensor t = targets.to(at::kLong).contiguous();
+  TORCH_CHECK(t.numel() == rows, "xent_rows: ", t.numel(), " targets for ", rows, " rows");
+  TORCH_CHECK(rows == 0 || (t.min().item<int64_t>() >= 0 && t.max().item<int64_t>() < V),
+              "xent_rows: a target is outside [0, ", V, ")");
+  at::Tensor loss = at::empty({rows}, logits.options().dtype(at::kFloat));
+#if defined(__x86_64__)
+  if (logits.scalar_type() == at::kFloat)
+    xent_all(logits.data_ptr<float>(), rows, V, t.data_ptr<int64_t>(), grad, loss.data_ptr<float>());
+  else
+    xent_all(reinterpret_cast<uint16_t*>(logits.data_ptr<at::BFloat16>()), rows, V, t.data_ptr<int64_t>(), grad,
+             loss.data_ptr<float>());
+#endif
+  return loss;
+}
+
+}  // namespace slm::model

@@ -1,0 +1,39 @@
+// tests/model/gelu_tanh_test.cpp: the AVX-512 GELU against at::gelu(x, "tanh") in double, value
+// and gradient, in fp32 (tight) and bf16 (bf16's rounding), over small, large and saturating
+// inputs and a length that is not a multiple of 16.
+#include "model/gelu_tanh.h"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "model/avx512_rows.h"
+
+namespace slm::model {
+namespace {
+
+TEST(GeluTanh, MatchesATen) {
+  if (!avx512_rows::cpu_has()) GTEST_SKIP() << "no AVX-512 on this CPU: gelu_tanh is at::gelu itself";
+  torch::manual_seed(7);
+  at::Tensor x0 = at::cat({torch::randn({1000}) * 3, torch::tensor({0.0f, 1e-4f, -1e-4f, 12.0f, -12.0f, 90.0f, -90.0f})});
+  at::Tensor dy = torch::randn({x0.numel()});
+  at::Tensor xd = x0.to(at::kDouble).requires_grad_(true);
+  at::Tensor ref = at::gelu(xd, "tanh");
+  ref.backward(dy.to(at::kDouble));
+  for (auto [dt, tol] : {std::pair{at::kFloat, 2e-6}, std::pair{at::kBFloat16, 1e-2}}) {
+    at::Tensor x = x0.to(dt).detach().requires_grad_(true);
+    at::Tensor y = gelu_tanh(x);
+    y.backward(dy.to(dt));
+    // against the double reference of the same (rounded) inputs
+    at::Tensor xr = x.detach().to(at::kDouble).requires_grad_(true);
+    at::Tensor yr = at::gelu(xr, "tanh");
+    yr.backward(dy.to(dt).to(at::kDouble));
+    const double ys = yr.abs().max().item<double>(), gs = xr.grad().abs().max().item<double>();
+    EXPECT_LT((y.to(at::kDouble) - yr).abs().max().item<double>(), tol * ys) << dt;
+    EXPECT_LT((x.grad().to(at::kDouble) - xr.grad()).abs().max().item<double>(), tol * gs) << dt;
+    EXPECT_EQ(y.scalar_type(), dt);
+  }
+  EXPECT_TRUE(at::allclose(ref.detach().to(at::kFloat), gelu_tanh(x0), 1e-5, 1e-6));
+}
+
+}  // namespace
+}  // namespace slm::model
