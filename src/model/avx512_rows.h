@@ -4,12 +4,15 @@
 // called only after cpu_has() said yes. Elsewhere (not x86-64) only cpu_has() exists (false).
 #pragma once
 #include <cstdint>
+#include <initializer_list>
 #include <type_traits>
 
 #if defined(__x86_64__)
 // GCC 12 warns inside its own AVX-512 intrinsics (their "undefined" pass-through operands).
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
 #include <immintrin.h>
 #define SLM_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
 #endif
