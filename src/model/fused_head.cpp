@@ -67,7 +67,9 @@ struct FusedLinearCE : torch::autograd::Function<FusedLinearCE> {
                             const at::Tensor& targets, int64_t rows) {
     const at::ScalarType cdt = compute_dtype(x);
     AutocastOff no_autocast;  // the dtypes here are chosen explicitly
-    at::Tensor dx = at::empty_like(x), dw = at::zeros_like(w);
+    at::Tensor dx = at::empty_like(x), dw = at::empty_like(w);  // the first chunk writes dw's V rows
+    if (x.size(0) == 0) dw.zero_();
+    else if (w.size(0) > V) dw.narrow(0, V, w.size(0) - V).zero_();  // padding rows: no gradient
     const at::Tensor total = chunked_loss(x, w, V, targets, rows, cdt, &dx, &dw);
     const double N = static_cast<double>(std::max<int64_t>(x.size(0), 1));
     ctx->save_for_backward({dx, dw});

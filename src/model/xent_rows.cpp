@@ -1,12 +1,10 @@
 // model/xent_rows.cpp: see xent_rows.h.
 #include "model/xent_rows.h"
 
-
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
 #include <cmath>
-#include <cstring>
 #include <vector>
 
 #include "model/avx512_rows.h"
