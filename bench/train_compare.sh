@@ -2,7 +2,7 @@
 # bench/train_compare.sh: tokens/s of `slm train` vs the same model in Python PyTorch
 # (bench/train_reference.py), same shape, batch, precision and thread count, runs alternating.
 # Both get the same process settings slm applies to itself: OPENBLAS_CORETYPE, OMP_WAIT_POLICY,
-# ATEN_CPU_CAPABILITY and the malloc thresholds (for Python through GLIBC_TUNABLES).
+# GOMP_SPINCOUNT, ATEN_CPU_CAPABILITY and the malloc thresholds (for Python through GLIBC_TUNABLES).
 # Usage: bench/train_compare.sh SLM DATA_DIR [PRECISION=fp32] [STEPS=8] [ROUNDS=2]
 # PY=python with the PyTorch to compare with (default Debian's 1.13; the venv's for 2.x);
 # COMPILE=1 adds torch.compile (2.x) to each round. DEVICE=cuda compares on the GPU; the shape is
@@ -13,7 +13,7 @@ SLM=$1 DATA=$2 PREC=${3:-fp32} STEPS=${4:-8} ROUNDS=${5:-2}
 L=${L:-4} C=${C:-256} H=${H:-4} T=${T:-256} B=${B:-16} MICRO=${MICRO:-8} THREADS=$(nproc) DEVICE=${DEVICE:-cpu}
 V=$(python3 -c "import json,sys; v=json.load(open('$DATA/manifest.json'))['tokenizer']['vocab_size']; print((v+127)//128*128)")
 export DEVICE
-export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE}
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE} GOMP_SPINCOUNT=${GOMP_SPINCOUNT:-10000}
 if grep -qw avx512f /proc/cpuinfo; then  # as slm does for itself (train/runtime.h)
   export OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-SkylakeX} ATEN_CPU_CAPABILITY=avx512
 fi

@@ -1,7 +1,7 @@
 // train/optim.h: the optimizer and the learning-rate schedule.
 // Owns: AdamW (moments for one flat range of the parameters: everything, or this rank's ZeRO
-// shard), make_adamw, adamw_step (the same arithmetic as torch.optim.AdamW, in cache-sized chunks
-// of the flat range: one pass over memory, no buffer as large as the parameters), lr_at (warmup then cosine/linear/constant decay to a floor).
+// shard), make_adamw, adamw_step (the same arithmetic as torch.optim.AdamW: one pass over memory on the CPU, or
+// ATen ops over cache-sized chunks; no buffer as large as the parameters), lr_at (warmup then cosine/linear/constant decay to a floor).
 // Weight decay applies to matrices except the position embedding (not to biases, LayerNorm or
 // wpe), as in GPT-2 practice; those ranges are listed once in AdamW::decay.
 #pragma once
@@ -25,13 +25,16 @@ struct AdamW {
 
 // Moments shaped like `param` (this rank's buffer); `segs` place it in the flat vector.
 AdamW make_adamw(const parallel::FlatLayout& l, const std::vector<parallel::Segment>& segs, const at::Tensor& param);
+// How adamw_step computes an update. automatic: LibTorch's fused kernel on CUDA tensors where it
+// has one (2.x: the chunked loop's thousands of small kernels cost ~100x its time there, measured
+// on an H100: 1.08 ns per parameter), slm's one-pass loop on contiguous fp32 CPU tensors, else
+// the chunked ATen ops. The others force one way (tests compare them; one that does not apply
+// falls back to chunked).
+enum class AdamKernel { automatic, chunked, one_pass, libtorch_fused };
 // One update of param (shard.size) with grad (shard.size) at learning rate lr (o.name = "sgd":
-// plain SGD, the moments untouched). On CUDA tensors
-// the update is LibTorch's fused kernel where it has one (2.x): the chunked loop's thousands of
-// small kernels cost ~100x its time there (measured on an H100: 1.08 ns per parameter). `fused`
-// picks explicitly (tests compare the two on the CPU).
-void adamw_step(AdamW& a, at::Tensor param, const at::Tensor& grad, const OptimConfig& o, double lr);
-void adamw_step(AdamW& a, at::Tensor param, const at::Tensor& grad, const OptimConfig& o, double lr, bool fused);
+// plain SGD, the moments untouched).
+void adamw_step(AdamW& a, at::Tensor param, const at::Tensor& grad, const OptimConfig& o, double lr,
+                AdamKernel kernel = AdamKernel::automatic);
 // Learning rate for optimizer step `step` (0-based).
 double lr_at(const ScheduleConfig& s, double peak_lr, int64_t step);
 

@@ -22,6 +22,10 @@ void reexec_with_blas_env(int argc, char** argv) {
   };
   if (__builtin_cpu_supports("avx512f")) set_default("OPENBLAS_CORETYPE", "SkylakeX");
   set_default("OMP_WAIT_POLICY", "PASSIVE");
+  // ... but a worker spins briefly before it sleeps: ATen opens a parallel region per operator,
+  // and waking sleeping workers for each cost 15-20% of a step (fp32 and bf16, both LibTorch
+  // builds; docs/benchmarks.md). 10,000 spins bound the CPU a waiting worker burns (~0.5 ms).
+  set_default("GOMP_SPINCOUNT", "10000");
   // c10d/Gloo log their own copy of errors we report in one line (glog in 1.13; 2.x: see
   // compat::quiet_torch_logging).
   set_default("GLOG_minloglevel", "3");
