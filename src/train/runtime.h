@@ -4,8 +4,8 @@
 //     OMP_WAIT_POLICY=PASSIVE (spinning OpenMP workers starved each other: fp32 steps 13x slower
 //     here) with GOMP_SPINCOUNT=10000 (a short spin before sleeping: waking workers for every
 //     operator cost 15-20%): all are read when the libraries load, so the process re-executes
-//     itself once with them set (reexec_with_blas_env). A value the user set is kept. The same re-exec quiets
-//     glog logging (GLOG_minloglevel; 2.x's c10 logger is quieted in configure_process): c10d's
+//     itself once with them set (reexec_with_blas_env). A value the user set is kept. The same
+//     re-exec quiets glog logging (GLOG_minloglevel; 2.x's c10 logger is quieted in configure_process): c10d's
 //     own copies of errors we report in one line.
 //  2. ATEN_CPU_CAPABILITY=avx512 and 3. glibc malloc thresholds raised (no page-fault storm):
 //     set at the top of main (configure_process).
