@@ -39,19 +39,19 @@ int main(int argc, char** argv) {
   model::GPT2 m = model::init_gpt2(c, 1);
   const at::Tensor idx = torch::randint(c.vocab_size, {B, c.block_size}, torch::kLong);
   const at::Tensor tgt = torch::randint(c.vocab_size, {B, c.block_size}, torch::kLong);
-  auto micro_batch = [&] {  // one step's forward and backward
+  auto step = [&] {  // one step's forward and backward
     train::AutocastGuard autocast(prec, "cpu");
     for (int64_t i = 0; i < micro_batches; ++i) model::forward_loss(m, idx, tgt, true).backward();
   };
-  for (int i = 0; i < 3; ++i) micro_batch();  // warm: allocator, oneDNN primitives
+  for (int i = 0; i < 3; ++i) step();  // warm: allocator, oneDNN primitives
   const auto t0 = std::chrono::steady_clock::now();
-  micro_batch();
+  step();
   const double plain_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 
   std::stringstream trace;
   {
     torch::autograd::profiler::RecordProfile guard(trace);
-    micro_batch();
+    step();
   }
   // Self time per operator name: the trace's complete events on the main thread, nested by time.
   const nlohmann::json events = nlohmann::json::parse(trace.str());
