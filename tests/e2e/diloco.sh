@@ -143,10 +143,14 @@ assert [r["loss"] for r in f] == [r["loss"] for r in a], "equal speeds differ fr
 assert all(r["tokens"] * 3 == s["tokens"] * 2 for r, s in zip(f, b)), "site 1 did not take twice the steps"
 assert all(r["tokens"] == s["tokens"] for r, s in zip(b, x))
 assert [r["loss"] for r in b] == [r["loss"] for r in p] and len(p) == 12, "resume mid-round is not exact"
-assert b[-1]["loss"] < f[-1]["loss"], (b[-1]["loss"], f[-1]["loss"])  # more tokens per step
 print(f"by time: tokens per step {f[0]['tokens']} -> {b[0]['tokens']}; final loss {f[-1]['loss']:.4f} -> "
       f"{b[-1]['loss']:.4f} (2 x 2 ranks: {x[-1]['loss']:.4f}); resumed at step 6: identical")
 PY
+# Whether the extra tokens lower the loss depends on the text: after these 12 steps the validation
+# loss fell on tinyshakespeare and rose on the fortunes corpus (5.39 -> 5.61), so it is printed,
+# not asserted; bench/diloco_by_time.sh measures it over 100 steps (docs/benchmarks.md).
+val() { "$SLM" eval "$1" --batches 8 --micro-batch 4 | sed -n 's/.*loss \([0-9.]*\),.*/\1/p'; }
+echo "by time: validation loss $(val fp32) -> $(val t12)"
 
 echo "== checkpoints"
 ST=(--set optim.lr=3e-3 --set sync.mode=diloco --set dist.ranks_per_site=2 --set sync.inner_steps=6

