@@ -205,7 +205,8 @@ StageTime stage_time(const Ctx& x, int k, int rep, double b) {
     const double other_f = st.fwd - L * bf, other_b = st.bwd - L * (bb + (x.c.recompute ? bf : 0));  // embeddings, head
     st.fwd = other_f + L * std::max(bf, gather);
     st.bwd = other_b + L * (std::max(bb + bf, gather) + reduce);  // every block recomputed in backward
-    st.cross_bytes += ring.site_edges * L * block_bytes * ((P - 1) / P * 2 + 2 * (P - 1) / P);
+    // The dp group's ring is shared by the P replicas (their bytes are summed): each carries 1/P.
+    st.cross_bytes += ring.site_edges * L * block_bytes * ((P - 1) / P * 2 + 2 * (P - 1) / P) / P;
   }
   return st;
 }

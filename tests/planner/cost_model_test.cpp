@@ -1,8 +1,9 @@
 // tests/planner/cost_model_test.cpp: each cost term against hand-computed values: α-β transfers and
 // ring collectives, the data-parallel step (compute + exposed all-reduce + optimizer), ZeRO-3's
-// per-block gathers and blocking reductions, communication's CPU on shared cores, a two-stage
-// pipeline over a slow link, memory against caps, bytes across sites, the stage split DP, the
-// profile interpolation and file checks, and the cluster file with devices and a probe.
+// per-block gathers, blocking reductions and bytes across sites, communication's CPU on shared
+// cores, a two-stage pipeline over a slow link, memory against caps, hierarchical and bf16 bytes
+// across sites, the stage split DP, the profile interpolation and file checks, and the cluster file
+// with devices and a probe.
 #include <gtest/gtest.h>
 
 #include "parallel/plan.h"
@@ -79,6 +80,11 @@ TEST(CostModel, ZeroThreeGathersHiddenReductionsBlocking) {
   ASSERT_LT(ring_all_gather_s(2, l, block), 0.1);
   // forward: head 0.2 + 2 blocks of 0.1; backward: head 0.4 + 2 x (0.2 + 0.1 recomputed + reduce)
   EXPECT_NEAR(predict(k, in).pipeline_s, 0.4 + 0.4 + 2 * (0.3 + reduce), 1e-9);
+  // Across two sites the ring's two edges cross: per block, a gather forward and one backward
+  // ((P-1)/P of it each) and the all-reduce (2(P-1)/P), counted once for the group, not per replica.
+  const Cluster two = make_cluster({1, 1}, l, l);
+  in.cluster = &two;
+  EXPECT_NEAR(predict(k, in).cross_site_bytes, 2 * 2 * block * (0.5 + 0.5 + 1), 1e-6);
 }
 
 TEST(CostModel, SharedCoresAddCommunicationsCpuAsAFloor) {
