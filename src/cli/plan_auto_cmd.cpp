@@ -282,6 +282,12 @@ void run_auto(const AutoArgs& a) {
   }
   std::printf("plan auto: %d ranks in %zu sites; links from %s; profile: %s; precision %s\n", cl.world(),
               cl.sites.size(), cl.links_from.c_str(), prof_from.c_str(), precision.c_str());
+  const planner::MeasuredHops& h = cl.hops;
+  if (h.all_reduce.at_1MiB > 0 || h.all_gather.at_1MiB > 0)
+    std::printf("ring collectives over the %.2f ms link, per hop as the probe timed them: all-reduce %.2f ms (4 B) to "
+                "%.2f ms (1 MiB), all-gather %.2f to %.2f ms\n",
+                1e3 * h.link_alpha_s, 1e3 * h.all_reduce.at_4B, 1e3 * h.all_reduce.at_1MiB, 1e3 * h.all_gather.at_4B,
+                1e3 * h.all_gather.at_1MiB);
   std::printf("searched %lld layouts in %.3f s; objective: %s; global batch %lld x %lld tokens\n",
               static_cast<long long>(r.evaluated), r.seconds, o.objective == "cost" ? "tokens per dollar" : "step time",
               static_cast<long long>(cfg.batch.batch_size), static_cast<long long>(T));

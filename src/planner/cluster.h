@@ -23,6 +23,20 @@ struct Link {
 // (4 B all-reduce ~50 µs per hop, ~1.25 GB/s), stated in docs/planner.md.
 constexpr double kBaseAlpha = 50e-6;
 constexpr double kUnlimitedBps = 1.25e9;
+// The largest message `slm probe` times per rank pair (comm::ProbeConfig::sizes).
+constexpr double kProbeMessageBytes = 2 << 20;
+
+// Ring collectives as `slm probe` timed them on the world group (comm/probe.h): the latency of one
+// ring hop (the time less the α-β bandwidth term, over the hops) at 4 B and at 1 MiB moved in all.
+// Over the testbed's 20 and 100 ms links Gloo pays about 2α per hop for all-gathers of any size and
+// for all-reduces of 1 MiB (α for 4 B); at 0 ms, ~1.7 ms of software per hop (docs/planner.md).
+struct HopLatency {
+  double at_4B = 0, at_1MiB = 0;  // seconds per hop; 0 = not measured
+};
+struct MeasuredHops {
+  double link_alpha_s = 0;  // α of the slowest link of the probe's ring: the link they apply to
+  HopLatency all_reduce, all_gather;
+};
 
 struct RankSpec {
   int site = 0;
@@ -37,6 +51,7 @@ struct Cluster {
   std::vector<RankSpec> ranks;         // numbered site by site
   std::vector<std::vector<Link>> link; // [site a][site b]; [a][a] = inside site a
   std::string links_from = "cluster file";  // or "probe (topology.json)"
+  MeasuredHops hops;                          // from the probe, if it timed collectives
   int world() const { return static_cast<int>(ranks.size()); }
   const Link& between(int rank_a, int rank_b) const;
   int ranks_in_site(int site) const;
@@ -46,9 +61,11 @@ struct Cluster {
 // UserError (one line) for an unknown device name, listing the known ones.
 Cluster cluster_from_spec(const testbed::TestbedSpec& s, const std::string& where);
 // Replaces every site pair's link (and each site's inside link) by the median α, β of the probed
-// rank pairs between them; a rate the file gives is kept (the probe's 2 MiB messages do not fill
-// a long fat link: 476 of 1000 Mbit/s at 100 ms RTT, 123 of 250 at 20 ms, measured).
-// UserError when the probe's world differs or the JSON is malformed.
+// rank pairs between them; a rate the file gives is kept where the probe's 2 MiB messages do not
+// fill the link (bandwidth x RTT above 0.5 MiB: 476 of 1000 Mbit/s at 100 ms RTT, 123 of 250 at
+// 20 ms, measured), and replaced by the probe's over shorter links; fills in
+// `hops` from the probe's collective timings. UserError when the probe's world differs or the
+// JSON is malformed.
 void apply_topology(Cluster& c, const std::string& topology_json, const std::string& where);
 // Sites = connected components of the probe's "local" pairs, widened to contiguous rank ranges
 // (one site when `one_site`, e.g. every link faster than 5 ms RTT); every rank gets `device` (memory

@@ -2,6 +2,7 @@
 #include "planner/comm_cost.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace slm::planner {
 
@@ -22,30 +23,46 @@ RingLinks ring_links(const Cluster& c, const std::vector<int>& ranks) {
       r.crosses_sites = true;
       ++r.site_edges;
     }
-    if (first || l.alpha_s > r.slowest.alpha_s || (l.alpha_s == r.slowest.alpha_s && l.beta_Bps < r.slowest.beta_Bps))
-      r.slowest = l;
+    if (first) r.slowest = l;
+    r.slowest.alpha_s = std::max(r.slowest.alpha_s, l.alpha_s);
+    if (first || l.beta_Bps < r.slowest.beta_Bps) r.slowest.beta_Bps = l.beta_Bps, r.slowest.rate_given = l.rate_given;
     first = false;
   }
   return r;
+}
+
+double hop_latency_s(const Link& l, const HopLatency& h, double measured_alpha, double bytes) {
+  if (h.at_4B <= 0 || h.at_1MiB <= 0 || measured_alpha <= 0 || std::abs(l.alpha_s / measured_alpha - 1) > 0.25)
+    return l.alpha_s;
+  const double lo = std::log(4.0), hi = std::log(1048576.0);
+  const double f = std::clamp((std::log(std::max(bytes, 4.0)) - lo) / (hi - lo), 0.0, 1.0);
+  return h.at_4B + f * (h.at_1MiB - h.at_4B);
+}
+
+double fit_hop_latency_s(bool all_reduce, int P, const Link& l, double bytes, double seconds) {
+  if (P < 2) return 0;
+  const double hops = all_reduce ? 2.0 * (P - 1) : P - 1.0;
+  const double wire = all_reduce ? hops / P * bytes / flow_Bps(l) : hops / P * bytes / l.beta_Bps;
+  return std::max(l.alpha_s, (seconds - wire) / hops);
 }
 
 double p2p_s(const Link& l, double bytes, int flows) {
   return l.alpha_s + bytes / flow_Bps(l, 1, flows);
 }
 
-double ring_all_reduce_s(int P, const Link& l, double bytes, int connections, int flows) {
+double ring_all_reduce_s(int P, const Link& l, double bytes, int connections, int flows, double hop_s) {
   if (P < 2 || bytes <= 0) return 0;
   const double hops = 2.0 * (P - 1);
-  return hops * l.alpha_s + hops / P * bytes / flow_Bps(l, connections, flows);
+  return hops * (hop_s < 0 ? l.alpha_s : hop_s) + hops / P * bytes / flow_Bps(l, connections, flows);
 }
 
-double ring_all_gather_s(int P, const Link& l, double bytes_out, int connections, int flows) {
+double ring_all_gather_s(int P, const Link& l, double bytes_out, int connections, int flows, double hop_s) {
   if (P < 2 || bytes_out <= 0) return 0;
   const double hops = P - 1.0;
   // Gloo posts all of an all-gather's pieces at once: its rate is the link's share, not a window's
   // (measured: ZeRO-2's parameter gather and the bf16 cross-site step at 100 ms RTT, docs/planner.md).
   (void)connections;
-  return hops * l.alpha_s + hops / P * bytes_out / (l.beta_Bps / std::max(1, flows));
+  return hops * (hop_s < 0 ? l.alpha_s : hop_s) + hops / P * bytes_out / (l.beta_Bps / std::max(1, flows));
 }
 
 }  // namespace slm::planner

@@ -1,6 +1,7 @@
 // planner/comm_cost.h: how long one collective or transfer takes over α-β links, as Gloo and
 // comm/ really run them. Owns: flow_Bps, p2p_s, ring_all_reduce_s, ring_all_gather_s,
-// RingLinks (the slowest hop of a group's ring and how many flows share it), ring_links.
+// RingLinks (the slowest hop of a group's ring and how many flows share it), ring_links, and the
+// hop latency that `slm probe` measured (fit_hop_latency_s, hop_latency_s).
 // Pure functions, unit-tested against hand-computed values (tests/planner/cost_model_test.cpp).
 // Worked example: 100 MB all-reduced by 4 ranks whose ring crosses a 50 ms, 1 Gbit/s link on one
 // connection: 2·3·50 ms latency + 1.5·100 MB / min(125 MB/s, 0.9 MB / 50 ms = 18 MB/s) = 8.6 s
@@ -22,20 +23,34 @@ double flow_Bps(const Link& l, int connections = 1, int flows = 1);
 
 // The slowest hop of a ring over `ranks` (in order, wrapping) and the flows sharing its bandwidth.
 struct RingLinks {
-  Link slowest;          // largest α; ties broken by the smallest β
+  Link slowest;          // the largest α and the smallest β of its edges (a ring step waits for
+                         // the slowest edge; they differ where every α is sub-ms noise)
   bool crosses_sites = false;
   int site_edges = 0;    // ring edges whose ends are in different sites
 };
 RingLinks ring_links(const Cluster& c, const std::vector<int>& ranks);
 
+// The latency of one hop of a ring collective moving `bytes` in all over a ring whose slowest link
+// is `l`: the probe's measured hop latency `h` when l is the link it was measured on (α within 25%
+// of `measured_alpha`), interpolated in log(bytes) between 4 B and 1 MiB and constant above;
+// else l's α.
+double hop_latency_s(const Link& l, const HopLatency& h, double measured_alpha, double bytes);
+// The probe's measured hop latency of a ring over P ranks whose slowest link is l: the collective's
+// time less its bandwidth term (all-reduce: 2(P-1)/P · bytes at flow_Bps, all-gather: (P-1)/P ·
+// bytes at β), over its hops; at least α.
+double fit_hop_latency_s(bool all_reduce, int P, const Link& l, double bytes, double seconds);
+
 // One message of `bytes` from a to b when `flows` transfers share the link: α + flows·bytes / rate.
 double p2p_s(const Link& l, double bytes, int flows = 1);
-// Ring all-reduce of `bytes` over P ranks: 2(P-1) hops, each paying the slowest link's α, and
-// 2(P-1)/P · bytes through each link at flow_Bps(connections, flows) (`flows` rings share it).
-double ring_all_reduce_s(int P, const Link& slowest, double bytes, int connections = 1, int flows = 1);
-// Ring all-gather into `bytes_out` (the whole gathered size) over P ranks: (P-1) hops and
-// (P-1)/P · bytes_out through each link at its rate shared by `flows` (Gloo posts every piece at
-// once, so no window limit; `connections` is unused).
-double ring_all_gather_s(int P, const Link& slowest, double bytes_out, int connections = 1, int flows = 1);
+// Ring all-reduce of `bytes` over P ranks: 2(P-1) hops, each paying `hop_s` (< 0: the slowest
+// link's α), and 2(P-1)/P · bytes through each link at flow_Bps(connections, flows) (`flows` rings
+// share it).
+double ring_all_reduce_s(int P, const Link& slowest, double bytes, int connections = 1, int flows = 1,
+                         double hop_s = -1);
+// Ring all-gather into `bytes_out` (the whole gathered size) over P ranks: (P-1) hops of `hop_s`
+// (< 0: α) and (P-1)/P · bytes_out through each link at its rate shared by `flows` (Gloo posts
+// every piece at once, so no window limit; `connections` is unused).
+double ring_all_gather_s(int P, const Link& slowest, double bytes_out, int connections = 1, int flows = 1,
+                         double hop_s = -1);
 
 }  // namespace slm::planner

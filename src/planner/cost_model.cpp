@@ -34,6 +34,16 @@ struct Ctx {
     for (int r : plan_ranks) v.push_back(cluster_rank(r));
     return v;
   }
+  // One hop of a ring all-reduce / all-gather moving `bytes` in all, whose slowest link is l: as
+  // the probe measured it on that link (planner/comm_cost.h) when the ring crosses sites, as the
+  // probe's ring does (inside a site a ring of links as fast can cost less per hop: at 0 ms the
+  // world ring's hops took 1.9 ms, a site's tp pair does not pay that), else l's α.
+  double ar_hop(const Link& l, bool crosses, double bytes) const {
+    return crosses ? hop_latency_s(l, cl.hops.all_reduce, cl.hops.link_alpha_s, bytes) : l.alpha_s;
+  }
+  double ag_hop(const Link& l, bool crosses, double bytes) const {
+    return crosses ? hop_latency_s(l, cl.hops.all_gather, cl.hops.link_alpha_s, bytes) : l.alpha_s;
+  }
 };
 
 // Parameters of a stage held by one of its tp ranks (as parallel::estimate_memory counts them).
@@ -102,20 +112,20 @@ Reduce reduce_grads(const Ctx& x, const std::vector<int>& group, double bytes, d
   double during = 0, after = 0;
   const int lanes = std::min(kGlooLanes, nb);
   if (h.S == 0) {
-    during = ring_all_reduce_s(P, ring.slowest, bb, ch, (ring.crosses_sites ? flows : 1) * lanes);
+    during = ring_all_reduce_s(P, ring.slowest, bb, ch, (ring.crosses_sites ? flows : 1) * lanes, x.ar_hop(ring.slowest, ring.crosses_sites, bb));
     out.cross_bytes = ring.site_edges * 2.0 * (P - 1) / P * bytes * flows;
   } else {
     const int cross_flows = h.L * flows;  // every site position's ring shares the site link
-    during = ring_all_reduce_s(h.L, h.local, bb);
+    during = ring_all_reduce_s(h.L, h.local, bb, 1, 1, x.ar_hop(h.local, false, bb));
     const double shard = bb / h.L;
     if (x.c.compress) {  // all-gather of the shards' bf16 bits, summed locally
-      after = ring_all_gather_s(h.S, h.cross, h.S * shard / 2, 1, cross_flows);
+      after = ring_all_gather_s(h.S, h.cross, h.S * shard / 2, 1, cross_flows, x.ag_hop(h.cross, true, h.S * shard / 2));
       out.cross_bytes = h.S * (h.S - 1.0) * (bytes / h.L / 2) * h.L * flows;
     } else {
-      after = ring_all_reduce_s(h.S, h.cross, shard, ch, cross_flows);
+      after = ring_all_reduce_s(h.S, h.cross, shard, ch, cross_flows, x.ar_hop(h.cross, true, shard));
       out.cross_bytes = h.S * 2.0 * (h.S - 1) / h.S * (bytes / h.L) * h.L * flows;
     }
-    after += ring_all_gather_s(h.L, h.local, bb);
+    after += ring_all_gather_s(h.L, h.local, bb, 1, 1, x.ag_hop(h.local, false, bb));
   }
   std::vector<double> lane_free(static_cast<size_t>(lanes), 0.0);
   double end = 0;
@@ -149,7 +159,8 @@ Reduce outer_sync(const Ctx& x, const std::vector<int>& group, double bytes, int
   if (h.S == 0) return out;
   const double H = static_cast<double>(x.c.diloco_steps);
   const double piece = bytes / 4 / h.L * (1 + 4.0 / 1024);
-  const double s = ring_all_gather_s(h.S, h.cross, h.S * piece, 1, h.L * flows) + ring_all_gather_s(h.L, h.local, bytes);
+  const double s = ring_all_gather_s(h.S, h.cross, h.S * piece, 1, h.L * flows, x.ag_hop(h.cross, true, h.S * piece)) +
+                   ring_all_gather_s(h.L, h.local, bytes, 1, 1, x.ag_hop(h.local, false, bytes));
   out.exposed_s = s / H;
   out.cross_bytes = h.S * (h.S - 1.0) * piece * h.L * flows / H;
   return out;
@@ -187,8 +198,9 @@ StageTime stage_time(const Ctx& x, int k, int rep, double b) {
     // Megatron f/g: 2 all-reduces of the activation per block forward (attention, MLP), 2 backward;
     // the vocabulary-parallel embedding 1 forward; the vocabulary-parallel loss 3 of (B, T).
     const RingLinks ring = ring_links(x.cl, x.to_cluster(tp_group));
-    const double ar = ring_all_reduce_s(s.tp, ring.slowest, act, 1, ring.crosses_sites ? p.dp : 1);
-    st.fwd += 2 * L * ar + (first ? ar : 0) + (last ? 3 * ring_all_reduce_s(s.tp, ring.slowest, b * x.T * 4) : 0);
+    const double ar = ring_all_reduce_s(s.tp, ring.slowest, act, 1, ring.crosses_sites ? p.dp : 1, x.ar_hop(ring.slowest, ring.crosses_sites, act));
+    const double loss_ar = ring_all_reduce_s(s.tp, ring.slowest, b * x.T * 4, 1, 1, x.ar_hop(ring.slowest, ring.crosses_sites, b * x.T * 4));
+    st.fwd += 2 * L * ar + (first ? ar : 0) + (last ? 3 * loss_ar : 0);
     st.bwd += 2 * L * ar;
     st.cross_bytes += ring.site_edges * 2.0 * (s.tp - 1) / s.tp * act * (4 * L + (first ? 1 : 0));
   }
@@ -199,8 +211,8 @@ StageTime stage_time(const Ctx& x, int k, int rep, double b) {
     const std::vector<int> g = dp_group(p, k, 0);
     const RingLinks ring = ring_links(x.cl, x.to_cluster(g));
     const double block_bytes = (12 * x.C * x.C + 13 * x.C) * 4, P = p.dp;
-    const double gather = ring_all_gather_s(p.dp, ring.slowest, block_bytes);
-    const double reduce = ring_all_reduce_s(p.dp, ring.slowest, block_bytes);
+    const double gather = ring_all_gather_s(p.dp, ring.slowest, block_bytes, 1, 1, x.ag_hop(ring.slowest, ring.crosses_sites, block_bytes));
+    const double reduce = ring_all_reduce_s(p.dp, ring.slowest, block_bytes, 1, 1, x.ar_hop(ring.slowest, ring.crosses_sites, block_bytes));
     const double bf = block_f, bb = block_b;  // ZeRO-3 runs with tp 1
     const double other_f = st.fwd - L * bf, other_b = st.bwd - L * (bb + (x.c.recompute ? bf : 0));  // embeddings, head
     st.fwd = other_f + L * std::max(bf, gather);
@@ -253,7 +265,8 @@ parallel::pipeline::StageCosts replica_costs(const Ctx& x, int rep, double b, co
       if (a.tp == n.tp && a.tp > 1) {  // the receivers all-gather the pieces over their tp group
         std::vector<int> g;
         for (int j = 0; j < n.tp; ++j) g.push_back(x.cluster_rank(parallel::rank_at(p, K + 1, rep, j)));
-        send += ring_all_gather_s(n.tp, ring_links(x.cl, g).slowest, act);
+        const RingLinks ring = ring_links(x.cl, g);
+        send += ring_all_gather_s(n.tp, ring.slowest, act, 1, 1, x.ag_hop(ring.slowest, ring.crosses_sites, act));
       }
       if (crosses) *cross += 2 * M * act;
     }
@@ -442,7 +455,7 @@ Prediction predict(const Candidate& c, const CostInputs& in) {
       std::vector<int> zg = group;
       if (c.zero_site && h.S > 0) zg.resize(static_cast<size_t>(h.L));  // the site's ranks
       const RingLinks ring = ring_links(x.cl, x.to_cluster(zg));
-      gather = ring_all_gather_s(shards, ring.slowest, bytes, 1, ring.crosses_sites ? s.tp : 1);
+      gather = ring_all_gather_s(shards, ring.slowest, bytes, 1, ring.crosses_sites ? s.tp : 1, x.ag_hop(ring.slowest, ring.crosses_sites, bytes));
       red.cross_bytes += ring.site_edges * (shards - 1.0) / shards * bytes * s.tp;
     }
     double optim = 0;

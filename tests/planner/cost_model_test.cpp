@@ -34,6 +34,27 @@ TEST(CommCost, RingAllReduceMatchesTheWorkedExample) {
   EXPECT_EQ(ring_all_reduce_s(1, wan, 1e6), 0);
 }
 
+TEST(CommCost, HopLatencyAsTheProbeMeasuredIt) {
+  // A 4-rank ring over a 10 ms link at 125 MB/s: the probe's 1 MiB all-reduce took 133 ms, so a hop
+  // cost (133 ms - 1.5 MiB at min(β, window / α)) / 6; its all-gather took 66 ms: (66 ms - 0.75 MiB
+  // at β) / 3; a 4 B all-reduce 61 ms: α per hop (the least a hop may cost).
+  const Link wan{0.010, 125e6};
+  const double MiB = 1048576, ar = (0.133 - 1.5 * MiB / (kWindowBytes / 0.010)) / 6;
+  EXPECT_NEAR(fit_hop_latency_s(true, 4, wan, MiB, 0.133), ar, 1e-12);
+  EXPECT_NEAR(fit_hop_latency_s(false, 4, wan, MiB, 0.066), (0.066 - 0.75 * MiB / 125e6) / 3, 1e-12);
+  EXPECT_NEAR(fit_hop_latency_s(true, 4, wan, 4, 0.050), 0.010, 1e-12);
+  // Used on that link (α within 25%), log-interpolated between 4 B and 1 MiB, constant above;
+  // another link keeps its α.
+  const HopLatency h{0.010, ar};
+  EXPECT_NEAR(hop_latency_s(wan, h, 0.010, 4), 0.010, 1e-12);
+  EXPECT_NEAR(hop_latency_s(wan, h, 0.010, 2048), 0.010 + 0.5 * (ar - 0.010), 1e-12);  // 2048 = sqrt(4 MiB)
+  EXPECT_NEAR(hop_latency_s(wan, h, 0.010, 64 * MiB), ar, 1e-12);
+  EXPECT_NEAR(hop_latency_s({0.0122, 125e6}, h, 0.010, MiB), ar, 1e-12);
+  EXPECT_NEAR(hop_latency_s({0.0001, 1e9}, h, 0.010, MiB), 0.0001, 1e-12);
+  EXPECT_NEAR(hop_latency_s(wan, HopLatency{}, 0.010, MiB), 0.010, 1e-12);  // not measured
+  EXPECT_NEAR(ring_all_reduce_s(4, wan, MiB, 1, 1, ar), 0.133, 1e-9);      // the probe's time again
+}
+
 TEST(CommCost, RingLinksFindTheSlowHopAndSiteCrossings) {
   const Cluster c = make_cluster({2, 2}, {1e-4, 1e9}, {0.02, 1e8});
   RingLinks r = ring_links(c, {0, 1, 2, 3});
@@ -43,6 +64,12 @@ TEST(CommCost, RingLinksFindTheSlowHopAndSiteCrossings) {
   r = ring_links(c, {2, 3});
   EXPECT_FALSE(r.crosses_sites);
   EXPECT_DOUBLE_EQ(r.slowest.alpha_s, 1e-4);
+  // The largest α and the smallest β, from different edges where they differ (a slow-starting but
+  // fast link inside a site, a quick but narrow one between sites).
+  const Cluster d = make_cluster({2, 2}, {6e-4, 7e9}, {1e-4, 9e7});
+  r = ring_links(d, {0, 1, 2, 3});
+  EXPECT_DOUBLE_EQ(r.slowest.alpha_s, 6e-4);
+  EXPECT_DOUBLE_EQ(r.slowest.beta_Bps, 9e7);
 }
 
 TEST(CostModel, DataParallelStepIsComputePlusExposedReductionPlusOptimizer) {
@@ -85,6 +112,15 @@ TEST(CostModel, ZeroThreeGathersHiddenReductionsBlocking) {
   const Cluster two = make_cluster({1, 1}, l, l);
   in.cluster = &two;
   EXPECT_NEAR(predict(k, in).cross_site_bytes, 2 * 2 * block * (0.5 + 0.5 + 1), 1e-6);
+  // With the probe's hop latencies for that link, each gather and reduction pays them per hop.
+  Cluster timed = two;
+  timed.hops = {l.alpha_s, {0.002, 0.004}, {0.003, 0.003}};
+  in.cluster = &timed;
+  const double g2 = ring_all_gather_s(2, l, block, 1, 1, 0.003);
+  const double r2 = ring_all_reduce_s(2, l, block, 1, 1, hop_latency_s(l, timed.hops.all_reduce, l.alpha_s, block));
+  ASSERT_LT(g2, 0.1);
+  EXPECT_NEAR(predict(k, in).pipeline_s, 0.4 + 0.4 + 2 * (0.3 + r2), 1e-9);
+  EXPECT_GT(r2, reduce);
 }
 
 TEST(CostModel, SharedCoresAddCommunicationsCpuAsAFloor) {
@@ -247,7 +283,27 @@ TEST(Cluster, FromTheTestbedFileWithDevicesAndAProbe) {
   EXPECT_NEAR(d.between(1, 2).beta_Bps, 125e6, 1e-3);  // the file's rate stays (the probe under-measures)
   EXPECT_NEAR(d.between(0, 1).alpha_s, 0.0001, 1e-12);
   EXPECT_NEAR(d.between(0, 1).beta_Bps, 1e9, 1e-3);    // no rate in the file: the probe's
+  // Over a short link (125 MB/s x 2 x 0.3 ms = 75 kB < 0.5 MiB) the probe's 2 MiB messages fill it:
+  // its β replaces the file's rate.
+  Cluster near = c;
+  apply_topology(near, R"({"world": 4, "pairs": [{"a": 1, "b": 2, "alpha_s": 0.0003, "beta_Bps": 9e7, "class": "local"}]})",
+                 "t.json");
+  EXPECT_NEAR(near.between(1, 2).beta_Bps, 9e7, 1e-3);
   EXPECT_THROW(apply_topology(d, R"({"world": 3, "pairs": []})", "t.json"), UserError);
+  EXPECT_EQ(d.hops.all_reduce.at_1MiB, 0);  // no collectives timed
+  // The probe's collective timings become hop latencies of the world ring's slowest link.
+  std::string timed = probe;
+  timed.insert(timed.size() - 1, R"J(, "collectives": [{"op": "all-reduce", "bytes": 4, "seconds": 0.2},
+    {"op": "all-reduce", "bytes": 1048576, "seconds": 0.4}, {"op": "all-gather", "bytes": 1048576, "seconds": 0.2},
+    {"op": "all-reduce (hierarchical)", "bytes": 1048576, "seconds": 9}])J");
+  apply_topology(d, timed, "t.json");
+  EXPECT_NEAR(d.hops.link_alpha_s, 0.021, 1e-12);
+  EXPECT_NEAR(d.hops.all_reduce.at_4B, fit_hop_latency_s(true, 4, d.between(1, 2), 4, 0.2), 1e-12);
+  EXPECT_NEAR(d.hops.all_reduce.at_1MiB, fit_hop_latency_s(true, 4, d.between(1, 2), 1048576, 0.4), 1e-12);
+  EXPECT_NEAR(d.hops.all_gather.at_1MiB, fit_hop_latency_s(false, 4, d.between(1, 2), 1048576, 0.2), 1e-12);
+  EXPECT_EQ(d.hops.all_gather.at_4B, 0);
+  EXPECT_GT(d.hops.all_reduce.at_1MiB, 0.021);
+  EXPECT_THROW(apply_topology(d, R"({"world": 4, "pairs": [], "collectives": [{"op": 1}]})", "t.json"), UserError);
   // Without a file: sites are the groups of ranks joined by local links.
   const Cluster e = cluster_from_probe(probe, "cpu", "t.json");
   ASSERT_EQ(e.sites.size(), 2u);
