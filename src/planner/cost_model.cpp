@@ -112,14 +112,16 @@ Reduce reduce_grads(const Ctx& x, const std::vector<int>& group, double bytes, d
   double during = 0, after = 0;
   const int lanes = std::min(kGlooLanes, nb);
   if (h.S == 0) {
-    during = ring_all_reduce_s(P, ring.slowest, bb, ch, (ring.crosses_sites ? flows : 1) * lanes, x.ar_hop(ring.slowest, ring.crosses_sites, bb));
+    during = ring_all_reduce_s(P, ring.slowest, bb, ch, (ring.crosses_sites ? flows : 1) * lanes,
+                               x.ar_hop(ring.slowest, ring.crosses_sites, bb));
     out.cross_bytes = ring.site_edges * 2.0 * (P - 1) / P * bytes * flows;
   } else {
     const int cross_flows = h.L * flows;  // every site position's ring shares the site link
     during = ring_all_reduce_s(h.L, h.local, bb, 1, 1, x.ar_hop(h.local, false, bb));
     const double shard = bb / h.L;
     if (x.c.compress) {  // all-gather of the shards' bf16 bits, summed locally
-      after = ring_all_gather_s(h.S, h.cross, h.S * shard / 2, 1, cross_flows, x.ag_hop(h.cross, true, h.S * shard / 2));
+      after = ring_all_gather_s(h.S, h.cross, h.S * shard / 2, 1, cross_flows,
+                                x.ag_hop(h.cross, true, h.S * shard / 2));
       out.cross_bytes = h.S * (h.S - 1.0) * (bytes / h.L / 2) * h.L * flows;
     } else {
       after = ring_all_reduce_s(h.S, h.cross, shard, ch, cross_flows, x.ar_hop(h.cross, true, shard));
@@ -198,8 +200,10 @@ StageTime stage_time(const Ctx& x, int k, int rep, double b) {
     // Megatron f/g: 2 all-reduces of the activation per block forward (attention, MLP), 2 backward;
     // the vocabulary-parallel embedding 1 forward; the vocabulary-parallel loss 3 of (B, T).
     const RingLinks ring = ring_links(x.cl, x.to_cluster(tp_group));
-    const double ar = ring_all_reduce_s(s.tp, ring.slowest, act, 1, ring.crosses_sites ? p.dp : 1, x.ar_hop(ring.slowest, ring.crosses_sites, act));
-    const double loss_ar = ring_all_reduce_s(s.tp, ring.slowest, b * x.T * 4, 1, 1, x.ar_hop(ring.slowest, ring.crosses_sites, b * x.T * 4));
+    const bool cross = ring.crosses_sites;
+    const double ar = ring_all_reduce_s(s.tp, ring.slowest, act, 1, cross ? p.dp : 1, x.ar_hop(ring.slowest, cross, act));
+    const double loss_ar =
+        ring_all_reduce_s(s.tp, ring.slowest, b * x.T * 4, 1, 1, x.ar_hop(ring.slowest, cross, b * x.T * 4));
     st.fwd += 2 * L * ar + (first ? ar : 0) + (last ? 3 * loss_ar : 0);
     st.bwd += 2 * L * ar;
     st.cross_bytes += ring.site_edges * 2.0 * (s.tp - 1) / s.tp * act * (4 * L + (first ? 1 : 0));
@@ -211,8 +215,9 @@ StageTime stage_time(const Ctx& x, int k, int rep, double b) {
     const std::vector<int> g = dp_group(p, k, 0);
     const RingLinks ring = ring_links(x.cl, x.to_cluster(g));
     const double block_bytes = (12 * x.C * x.C + 13 * x.C) * 4, P = p.dp;
-    const double gather = ring_all_gather_s(p.dp, ring.slowest, block_bytes, 1, 1, x.ag_hop(ring.slowest, ring.crosses_sites, block_bytes));
-    const double reduce = ring_all_reduce_s(p.dp, ring.slowest, block_bytes, 1, 1, x.ar_hop(ring.slowest, ring.crosses_sites, block_bytes));
+    const bool cross = ring.crosses_sites;
+    const double gather = ring_all_gather_s(p.dp, ring.slowest, block_bytes, 1, 1, x.ag_hop(ring.slowest, cross, block_bytes));
+    const double reduce = ring_all_reduce_s(p.dp, ring.slowest, block_bytes, 1, 1, x.ar_hop(ring.slowest, cross, block_bytes));
     const double bf = block_f, bb = block_b;  // ZeRO-3 runs with tp 1
     const double other_f = st.fwd - L * bf, other_b = st.bwd - L * (bb + (x.c.recompute ? bf : 0));  // embeddings, head
     st.fwd = other_f + L * std::max(bf, gather);
@@ -455,7 +460,8 @@ Prediction predict(const Candidate& c, const CostInputs& in) {
       std::vector<int> zg = group;
       if (c.zero_site && h.S > 0) zg.resize(static_cast<size_t>(h.L));  // the site's ranks
       const RingLinks ring = ring_links(x.cl, x.to_cluster(zg));
-      gather = ring_all_gather_s(shards, ring.slowest, bytes, 1, ring.crosses_sites ? s.tp : 1, x.ag_hop(ring.slowest, ring.crosses_sites, bytes));
+      gather = ring_all_gather_s(shards, ring.slowest, bytes, 1, ring.crosses_sites ? s.tp : 1,
+                                 x.ag_hop(ring.slowest, ring.crosses_sites, bytes));
       red.cross_bytes += ring.site_edges * (shards - 1.0) / shards * bytes * s.tp;
     }
     double optim = 0;

@@ -286,8 +286,8 @@ TEST(Cluster, FromTheTestbedFileWithDevicesAndAProbe) {
   // Over a short link (125 MB/s x 2 x 0.3 ms = 75 kB < 0.5 MiB) the probe's 2 MiB messages fill it:
   // its β replaces the file's rate.
   Cluster near = c;
-  apply_topology(near, R"({"world": 4, "pairs": [{"a": 1, "b": 2, "alpha_s": 0.0003, "beta_Bps": 9e7, "class": "local"}]})",
-                 "t.json");
+  apply_topology(near, R"({"world": 4, "pairs": [
+    {"a": 1, "b": 2, "alpha_s": 0.0003, "beta_Bps": 9e7, "class": "local"}]})", "t.json");
   EXPECT_NEAR(near.between(1, 2).beta_Bps, 9e7, 1e-3);
   EXPECT_THROW(apply_topology(d, R"({"world": 3, "pairs": []})", "t.json"), UserError);
   EXPECT_EQ(d.hops.all_reduce.at_1MiB, 0);  // no collectives timed
