@@ -89,7 +89,10 @@ void set_hops(Cluster& c, const std::string& text, const std::string& where) try
   for (const auto& t : j.at("collectives")) {
     const std::string op = t.at("op").get<std::string>();
     const double bytes = t.at("bytes").get<double>(), seconds = t.at("seconds").get<double>();
-    if ((op != "all-reduce" && op != "all-gather") || !(seconds > 0)) continue;  // WAN-path timings: not a plain ring
+    if (!(bytes >= 0 && bytes < 1e15 && seconds > 0 && seconds <= 3600))
+      throw UserError(fmt::format("{}: a collective timing of {} bytes in {} s is out of range (bytes >= 0, seconds in "
+                                  "(0, 3600])", where, bytes, seconds));
+    if (op != "all-reduce" && op != "all-gather") continue;  // WAN-path timings: not a plain ring
     HopLatency& hl = op == "all-reduce" ? h.all_reduce : h.all_gather;
     (bytes <= 4 ? hl.at_4B : hl.at_1MiB) = fit_hop_latency_s(op == "all-reduce", c.world(), slowest, bytes, seconds);
   }

@@ -304,6 +304,8 @@ TEST(Cluster, FromTheTestbedFileWithDevicesAndAProbe) {
   EXPECT_EQ(d.hops.all_gather.at_4B, 0);
   EXPECT_GT(d.hops.all_reduce.at_1MiB, 0.021);
   EXPECT_THROW(apply_topology(d, R"({"world": 4, "pairs": [], "collectives": [{"op": 1}]})", "t.json"), UserError);
+  EXPECT_THROW(apply_topology(d, R"({"world": 4, "pairs": [], "collectives": [
+    {"op": "all-reduce", "bytes": 4, "seconds": 1e300}]})", "t.json"), UserError);
   // Without a file: sites are the groups of ranks joined by local links.
   const Cluster e = cluster_from_probe(probe, "cpu", "t.json");
   ASSERT_EQ(e.sites.size(), 2u);
