@@ -31,9 +31,17 @@ struct ProbedPair {
   bool local = true;
 };
 
-std::vector<ProbedPair> read_pairs(const std::string& text, const std::string& where, int* world) {
+// The topology file of `slm probe`, parsed once; UserError (one line) when it is not JSON.
+nlohmann::json parse_topology(const std::string& text, const std::string& where) {
   try {
-    const nlohmann::json j = nlohmann::json::parse(text);
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw UserError(fmt::format("{}: not a topology file of `slm probe` ({})", where, e.what()));
+  }
+}
+
+std::vector<ProbedPair> read_pairs(const nlohmann::json& j, const std::string& where, int* world) {
+  try {
     *world = j.at("world").get<int>();
     std::vector<ProbedPair> v;
     if (j.contains("pairs"))
@@ -78,8 +86,7 @@ void set_links(Cluster& c, const std::vector<ProbedPair>& pairs) {
 
 // The probe's collective timings on the world group (rank order: a ring over every rank) as hop
 // latencies of that ring's slowest link; left unset when it timed none or the ring has one rank.
-void set_hops(Cluster& c, const std::string& text, const std::string& where) try {
-  const nlohmann::json j = nlohmann::json::parse(text);
+void set_hops(Cluster& c, const nlohmann::json& j, const std::string& where) try {
   if (!j.contains("collectives") || c.world() < 2) return;
   std::vector<int> all(static_cast<size_t>(c.world()));
   std::iota(all.begin(), all.end(), 0);
@@ -132,18 +139,20 @@ Cluster cluster_from_spec(const testbed::TestbedSpec& s, const std::string& wher
 }
 
 void apply_topology(Cluster& c, const std::string& text, const std::string& where) {
+  const nlohmann::json j = parse_topology(text, where);
   int world = 0;
-  const std::vector<ProbedPair> pairs = read_pairs(text, where, &world);
+  const std::vector<ProbedPair> pairs = read_pairs(j, where, &world);
   if (world != c.world())
     throw UserError(fmt::format("{}: the probe measured {} ranks, the cluster has {}", where, world, c.world()));
   set_links(c, pairs);
-  set_hops(c, text, where);
+  set_hops(c, j, where);
 }
 
 Cluster cluster_from_probe(const std::string& text, const std::string& device, const std::string& where,
                            bool one_site) {
+  const nlohmann::json j = parse_topology(text, where);
   int world = 0;
-  const std::vector<ProbedPair> pairs = read_pairs(text, where, &world);
+  const std::vector<ProbedPair> pairs = read_pairs(j, where, &world);
   // Sites: connected components of the local pairs, widened to contiguous rank ranges (the
   // runtime numbers sites by rank; a noisy probe must not interleave them).
   std::vector<int> site_of(static_cast<size_t>(world));
@@ -180,7 +189,7 @@ Cluster cluster_from_probe(const std::string& text, const std::string& device, c
   const size_t S = c.sites.size();
   c.link.assign(S, std::vector<Link>(S, Link{kBaseAlpha, kUnlimitedBps}));
   set_links(c, pairs);
-  set_hops(c, text, where);
+  set_hops(c, j, where);
   return c;
 }
 
