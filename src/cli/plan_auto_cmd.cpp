@@ -65,7 +65,7 @@ nlohmann::json to_json(const planner::Ranked& r, const planner::Cluster& cl) {
           {"price_per_hour", p.price_per_hour},           {"memory_bytes_max", *std::max_element(p.memory_bytes.begin(), p.memory_bytes.end())},
           {"cross_site_bytes", p.cross_site_bytes},       {"bubble", p.bubble},
           {"pipeline_s", p.pipeline_s}, {"dp_comm_s", p.dp_comm_s}, {"optimizer_s", p.optimizer_s},
-          {"zero_gather_s", p.zero_gather_s}, {"tied_s", p.tied_s}, {"fits", p.fits}};
+          {"zero_gather_s", p.zero_gather_s}, {"tied_s", p.tied_s}, {"norm_s", p.norm_s}, {"fits", p.fits}};
 }
 
 void print_table(const std::vector<planner::Ranked>& rows, const planner::Cluster& cl) {
@@ -178,10 +178,10 @@ planner::Candidate candidate_of(const parallel::Plan& plan, const train::Config&
 std::string describe_prediction(const planner::Prediction& p) {
   return fmt::format("predicted {:.3f} s per step ({:.0f} tokens/s, {:.4f} TFLOP/s per device, {:.3g} tokens/$): "
                      "pipeline {:.3f} s, exposed gradient reduction {:.3f} s, optimizer {:.3f} s, ZeRO gather {:.3f} s, "
-                     "tied embedding {:.3f} s, CPU floor of shared cores {:.3f} s; bubble {:.0f}%, {:.1f} MiB across "
+                     "tied embedding {:.3f} s, gradient norm {:.3f} s, CPU floor of shared cores {:.3f} s; bubble {:.0f}%, {:.1f} MiB across "
                      "sites{}",
                      p.step_s, p.tokens_per_s, p.tflops_per_device, p.tokens_per_dollar, p.pipeline_s, p.dp_comm_s,
-                     p.optimizer_s, p.zero_gather_s, p.tied_s, p.cpu_bound_s, 100 * p.bubble,
+                     p.optimizer_s, p.zero_gather_s, p.tied_s, p.norm_s, p.cpu_bound_s, 100 * p.bubble,
                      p.cross_site_bytes / (1 << 20), p.fits ? "" : fmt::format("; does not fit: rank {} is {:.2f} GiB over", p.tightest_rank,
                                                p.tightest_over_bytes / (1024.0 * 1024 * 1024)));
 }

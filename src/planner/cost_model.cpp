@@ -96,6 +96,22 @@ Hier hierarchy_of(const Ctx& x, const std::vector<int>& group) {
 struct Reduce {
   double exposed_s = 0, cross_bytes = 0;
 };
+
+// A collective in which every member of `group` moves `moved` bytes (sent + received), `flows`
+// such groups at once: where members share a CPU pool, at least the pool's CPU work for it
+// (comm_cpu_s_per_byte per byte, over its cores = ranks / solo speed-up). Inside a testbed site
+// the "link" is loopback and this, not its rate, is what a step pays.
+double pool_cpu_s(const Ctx& x, const std::vector<int>& group, double moved, int flows) {
+  std::map<int, int> members;  // per pool: members of the group in it
+  double worst = 0;
+  for (int r : group) {
+    const RankProfile& rp = x.prof(r);
+    if (!rp.shares_cores || rp.comm_cpu_s_per_byte <= 0) continue;
+    const int active = std::min(rp.host_ranks, ++members[rp.host] * flows);
+    worst = std::max(worst, rp.comm_cpu_s_per_byte * moved * active / (rp.host_ranks / rp.solo_speedup));
+  }
+  return worst;
+}
 constexpr int kGlooLanes = 2;
 Reduce reduce_grads(const Ctx& x, const std::vector<int>& group, double bytes, double bwd_s, int flows, bool overlap) {
   Reduce out;
@@ -117,7 +133,9 @@ Reduce reduce_grads(const Ctx& x, const std::vector<int>& group, double bytes, d
     out.cross_bytes = ring.site_edges * 2.0 * (P - 1) / P * bytes * flows;
   } else {
     const int cross_flows = h.L * flows;  // every site position's ring shares the site link
-    during = ring_all_reduce_s(h.L, h.local, bb, 1, 1, x.ar_hop(h.local, false, bb));
+    // Every site sums, then all-gathers, at once: over loopback on shared cores, CPU-bound.
+    during = std::max(ring_all_reduce_s(h.L, h.local, bb, 1, 1, x.ar_hop(h.local, false, bb)),
+                      pool_cpu_s(x, group, 2 * 2.0 * (h.L - 1) / h.L * bb, flows));
     const double shard = bb / h.L;
     if (x.c.compress) {  // all-gather of the shards' bf16 bits, summed locally
       after = ring_all_gather_s(h.S, h.cross, h.S * shard / 2, 1, cross_flows,
@@ -127,7 +145,8 @@ Reduce reduce_grads(const Ctx& x, const std::vector<int>& group, double bytes, d
       after = ring_all_reduce_s(h.S, h.cross, shard, ch, cross_flows, x.ar_hop(h.cross, true, shard));
       out.cross_bytes = h.S * 2.0 * (h.S - 1) / h.S * (bytes / h.L) * h.L * flows;
     }
-    after += ring_all_gather_s(h.L, h.local, bb, 1, 1, x.ag_hop(h.local, false, bb));
+    after += std::max(ring_all_gather_s(h.L, h.local, bb, 1, 1, x.ag_hop(h.local, false, bb)),
+                      pool_cpu_s(x, group, 2 * (h.L - 1.0) / h.L * bb, flows));
   }
   std::vector<double> lane_free(static_cast<size_t>(lanes), 0.0);
   double end = 0;
@@ -173,6 +192,7 @@ Reduce outer_sync(const Ctx& x, const std::vector<int>& group, double bytes, int
 struct StageTime {
   double fwd = 0, bwd = 0, cross_bytes = 0;
   double compute_fwd = 0, compute_bwd = 0;  // the compute share of fwd and bwd (cores can speed it up)
+  double cpu_fwd = 0, cpu_bwd = 0;          // communication that is CPU work on shared cores (the same)
 };
 StageTime stage_time(const Ctx& x, int k, int rep, double b) {
   const Plan& p = x.c.plan;
@@ -204,8 +224,18 @@ StageTime stage_time(const Ctx& x, int k, int rep, double b) {
     const double ar = ring_all_reduce_s(s.tp, ring.slowest, act, 1, cross ? p.dp : 1, x.ar_hop(ring.slowest, cross, act));
     const double loss_ar =
         ring_all_reduce_s(s.tp, ring.slowest, b * x.T * 4, 1, 1, x.ar_hop(ring.slowest, cross, b * x.T * 4));
-    st.fwd += 2 * L * ar + (first ? ar : 0) + (last ? 3 * loss_ar : 0);
-    st.bwd += 2 * L * ar;
+    // Where the tp ranks share cores, an all-reduce is CPU work (Gloo's and the kernel's copies of
+    // every byte sent and received) at the rank's share of the cores with all busy, as its compute:
+    // the 0.26 MB all-reduces of the planner study's pipeshard take ~1 ms there, not the link's 0.1.
+    double cpu = 0;
+    for (int r : tp_group) {
+      const RankProfile& pr = x.prof(r);
+      if (pr.shares_cores) cpu = std::max(cpu, pr.comm_cpu_s_per_byte * 2 * 2 * (t - 1) / t * act * pr.solo_speedup);
+    }
+    const double n_fwd = 2 * L + (first ? 1 : 0), n_bwd = 2 * L;
+    st.fwd += n_fwd * std::max(ar, cpu) + (last ? 3 * loss_ar : 0);
+    st.bwd += n_bwd * std::max(ar, cpu);
+    if (cpu > ar) st.cpu_fwd = n_fwd * cpu, st.cpu_bwd = n_bwd * cpu;
     st.cross_bytes += ring.site_edges * 2.0 * (s.tp - 1) / s.tp * act * (4 * L + (first ? 1 : 0));
   }
   if (p.zero == 3 && p.dp > 1) {
@@ -258,7 +288,8 @@ parallel::pipeline::StageCosts replica_costs(const Ctx& x, int rep, double b, co
     const StageTime st = stage_time(x, K, rep, b);
     auto f = factor.find(x.prof(parallel::rank_at(p, K, rep, 0)).host);
     const double speed = f == factor.end() ? 1.0 : f->second;
-    sc.fwd.push_back(st.fwd - (1 - speed) * st.compute_fwd), sc.bwd.push_back(st.bwd - (1 - speed) * st.compute_bwd);
+    sc.fwd.push_back(st.fwd - (1 - speed) * (st.compute_fwd + st.cpu_fwd));
+    sc.bwd.push_back(st.bwd - (1 - speed) * (st.compute_bwd + st.cpu_bwd));
     *cross += st.cross_bytes * M;
     double send = 0;
     if (k + 1 < S) {  // the activation to the next stage (its gradient back): 1/tp each with equal tp
@@ -350,7 +381,12 @@ double bytes_sent(const Ctx& x, int k, int rep) {
   if (s.tp > 1) sent += M * (4 * L + (K == 0 ? 1 : 0)) * 2 * (t - 1) / t * act;  // Megatron's all-reduces
   sent += M * act / t * ((K > 0 ? 1 : 0) + (K + 1 < S ? 1 : 0));                   // to the next / previous stage
   const double G = p.dp, params = stage_params(x, s, K, S), block = (12 * x.C * x.C + 13 * x.C) * 4;
-  if (p.dp > 1 && p.zero < 3) sent += (p.zero == 2 ? M : 1) * 2 * (G - 1) / G * 4 * params;
+  if (p.dp > 1 && p.zero < 3) {  // flat ring, or hierarchical: site sum, cross-site shard, site gather
+    const Hier h = hierarchy_of(x, dp_group(p, k, 0));
+    const double B = 4 * params, S = h.S, L = h.L;
+    const double cross = x.c.compress ? (S - 1) * B / L / 2 : 2 * (S - 1) / S * B / L;
+    sent += (p.zero == 2 ? M : 1) * (h.S == 0 ? 2 * (G - 1) / G * B : 2 * (L - 1) / L * B + cross + (L - 1) / L * B);
+  }
   if (p.dp > 1 && (p.zero == 1 || p.zero == 2)) sent += (G - 1) / G * 4 * params;  // the updated shards
   if (p.dp > 1 && p.zero == 3) sent += L * (2 * (G - 1) / G + 2 * (G - 1) / G) * block;
   if (S > 1 && (K == 0 || K + 1 == S)) sent += x.V * x.C * 4 / t;
@@ -475,16 +511,43 @@ Prediction predict(const Candidate& c, const CostInputs& in) {
     out.optimizer_s = std::max(out.optimizer_s, optim);
     end = std::max(end, finish[static_cast<size_t>(r)] + red.exposed_s + optim + gather + outer.exposed_s);
   }
-  // 3. Tied embedding across a pipeline: the head's gradient to the first stage, weights back.
+  // 3. Tied embedding across a pipeline (parallel/pipeline/executor.cpp): the head's gradient
+  //    follows the last activation gradient to the first stage, which waits for both (its latency
+  //    is already in the schedule); the weights go back after the optimizer and reach the last
+  //    stage while the first stage computes the next step's first forward.
   if (S > 1) {
     const StagePlan& f = p.stages.front();
     const int a = f.ranks[0], b = p.stages[static_cast<size_t>(P - 1)].ranks[0];
     const bool crosses = x.site(a) != x.site(b);
     const double bytes = x.V * x.C * 4 / f.tp;
-    out.tied_s = 2 * p2p_s(x.cl.between(x.cluster_rank(a), x.cluster_rank(b)), bytes, crosses ? p.dp * f.tp : 1);
+    const Link& l = x.cl.between(x.cluster_rank(a), x.cluster_rank(b));
+    const double move = p2p_s(l, bytes, crosses ? p.dp * f.tp : 1) - l.alpha_s;
+    const double first_fwd = stage_time(x, 0, 0, static_cast<double>(p.micro_batch[0])).fwd;
+    out.tied_s = move + std::max(0.0, move - first_fwd);
     if (crosses) out.cross_site_bytes += 2 * bytes * p.dp * f.tp;
   }
-  out.step_s = end + out.tied_s;
+  // 4. The gradient norm (train/step.cpp): a blocking sum of one number over the group that shards
+  //    the gradient (ZeRO: its dp group), then over every rank of the job (DiLoCo: of the site) when
+  //    the model is split into stages; a ring of one double pays its hops, across sites the probe's.
+  auto scalar_sum_s = [&](const std::vector<int>& plan_ranks) {
+    if (plan_ranks.size() < 2) return 0.0;
+    const RingLinks ring = ring_links(x.cl, x.to_cluster(plan_ranks));
+    return ring_all_reduce_s(static_cast<int>(plan_ranks.size()), ring.slowest, 8, 1, 1,
+                             x.ar_hop(ring.slowest, ring.crosses_sites, 8));
+  };
+  if (p.zero > 0 && p.dp > 1) {
+    std::vector<int> zg = dp_group(p, 0, 0);
+    const Hier h = hierarchy_of(x, zg);
+    if ((c.zero_site || c.diloco_steps > 0) && h.S > 0) zg.resize(static_cast<size_t>(h.L));
+    out.norm_s += scalar_sum_s(zg);
+  }
+  if (S > 1) {
+    std::vector<int> all;
+    for (int r = 0; r < static_cast<int>(c.ranks.size()); ++r) all.push_back(r);
+    if (c.diloco_steps > 0) all = in_site(x, all);
+    out.norm_s += scalar_sum_s(all);
+  }
+  out.step_s = end + out.tied_s + out.norm_s;
   out.cpu_bound_s = cpu_bound_s(x, out.optimizer_s);
   out.step_s = std::max(out.step_s, out.cpu_bound_s);
   // Throughput, cost.

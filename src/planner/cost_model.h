@@ -10,7 +10,8 @@
 //     backward order, what is not hidden behind the last micro-batch's backward is exposed;
 //     hierarchical (the cross-site step runs after backward), bf16 across sites, channels;
 //  3. the tied embedding between the last and first stage, the optimizer on each rank's shard,
-//     and ZeRO-1/2's parameter all-gather.
+//     and ZeRO-1/2's parameter all-gather;
+//  4. the gradient norm's blocking sums of one number (ZeRO's dp group, every rank of a pipeline).
 // Memory: parallel::estimate_memory plus the runtime's own overhead (the profile measures it).
 #pragma once
 #include <cstdint>
@@ -60,6 +61,7 @@ struct Prediction {
   double zero_gather_s = 0;   // ZeRO-1/2 parameter all-gather after the step
   double optimizer_s = 0;     // slowest rank's AdamW step
   double tied_s = 0;          // pipelines: head gradient to the first stage, weights back
+  double norm_s = 0;          // the gradient norm's blocking sums (ZeRO's dp group; every rank of a pipeline)
   double outer_sync_s = 0;    // DiLoCo: the outer sync across sites, amortised over its inner steps
   double bubble = 0;          // mean idle fraction of the pipeline ranks
   double cpu_bound_s = 0;     // ranks sharing cores: their compute, optimizer and communication's

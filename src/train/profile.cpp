@@ -9,6 +9,7 @@
 #include <fmt/ranges.h>
 #include <fstream>
 #include <map>
+#include <sstream>
 #include <sys/resource.h>
 #include <unistd.h>
 #include <nlohmann/json.hpp>
@@ -27,52 +28,115 @@
 namespace slm::train {
 namespace {
 using Clock = std::chrono::steady_clock;
+constexpr double kSharedMinSampleS = 0.25;  // the shortest timing where ranks time-share cores
 
 void sync(const std::string& device) {
   if (device != "cpu") torch::cuda::synchronize();
 }
 
-// Median of `repeats` timings of f after one warm-up.
+// Median of `repeats` timings of f after one warm-up; each timing runs f as often as it takes to
+// span min_s (a CPU quota's periods), and counts per run.
 template <class F>
-double median_time(int repeats, const std::string& device, F&& f) {
+double median_time(int repeats, const std::string& device, double min_s, F&& f) {
   f();
   std::vector<double> t;
   for (int i = 0; i < repeats; ++i) {
     sync(device);
     auto t0 = Clock::now();
-    f();
-    sync(device);
-    t.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+    int runs = 0;
+    double spent = 0;
+    do {
+      f();
+      sync(device);
+      ++runs;
+      spent = std::chrono::duration<double>(Clock::now() - t0).count();
+    } while (spent < min_s);
+    t.push_back(spent / runs);
   }
   std::sort(t.begin(), t.end());
   return t[t.size() / 2];
 }
 
-// This process's cgroup and its CPU quota: a testbed site's ranks share one (testbed/cgroup.h,
-// which also names it in SLM_CGROUP: inside a cgroup namespace /proc/self/cgroup may say "/").
-std::string cpu_quota() {
-  std::ifstream in("/proc/self/cgroup");
-  std::string out;
-  if (const char* dir = std::getenv("SLM_CGROUP")) {
-    out += std::string(dir) + ";";
-    for (const std::string& f : {std::string(dir) + "/cpu.max", std::string(dir) + "/cpu.cfs_quota_us"}) {
-      std::ifstream q(f);
-      std::string v;
-      if (q && std::getline(q, v)) out += std::string(dir) + "=" + v + ";";
-    }
+// Medians of the two phases of `repeats` runs of first() then second() after one warm-up, timed
+// in the same runs (a forward and its backward see the same contention: timed apart, their
+// difference was noise on shared cores); each timing spans min_s, as median_time's.
+template <class F, class G>
+std::pair<double, double> median_split(int repeats, const std::string& device, double min_s, F&& first, G&& second) {
+  first(), second();
+  std::vector<double> a, b;
+  for (int i = 0; i < repeats; ++i) {
+    double ta = 0, tb = 0;
+    int runs = 0;
+    do {
+      sync(device);
+      const auto t0 = Clock::now();
+      first();
+      sync(device);
+      const auto t1 = Clock::now();
+      second();
+      sync(device);
+      ta += std::chrono::duration<double>(t1 - t0).count();
+      tb += std::chrono::duration<double>(Clock::now() - t1).count();
+      ++runs;
+    } while (ta + tb < min_s);
+    a.push_back(ta / runs), b.push_back(tb / runs);
   }
+  std::sort(a.begin(), a.end()), std::sort(b.begin(), b.end());
+  return {a[a.size() / 2], b[b.size() / 2]};
+}
+
+// The cgroup folders whose CPU quota applies to this process: a testbed site's ranks share one
+// (testbed/cgroup.h, which also names it in SLM_CGROUP: inside a cgroup namespace
+// /proc/self/cgroup may say "/"), then those /proc/self/cgroup names (v2, v1).
+std::vector<std::string> cgroup_dirs() {
+  std::vector<std::string> dirs;
+  if (const char* dir = std::getenv("SLM_CGROUP")) dirs.push_back(dir);
+  std::ifstream in("/proc/self/cgroup");
   for (std::string line; std::getline(in, line);) {
     const auto colon = line.rfind(':');
     if (colon == std::string::npos) continue;
     const std::string path = line.substr(colon + 1);
-    for (const std::string& f : {"/sys/fs/cgroup" + path + "/cpu.max", "/sys/fs/cgroup/cpu" + path + "/cpu.cfs_quota_us",
-                                "/sys/fs/cgroup/cpu,cpuacct" + path + "/cpu.cfs_quota_us"}) {
-      std::ifstream q(f);
-      std::string v;
-      if (q && std::getline(q, v)) out += path + "=" + v + ";";
-    }
+    for (const std::string& d : {"/sys/fs/cgroup" + path, "/sys/fs/cgroup/cpu" + path, "/sys/fs/cgroup/cpu,cpuacct" + path})
+      dirs.push_back(d);
   }
+  return dirs;
+}
+
+std::string first_line(const std::string& file) {
+  std::ifstream q(file);
+  std::string v;
+  return q && std::getline(q, v) ? v : "";
+}
+
+// This process's CPU quotas, as one string (part of the cache key).
+std::string cpu_quota() {
+  std::string out = std::getenv("SLM_CPU_MAX") ? std::string("testbed=") + std::getenv("SLM_CPU_MAX") + ";" : "";
+  for (const std::string& d : cgroup_dirs())
+    for (const std::string& f : {d + "/cpu.max", d + "/cpu.cfs_quota_us"})
+      if (const std::string v = first_line(f); !v.empty()) out += f + "=" + v + ";";
   return out;
+}
+
+// The period of the CPU quota that limits this process (0 without one): within a period a
+// quota-limited rank runs at full speed until its quota is spent, then not at all, so a timing
+// shorter than a period can miss the limit altogether (the testbed's 0.5-core site timed its
+// blocks at b = 1 only 2x slower than the free site, where whole steps ran ~4x slower).
+double quota_period_s() {
+  if (const char* testbed = std::getenv("SLM_CPU_MAX")) {  // testbed/cgroup.h
+    std::istringstream v(testbed);
+    std::string quota;
+    double period = 0;
+    if (v >> quota >> period && quota != "max" && quota[0] != '-' && period > 0) return period / 1e6;
+  }
+  for (const std::string& d : cgroup_dirs()) {
+    std::istringstream v2(first_line(d + "/cpu.max"));
+    std::string quota;
+    double period = 0;
+    if (v2 >> quota >> period && quota != "max" && period > 0) return period / 1e6;
+    const std::string q1 = first_line(d + "/cpu.cfs_quota_us"), p1 = first_line(d + "/cpu.cfs_period_us");
+    if (!q1.empty() && !p1.empty() && std::stod(q1) > 0) return std::stod(p1) / 1e6;
+  }
+  return 0;
 }
 
 std::string cache_path() {
@@ -91,7 +155,9 @@ planner::RankProfile from_json(const nlohmann::json& j) {
   return planner::parse_profile(whole.dump(), "profile cache").ranks.at(0);
 }
 
-planner::RankProfile measure(const ProfileRequest& r) {
+// Every rank of g times each size at once (a barrier before each): "all busy" must mean all busy,
+// or a rank that starts while the others still load times its blocks alone.
+planner::RankProfile measure(const ProfileRequest& r, const comm::Group& g) {
   planner::RankProfile out;
   out.overhead_bytes = static_cast<double>(resident_memory_bytes());  // the runtime's own share
   model::GPT2Config c = r.model;
@@ -103,23 +169,21 @@ planner::RankProfile measure(const ProfileRequest& r) {
   const int64_t T = r.seq_len, C = c.n_embd;
   auto opts = torch::TensorOptions().device(r.device);
   for (int64_t b : r.micro_batch) {
+    comm::barrier(g);
     AutocastGuard autocast(r.precision, r.device);
     at::Tensor x = torch::randn({b, T, C}, opts).requires_grad_(true);
     at::Tensor idx = torch::randint(c.vocab_size, {b, T}, opts.dtype(torch::kLong));
     at::Tensor out_grad = torch::randn({b, T, C}, opts);
     at::Tensor y;
-    out.block_fwd_s.push_back(median_time(r.repeats, r.device, [&] { y = model::block_forward(m.h[0], x, c, true); }));
-    out.block_bwd_s.push_back(median_time(r.repeats, r.device, [&] {
-      y = model::block_forward(m.h[0], x, c, true);
-      y.backward(out_grad);
-    }) - out.block_fwd_s.back());
-    out.embed_s.push_back(median_time(r.repeats, r.device, [&] { model::embed(m, idx, true).sum().backward(); }));
+    const auto [block_f, block_b] = median_split(
+        r.repeats, r.device, r.min_sample_s, [&] { y = model::block_forward(m.h[0], x, c, true); },
+        [&] { y.backward(out_grad); });
+    out.block_fwd_s.push_back(block_f), out.block_bwd_s.push_back(block_b);
+    out.embed_s.push_back(median_time(r.repeats, r.device, r.min_sample_s, [&] { model::embed(m, idx, true).sum().backward(); }));
     at::Tensor loss;
-    out.head_fwd_s.push_back(median_time(r.repeats, r.device, [&] { loss = model::head_loss(m, x, idx); }));
-    out.head_bwd_s.push_back(median_time(r.repeats, r.device, [&] {
-      loss = model::head_loss(m, x, idx);
-      loss.backward();
-    }) - out.head_fwd_s.back());
+    const auto [head_f, head_b] = median_split(
+        r.repeats, r.device, r.min_sample_s, [&] { loss = model::head_loss(m, x, idx); }, [&] { loss.backward(); });
+    out.head_fwd_s.push_back(head_f), out.head_bwd_s.push_back(head_b);
     for (auto* v : {&out.block_bwd_s, &out.head_bwd_s}) v->back() = std::max(v->back(), 1e-6);
   }
   // Blocks in a row (up to 8) against one alone, at the second size: weights that no longer stay
@@ -134,7 +198,7 @@ planner::RankProfile measure(const ProfileRequest& r) {
     const int64_t b = r.micro_batch[k];
     AutocastGuard autocast(r.precision, r.device);
     at::Tensor x = torch::randn({b, T, C}, opts).requires_grad_(true), g = torch::randn({b, T, C}, opts);
-    const double t = median_time(std::max(1, r.repeats - 1), r.device, [&] {
+    const double t = median_time(std::max(1, r.repeats - 1), r.device, r.min_sample_s, [&] {
       model::run_blocks(many, x, 0, many.h.size(), true).backward(g);
     });
     const double one = out.block_fwd_s[k] + out.block_bwd_s[k];
@@ -147,7 +211,7 @@ planner::RankProfile measure(const ProfileRequest& r) {
   AdamW adam = make_adamw(layout, {parallel::Segment{0, 0, layout.numel}}, flat);
   OptimConfig oc;
   out.optim_s_per_param =
-      median_time(r.repeats, r.device, [&] { adamw_step(adam, flat, grad, oc, 1e-4); }) / static_cast<double>(layout.numel);
+      median_time(r.repeats, r.device, r.min_sample_s, [&] { adamw_step(adam, flat, grad, oc, 1e-4); }) / static_cast<double>(layout.numel);
   out.micro_batch = r.micro_batch;
   return out;
 }
@@ -228,12 +292,14 @@ double solo_block_s(const ProfileRequest& r) {
   AutocastGuard autocast(r.precision, r.device);
   at::Tensor x = torch::randn({b, r.seq_len, c.n_embd}, opts).requires_grad_(true);
   at::Tensor g = torch::randn({b, r.seq_len, c.n_embd}, opts);
-  return median_time(r.repeats, r.device, [&] { model::block_forward(m.h[0], x, c, true).backward(g); });
+  return median_time(r.repeats, r.device, r.min_sample_s, [&] { model::block_forward(m.h[0], x, c, true).backward(g); });
 }
 
 }  // namespace
 
-std::vector<planner::RankProfile> profile_job(const ProfileRequest& r, const comm::Group& g) {
+std::vector<planner::RankProfile> profile_job(const ProfileRequest& request, const comm::Group& g) {
+  ProfileRequest r = request;
+  if (r.min_sample_s <= 0) r.min_sample_s = 2 * quota_period_s();
   // Which ranks share a pool of cores: the machine (host name) and the cgroup a testbed site's
   // ranks run in (SLM_CGROUP), hashed, of every rank.
   char name[256] = {0};
@@ -254,10 +320,14 @@ std::vector<planner::RankProfile> profile_job(const ProfileRequest& r, const com
   }
   const int my_host = host[static_cast<size_t>(g.rank)];
   const bool shares = ranks_on[my_host] > 1;  // measured below: does a rank run faster alone?
+  // Ranks time-sharing cores get them in scheduler slices of a few ms: a timing shorter than
+  // several slices is luck (the planner study's 4 ranks on 2 cores timed one block at b = 1 as
+  // 3 ms on one rank and 11 ms on another, and the planner gave the "fast" rank 11 of 24 layers).
+  if (shares) r.min_sample_s = std::max(r.min_sample_s, kSharedMinSampleS);
   // The cache, unless any rank misses (then every rank measures: the solo rounds are collective).
   const planner::ProfileShape s = profile_shape(r.model, r.seq_len, r.precision);
   const DeviceInfo dev = describe_device(r.device, r.precision, cpu_threads(), 0, 0);
-  const std::string key = fmt::format("v3 | {} | ranks here {} | cpu {} | C {} H {} Vp {} T {} {} | b {}", dev.name,
+  const std::string key = fmt::format("v4 | {} | ranks here {} | cpu {} | C {} H {} Vp {} T {} {} | b {}", dev.name,
                                       ranks_on[my_host], cpu_quota(), s.n_embd, s.n_head, s.vocab_padded, s.seq_len,
                                       s.precision, fmt::join(r.micro_batch, ","));
   nlohmann::json cache = nlohmann::json::object();
@@ -277,7 +347,7 @@ std::vector<planner::RankProfile> profile_job(const ProfileRequest& r, const com
     }
   }
   if (comm::max(hit ? 0.0 : 1.0, g) > 0) {
-    mine = measure(r);
+    mine = measure(r, g);
     mine.device = dev.name;
     mine.source = "measured";
     mine.solo_speedup = 1;

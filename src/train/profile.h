@@ -24,6 +24,8 @@ struct ProfileRequest {
   int repeats = 3;                   // timed runs per size after one warm-up (the median counts)
   bool use_cache = true;
   int local_ranks = 1;               // ranks sharing this machine (part of the cache key)
+  double min_sample_s = 0;           // each timing spans at least this long (repeating the work);
+                                     // 0: profile_job takes two periods of a CPU quota if one applies
 };
 
 // Collective over g (every rank of the job): each rank times its compute with all ranks busy at

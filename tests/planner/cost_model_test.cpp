@@ -1,7 +1,8 @@
 // tests/planner/cost_model_test.cpp: each cost term against hand-computed values: α-β transfers and
 // ring collectives, the data-parallel step (compute + exposed all-reduce + optimizer), ZeRO-3's
 // per-block gathers, blocking reductions and bytes across sites, communication's CPU on shared
-// cores, a two-stage pipeline over a slow link, memory against caps, hierarchical and bf16 bytes
+// cores (the floor, tp all-reduces, the hierarchical site steps), a two-stage pipeline over a slow
+// link with the tied embedding and the gradient norm, memory against caps, hierarchical and bf16 bytes
 // across sites, the stage split DP, the profile interpolation and file checks, and the cluster file
 // with devices and a probe.
 #include <gtest/gtest.h>
@@ -172,10 +173,79 @@ TEST(CostModel, TwoStagePipelineOverASlowLink) {
   // F0 -> send -> F1(+head) B1(+head) -> send -> B0
   const double expect = 0.1 + send + (0.1 + 0.2) + (0.2 + 0.4) + send + 0.2;
   EXPECT_NEAR(p.pipeline_s, expect, 1e-9);
-  const double wte = 128 * 64 * 4;
-  EXPECT_NEAR(p.tied_s, 2 * p2p_s(wan, wte), 1e-9);
+  // The head's gradient follows B1's gradient (its α is in the schedule); the weights going back
+  // hide behind the next step's first forward (0.1 s) unless they take longer.
+  const double wte = 128 * 64 * 4, move = p2p_s(wan, wte) - wan.alpha_s;
+  ASSERT_LT(move, 0.1);
+  EXPECT_NEAR(p.tied_s, move, 1e-9);
+  // The gradient norm: one number summed by both ranks (every rank of a pipeline), 2 hops of α.
+  EXPECT_NEAR(p.norm_s, ring_all_reduce_s(2, wan, 8), 1e-12);
+  EXPECT_NEAR(p.step_s, expect + p.tied_s + p.norm_s + p.optimizer_s, 1e-9);
   EXPECT_NEAR(p.cross_site_bytes, 2 * act + 2 * wte, 1e-6);
   EXPECT_NEAR(p.bubble, 1 - ((0.1 + 0.2) / expect + (0.9) / expect) / 2, 1e-9);
+  // A narrow link: the weights take longer than the first forward, and the rest is exposed.
+  const Cluster narrow = make_cluster({1, 1}, {1e-4, 1e9}, {0.05, 1e5});
+  in.cluster = &narrow;
+  const double slow = p2p_s({0.05, 1e5}, wte) - 0.05;
+  ASSERT_GT(slow, 0.1);
+  EXPECT_NEAR(predict(k, in).tied_s, slow + (slow - 0.1), 1e-9);
+}
+
+TEST(CostModel, GradientNormSumsOverZerosGroup) {
+  // ZeRO shards the gradient: its norm is a sum of one number over the dp group; plain dp has
+  // every gradient whole and sums nothing.
+  const Link wan{0.02, 1e8};
+  const Cluster c = make_cluster({1, 1}, {1e-4, 1e9}, wan);
+  const ComputeProfile prof = make_profile(2, 0.01);
+  CostInputs in{&c, &prof, make_model(2), 16, 25, 0, {}};
+  Candidate k;
+  k.ranks = {0, 1};
+  k.plan = parallel::plan_from_flags({.dp = 2}, 2, 2, 2, 1);
+  EXPECT_EQ(predict(k, in).norm_s, 0);
+  k.plan = parallel::plan_from_flags({.dp = 2, .zero = 2}, 2, 2, 2, 1);
+  EXPECT_NEAR(predict(k, in).norm_s, 2 * 0.02 + 2.0 * 1 / 2 * 8 / std::min(1e8, kWindowBytes / 0.02), 1e-12);
+}
+
+TEST(CostModel, TensorParallelAllReducesAreCpuWorkOnSharedCores) {
+  // tp 2 inside one pool of 2 ranks that share 1 core (alone 2x faster): each of a block's 2
+  // forward all-reduces moves 2 x 1/2 of the activation out and as much in, at 10 ns per byte and
+  // the rank's half of the core: more than the 1 GB/s link's time, so it is what a block pays.
+  const Cluster c = make_cluster({2}, {1e-5, 1e9}, {});
+  ComputeProfile prof = make_profile(2, 0.1);
+  CostInputs in{&c, &prof, make_model(2), 16, 25, 0, {}};
+  Candidate k;
+  k.ranks = {0, 1};
+  k.plan = parallel::plan_from_flags({.tp = 2}, 2, 2, 1, 1);
+  const Prediction alone = predict(k, in);
+  for (RankProfile& r : prof.ranks)
+    r.host = 0, r.host_ranks = 2, r.shares_cores = true, r.solo_speedup = 2, r.comm_cpu_s_per_byte = 1e-8;
+  const Prediction shared = predict(k, in);
+  const double act = 1 * 16 * 64 * 4, link = ring_all_reduce_s(2, {1e-5, 1e9}, act);
+  const double cpu = 1e-8 * 2 * act * 2;  // (sent + received) per byte, at half a core
+  ASSERT_GT(cpu, link);
+  // Per step: 2 blocks x 2 + 1 (embedding) all-reduces forward, 2 x 2 backward; both ranks busy
+  // throughout (no bubble), so at the profile's speed.
+  EXPECT_NEAR(shared.pipeline_s - alone.pipeline_s, (5 + 4) * (cpu - link), 1e-9);
+}
+
+TEST(CostModel, HierarchicalSiteStepsAreCpuWorkOnSharedCores) {
+  // 4 ranks of two sites on one machine's 2 cores (alone 2x faster), 1 ns of CPU per byte moved:
+  // the site sum and the site all-gather go over loopback at CPU speed, not at the link's 7 GB/s.
+  const Cluster c = make_cluster({2, 2}, {1e-5, 7e9}, {0.01, 1e8});
+  ComputeProfile prof = make_profile(4, 0.01);
+  for (RankProfile& r : prof.ranks)
+    r.host = 0, r.host_ranks = 4, r.shares_cores = true, r.solo_speedup = 2, r.comm_cpu_s_per_byte = 1e-9;
+  CostInputs in{&c, &prof, make_model(2), 16, 25, 0, {}};
+  Candidate k;
+  k.ranks = {0, 1, 2, 3};
+  k.plan = parallel::plan_from_flags({.dp = 4}, 2, 4, 4, 1);
+  k.ranks_per_site = 2;
+  const double C = 64, V = 128, bytes = 4 * (2 * (12 * C * C + 13 * C) + V * C + 16 * C + 2 * C);
+  // All 4 ranks at once on 2 cores: site sum moves 2 x 2 x 1/2 of the bytes per rank, the
+  // all-gather 2 x 1/2; across sites each half is all-reduced by 2 rings sharing the link.
+  const double sum = 1e-9 * 2 * bytes * 4 / 2, gather = 1e-9 * bytes * 4 / 2;
+  const double cross = ring_all_reduce_s(2, {0.01, 1e8}, bytes / 2, 1, 2);
+  EXPECT_NEAR(predict(k, in).dp_comm_s, sum + cross + gather, 1e-9);
 }
 
 TEST(CostModel, HierarchicalReductionMovesAShardAcrossSites) {
