@@ -29,6 +29,15 @@ struct Ctx {
   const RankProfile& prof(int plan_rank) const {
     return in.profile->ranks[static_cast<size_t>(cluster_rank(plan_rank))];
   }
+  // A CPU pool's speed-up alone (all busy / one alone), the mean of its ranks' measurements: the
+  // pool's cores (ranks / speed-up) are one number, however noisy each rank's solo run was.
+  double pool_speedup(int host) const {
+    double sum = 0;
+    int n = 0;
+    for (const RankProfile& r : in.profile->ranks)
+      if (r.host == host) sum += r.solo_speedup, ++n;
+    return n > 0 ? sum / n : 1.0;
+  }
   std::vector<int> to_cluster(const std::vector<int>& plan_ranks) const {
     std::vector<int> v;
     for (int r : plan_ranks) v.push_back(cluster_rank(r));
@@ -108,7 +117,7 @@ double pool_cpu_s(const Ctx& x, const std::vector<int>& group, double moved, int
     const RankProfile& rp = x.prof(r);
     if (!rp.shares_cores || rp.comm_cpu_s_per_byte <= 0) continue;
     const int active = std::min(rp.host_ranks, ++members[rp.host] * flows);
-    worst = std::max(worst, rp.comm_cpu_s_per_byte * moved * active / (rp.host_ranks / rp.solo_speedup));
+    worst = std::max(worst, rp.comm_cpu_s_per_byte * moved * active / (rp.host_ranks / x.pool_speedup(rp.host)));
   }
   return worst;
 }
@@ -230,7 +239,7 @@ StageTime stage_time(const Ctx& x, int k, int rep, double b) {
     double cpu = 0;
     for (int r : tp_group) {
       const RankProfile& pr = x.prof(r);
-      if (pr.shares_cores) cpu = std::max(cpu, pr.comm_cpu_s_per_byte * 2 * 2 * (t - 1) / t * act * pr.solo_speedup);
+      if (pr.shares_cores) cpu = std::max(cpu, pr.comm_cpu_s_per_byte * 2 * 2 * (t - 1) / t * act * x.pool_speedup(pr.host));
     }
     const double n_fwd = 2 * L + (first ? 1 : 0), n_bwd = 2 * L;
     st.fwd += n_fwd * std::max(ar, cpu) + (last ? 3 * loss_ar : 0);
@@ -363,7 +372,7 @@ std::map<int, double> shared_core_factors(const Ctx& x, const PipelinePass& firs
     // cores / n in the profile: its compute time is max(busy / n, 1 / solo_speedup) times the profile's.
     auto busy = first.busy.find(rp.host);
     const double b = busy == first.busy.end() ? 0.0 : busy->second;
-    factor[rp.host] = std::clamp(std::max(b / rp.host_ranks, 1 / rp.solo_speedup), 0.0, 1.0);
+    factor[rp.host] = std::clamp(std::max(b / rp.host_ranks, 1 / x.pool_speedup(rp.host)), 0.0, 1.0);
   }
   return factor;
 }
@@ -412,7 +421,7 @@ double cpu_bound_s(const Ctx& x, double optimizer_s) {
           compute += static_cast<double>(p.micro_batches) * (st.compute_fwd + st.compute_bwd);
           sent += bytes_sent(x, ck * p.pp + r, rep);
         }
-        const double cores = rp.host_ranks / rp.solo_speedup;
+        const double cores = rp.host_ranks / x.pool_speedup(rp.host);
         auto& [work, c] = pool[rp.host];
         work += compute * cores / rp.host_ranks + rp.comm_cpu_s_per_byte * 2 * sent, c = cores;
       }

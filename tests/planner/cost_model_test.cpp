@@ -143,6 +143,9 @@ TEST(CostModel, SharedCoresAddCommunicationsCpuAsAFloor) {
   // 2 ranks x (their half of the core for compute + optimizer, and 2 x sent bytes) on 1 core
   EXPECT_NEAR(p.cpu_bound_s, 2 * ((compute + optim) / 2 + 1e-9 * 2 * sent), 1e-9);
   EXPECT_NEAR(p.step_s, std::max(before.step_s, p.cpu_bound_s), 1e-12);
+  // The pool's cores are one number: ranks that measured 1.5x and 2.5x alone count as 2x each.
+  prof.ranks[0].solo_speedup = 1.5, prof.ranks[1].solo_speedup = 2.5;
+  EXPECT_NEAR(predict(k, in).cpu_bound_s, p.cpu_bound_s, 1e-12);
 }
 
 TEST(CostModel, BucketsRunOnTwoGlooLanes) {
