@@ -133,8 +133,9 @@ double quota_period_s() {
     std::string quota;
     double period = 0;
     if (v2 >> quota >> period && quota != "max" && period > 0) return period / 1e6;
-    const std::string q1 = first_line(d + "/cpu.cfs_quota_us"), p1 = first_line(d + "/cpu.cfs_period_us");
-    if (!q1.empty() && !p1.empty() && std::stod(q1) > 0) return std::stod(p1) / 1e6;
+    std::istringstream v1(first_line(d + "/cpu.cfs_quota_us") + " " + first_line(d + "/cpu.cfs_period_us"));
+    double q1 = 0, p1 = 0;
+    if (v1 >> q1 >> p1 && q1 > 0 && p1 > 0) return p1 / 1e6;
   }
   return 0;
 }
