@@ -19,6 +19,14 @@ namespace {
 using parallel::Plan;
 using parallel::StagePlan;
 
+std::map<int, double> pool_speedups(const ComputeProfile& p) {
+  std::map<int, std::pair<double, int>> sum;
+  for (const RankProfile& r : p.ranks) sum[r.host].first += r.solo_speedup, ++sum[r.host].second;
+  std::map<int, double> out;
+  for (const auto& [host, sn] : sum) out[host] = sn.first / sn.second;
+  return out;
+}
+
 struct Ctx {
   const Candidate& c;
   const CostInputs& in;
@@ -29,14 +37,13 @@ struct Ctx {
   const RankProfile& prof(int plan_rank) const {
     return in.profile->ranks[static_cast<size_t>(cluster_rank(plan_rank))];
   }
-  // A CPU pool's speed-up alone (all busy / one alone), the mean of its ranks' measurements: the
-  // pool's cores (ranks / speed-up) are one number, however noisy each rank's solo run was.
+  // Per CPU pool: its speed-up alone (all busy / one alone), the mean of its ranks' measurements:
+  // the pool's cores (ranks / speed-up) are one number, however noisy each rank's solo run was.
+  // Made on first use: only ranks that share cores ask (the search predicts thousands of layouts).
+  mutable std::map<int, double> speedups;
   double pool_speedup(int host) const {
-    double sum = 0;
-    int n = 0;
-    for (const RankProfile& r : in.profile->ranks)
-      if (r.host == host) sum += r.solo_speedup, ++n;
-    return n > 0 ? sum / n : 1.0;
+    if (speedups.empty()) speedups = pool_speedups(*in.profile);
+    return speedups.at(host);
   }
   std::vector<int> to_cluster(const std::vector<int>& plan_ranks) const {
     std::vector<int> v;
@@ -468,7 +475,7 @@ void memory_per_rank(const Ctx& x, Prediction* out) {
 
 Prediction predict(const Candidate& c, const CostInputs& in) {
   Ctx x{c, in, *in.cluster, static_cast<double>(in.model.n_embd), static_cast<double>(in.seq_len),
-        static_cast<double>(in.model.vocab_padded)};
+        static_cast<double>(in.model.vocab_padded), {}};
   const Plan& p = c.plan;
   const size_t S = p.stages.size();
   const int P = p.pp, v = p.virtual_stages, M = static_cast<int>(p.micro_batches);
@@ -609,7 +616,7 @@ std::vector<int> representative_of(const Candidate& c, const CostInputs& in) {
 
 double stage_compute_s(const Candidate& c, const CostInputs& in, int k, int replica) {
   Ctx x{c, in, *in.cluster, static_cast<double>(in.model.n_embd), static_cast<double>(in.seq_len),
-        static_cast<double>(in.model.vocab_padded)};
+        static_cast<double>(in.model.vocab_padded), {}};
   const StageTime st = stage_time(x, k, replica, static_cast<double>(c.plan.micro_batch[static_cast<size_t>(replica)]));
   return st.fwd + st.bwd;
 }

@@ -34,29 +34,6 @@ void sync(const std::string& device) {
   if (device != "cpu") torch::cuda::synchronize();
 }
 
-// Median of `repeats` timings of f after one warm-up; each timing runs f as often as it takes to
-// span min_s (a CPU quota's periods), and counts per run.
-template <class F>
-double median_time(int repeats, const std::string& device, double min_s, F&& f) {
-  f();
-  std::vector<double> t;
-  for (int i = 0; i < repeats; ++i) {
-    sync(device);
-    auto t0 = Clock::now();
-    int runs = 0;
-    double spent = 0;
-    do {
-      f();
-      sync(device);
-      ++runs;
-      spent = std::chrono::duration<double>(Clock::now() - t0).count();
-    } while (spent < min_s);
-    t.push_back(spent / runs);
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
-
 // Medians of the two phases of `repeats` runs of first() then second() after one warm-up, timed
 // in the same runs (a forward and its backward see the same contention: timed apart, their
 // difference was noise on shared cores); each timing spans min_s, as median_time's.
@@ -83,6 +60,12 @@ std::pair<double, double> median_split(int repeats, const std::string& device, d
   }
   std::sort(a.begin(), a.end()), std::sort(b.begin(), b.end());
   return {a[a.size() / 2], b[b.size() / 2]};
+}
+
+// Median of `repeats` timings of f (as median_split's first phase, with nothing after it).
+template <class F>
+double median_time(int repeats, const std::string& device, double min_s, F&& f) {
+  return median_split(repeats, device, min_s, f, [] {}).first;
 }
 
 // The cgroup folders whose CPU quota applies to this process: a testbed site's ranks share one
