@@ -8,6 +8,7 @@
 #        planner_study_<scenario>_{profile,topology}.json files)
 # COMM_CPU_FROM=profile.json fills in each rank's comm_cpu_s_per_byte where a kept profile
 # predates it, from a later `slm profile` of the same 4 ranks on the same machine and testbed.
+# A profile that predates alone_cores gets site b's quota (het20: 0.5 cores) for ranks 2 and 3.
 set -euo pipefail
 SLM=$(readlink -f "$1") DATA=$(readlink -f "$2") DIR=$(readlink -f "$3")
 W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
@@ -19,6 +20,7 @@ declare -A FLAGS=([dp]="" [zero2]="--zero 2" [pipeshard]="--pp 2 --tp 2" [pp2-dp
                   [pp2-dp2-rc]="--pp 2 --set model.recompute=true")
 declare -A RTT=([rtt0]=0 [rtt20]=20 [rtt100]=100 [het20]=20 [gpu20]=20 [mem20]=20)
 declare -A RATE=([rtt0]=1000 [rtt20]=1000 [rtt100]=1000 [het20]=1000 [gpu20]=250 [mem20]=1000)
+declare -A CPUS_B=([het20]=0.5)
 echo "| scenario | layout | predicted s | measured s | error |"
 echo "|---|---|---|---|---|"
 cat "$DIR"/planner_study*.md | grep -E '^\| [a-z0-9]+ \| (dp|zero2|zero3|pipeshard|pp2-dp2|pp2-dp2-rc|pp4|hier-dp) \| [0-9]' |
@@ -28,12 +30,13 @@ while IFS='|' read -r _ sc l _ m _; do
   printf '[[site]]\nname = "a"\nranks = 2\n[[site]]\nname = "b"\nranks = 2\n[[link]]\nsites = ["a", "b"]\ndelay_ms = %s\nrate_mbit = %s\n' \
     "$(python3 -c "print(${RTT[$sc]} / 2)")" "${RATE[$sc]}" > "$W/c.toml"
   read -r -a f <<< "${FLAGS[$l]}"
-  python3 - "$DIR/planner_study_${sc}_profile.json" "$W/prof.json" "${COMM_CPU_FROM:-}" <<'PY'
+  python3 - "$DIR/planner_study_${sc}_profile.json" "$W/prof.json" "${COMM_CPU_FROM:-}" "${CPUS_B[$sc]:-1}" <<'PY'
 import json, sys
 p = json.load(open(sys.argv[1]))
 later = json.load(open(sys.argv[3]))["ranks"] if sys.argv[3] else [{}] * len(p["ranks"])
-for r, q in zip(p["ranks"], later):
+for i, (r, q) in enumerate(zip(p["ranks"], later)):
     r.setdefault("comm_cpu_s_per_byte", q.get("comm_cpu_s_per_byte", 0.0))
+    r.setdefault("alone_cores", min(1.0, float(sys.argv[4])) if i >= 2 else 1.0)
 json.dump(p, open(sys.argv[2], "w"))
 PY
   p=$("$SLM" plan make "${MODEL[@]}" --world 4 "${f[@]}" --cluster "$W/c.toml" --profile "$W/prof.json" \

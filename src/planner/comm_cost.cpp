@@ -31,6 +31,14 @@ RingLinks ring_links(const Cluster& c, const std::vector<int>& ranks) {
   return r;
 }
 
+double small_all_reduce_s(const Cluster& c, const std::vector<int>& ranks) {
+  const size_t P = ranks.size();
+  if (P < 2) return 0;
+  double lap = 0;
+  for (size_t i = 0; i < P; ++i) lap += c.between(ranks[i], ranks[(i + 1) % P]).alpha_s;
+  return 2 * lap - c.between(ranks[0], ranks[1]).alpha_s;
+}
+
 double hop_latency_s(const Link& l, const HopLatency& h, double measured_alpha, double bytes) {
   if (h.at_4B <= 0 || h.at_1MiB <= 0 || measured_alpha <= 0 || std::abs(l.alpha_s / measured_alpha - 1) > 0.25)
     return l.alpha_s;

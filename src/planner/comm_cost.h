@@ -1,6 +1,6 @@
 // planner/comm_cost.h: how long one collective or transfer takes over α-β links, as Gloo and
 // comm/ really run them. Owns: flow_Bps, p2p_s, ring_all_reduce_s, ring_all_gather_s,
-// RingLinks (the slowest hop of a group's ring and how many flows share it), ring_links, and the
+// small_all_reduce_s, RingLinks (the slowest hop of a group's ring and how many flows share it), ring_links, and the
 // hop latency that `slm probe` measured (fit_hop_latency_s, hop_latency_s).
 // Pure functions, unit-tested against hand-computed values (tests/planner/cost_model_test.cpp).
 // Worked example: 100 MB all-reduced by 4 ranks whose ring crosses a 50 ms, 1 Gbit/s link on one
@@ -42,6 +42,13 @@ double fit_hop_latency_s(bool all_reduce, int P, const Link& l, double bytes, do
 
 // One message of `bytes` from a to b when `flows` transfers share the link: α + flows·bytes / rate.
 double p2p_s(const Link& l, double bytes, int flows = 1);
+// A sum of a few bytes (the gradient norm's one double) over `ranks` (cluster ranks, in the
+// group's order), from the last rank's arrival to the last rank's finish, as Gloo runs it
+// (bench_collectives skew on the testbed: 2, 4 and 8 ranks in 2 sites, 4 ranks in 4 sites; the
+// same whichever ranks arrive first): one lap of the ring's one-way latencies, then back around to
+// every rank but the first one's right neighbour: 2 Σα − α(r0, r1). Four ranks in two sites 50 ms
+// apart: 200 ms (not 2(P-1) = 6 hops: those are back-to-back sums' period, as `slm probe` times them).
+double small_all_reduce_s(const Cluster& c, const std::vector<int>& ranks);
 // Ring all-reduce of `bytes` over P ranks: 2(P-1) hops, each paying `hop_s` (< 0: the slowest
 // link's α), and 2(P-1)/P · bytes through each link at flow_Bps(connections, flows) (`flows` rings
 // share it).

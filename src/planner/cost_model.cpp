@@ -8,6 +8,7 @@
 #include <fmt/ranges.h>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <set>
 
 #include "parallel/pipeline/schedule.h"
@@ -19,11 +20,48 @@ namespace {
 using parallel::Plan;
 using parallel::StagePlan;
 
-std::map<int, double> pool_speedups(const ComputeProfile& p) {
-  std::map<int, std::pair<double, int>> sum;
-  for (const RankProfile& r : p.ranks) sum[r.host].first += r.solo_speedup, ++sum[r.host].second;
-  std::map<int, double> out;
-  for (const auto& [host, sn] : sum) out[host] = sn.first / sn.second;
+// Per CPU pool: its speed-up alone (all busy / one alone) and the cores one rank has alone, the
+// means of its ranks' measurements.
+struct Pool {
+  double speedup = 1, alone_cores = 1;
+};
+// CPU seconds per byte moving over the network costs a pool's ranks: each byte received and each
+// byte sent inside a site (loopback), and each byte sent to another site. `slm profile` measures
+// one number per rank, over a 4 MB all-reduce of every rank: a rank that sends to its own site
+// measures the in-site cost, one that sends across half-and-half; on the testbed 0.5 and 2.0 ns
+// (pairs measured alone: 0.4-0.55 ns inside a site, 2.3-2.6 across). One class only: both alike.
+struct CommCpu {
+  double in_site = 0, sent_across = 0;
+};
+std::map<int, CommCpu> comm_cpu_of(const ComputeProfile& p, const Cluster& c) {
+  std::map<int, std::pair<std::vector<double>, std::vector<double>>> by_pool;  // sends in site / across
+  const int W = static_cast<int>(p.ranks.size());
+  for (int r = 0; r < W && W == c.world(); ++r) {
+    const RankProfile& rp = p.ranks[static_cast<size_t>(r)];
+    if (rp.comm_cpu_s_per_byte <= 0) continue;
+    auto& [in, across] = by_pool[rp.host];
+    (c.ranks[static_cast<size_t>(r)].site == c.ranks[static_cast<size_t>((r + 1) % W)].site ? in : across)
+        .push_back(rp.comm_cpu_s_per_byte);
+  }
+  auto mean = [](const std::vector<double>& v) { return std::accumulate(v.begin(), v.end(), 0.0) / v.size(); };
+  std::map<int, CommCpu> out;
+  for (const auto& [host, v] : by_pool) {
+    const auto& [in, across] = v;
+    CommCpu& cc = out[host];
+    cc.in_site = in.empty() ? mean(across) : mean(in);
+    cc.sent_across = across.empty() ? cc.in_site : std::max(cc.in_site, 2 * mean(across) - cc.in_site);
+  }
+  return out;
+}
+std::map<int, Pool> pools_of(const ComputeProfile& p) {
+  std::map<int, std::vector<const RankProfile*>> members;
+  for (const RankProfile& r : p.ranks) members[r.host].push_back(&r);
+  std::map<int, Pool> out;
+  for (const auto& [host, rs] : members) {
+    Pool& pool = out[host];
+    pool.speedup = pool.alone_cores = 0;
+    for (const RankProfile* r : rs) pool.speedup += r->solo_speedup / rs.size(), pool.alone_cores += r->alone_cores / rs.size();
+  }
   return out;
 }
 
@@ -37,13 +75,24 @@ struct Ctx {
   const RankProfile& prof(int plan_rank) const {
     return in.profile->ranks[static_cast<size_t>(cluster_rank(plan_rank))];
   }
-  // Per CPU pool: its speed-up alone (all busy / one alone), the mean of its ranks' measurements:
-  // the pool's cores (ranks / speed-up) are one number, however noisy each rank's solo run was.
-  // Made on first use: only ranks that share cores ask (the search predicts thousands of layouts).
-  mutable std::map<int, double> speedups;
-  double pool_speedup(int host) const {
-    if (speedups.empty()) speedups = pool_speedups(*in.profile);
-    return speedups.at(host);
+  // Per CPU pool: its speed-up alone and its cores (ranks / speed-up x a rank's cores alone), one
+  // number each however noisy each rank's solo run was. Made on first use: only ranks that share
+  // cores ask (the search predicts thousands of layouts).
+  mutable std::map<int, Pool> pools;
+  const Pool& pool(int host) const {
+    if (pools.empty()) pools = pools_of(*in.profile);
+    return pools.at(host);
+  }
+  double pool_speedup(int host) const { return pool(host).speedup; }
+  double pool_cores(const RankProfile& rp) const {
+    const Pool& p = pool(rp.host);
+    return rp.host_ranks / p.speedup * p.alone_cores;
+  }
+  mutable std::map<int, CommCpu> comm_cpus;
+  CommCpu comm_cpu(int host) const {
+    if (comm_cpus.empty()) comm_cpus = comm_cpu_of(*in.profile, cl);
+    auto it = comm_cpus.find(host);
+    return it == comm_cpus.end() ? CommCpu{} : it->second;
   }
   std::vector<int> to_cluster(const std::vector<int>& plan_ranks) const {
     std::vector<int> v;
@@ -115,8 +164,10 @@ struct Reduce {
 
 // A collective in which every member of `group` moves `moved` bytes (sent + received), `flows`
 // such groups at once: where members share a CPU pool, at least the pool's CPU work for it
-// (comm_cpu_s_per_byte per byte, over its cores = ranks / solo speed-up). Inside a testbed site
-// the "link" is loopback and this, not its rate, is what a step pays.
+// (comm_cpu_s_per_byte per byte, over its cores). Inside a testbed site the "link" is loopback and
+// this, not its rate, is what a step pays. The rank's own measurement, not the pool's in-site cost
+// (Ctx::comm_cpu): a blocking collective of ranks time-sharing cores also waits for its peers to be
+// scheduled, and at the in-site cost the studies' hierarchical dp came out 8-23% low.
 double pool_cpu_s(const Ctx& x, const std::vector<int>& group, double moved, int flows) {
   std::map<int, int> members;  // per pool: members of the group in it
   double worst = 0;
@@ -124,7 +175,7 @@ double pool_cpu_s(const Ctx& x, const std::vector<int>& group, double moved, int
     const RankProfile& rp = x.prof(r);
     if (!rp.shares_cores || rp.comm_cpu_s_per_byte <= 0) continue;
     const int active = std::min(rp.host_ranks, ++members[rp.host] * flows);
-    worst = std::max(worst, rp.comm_cpu_s_per_byte * moved * active / (rp.host_ranks / x.pool_speedup(rp.host)));
+    worst = std::max(worst, rp.comm_cpu_s_per_byte * moved * active / x.pool_cores(rp));
   }
   return worst;
 }
@@ -243,10 +294,11 @@ StageTime stage_time(const Ctx& x, int k, int rep, double b) {
     // Where the tp ranks share cores, an all-reduce is CPU work (Gloo's and the kernel's copies of
     // every byte sent and received) at the rank's share of the cores with all busy, as its compute:
     // the 0.26 MB all-reduces of the planner study's pipeshard take ~1 ms there, not the link's 0.1.
+    // At the rank's measured cost per byte (as pool_cpu_s, for the same reason: lockstep waits).
     double cpu = 0;
     for (int r : tp_group) {
       const RankProfile& pr = x.prof(r);
-      if (pr.shares_cores) cpu = std::max(cpu, pr.comm_cpu_s_per_byte * 2 * 2 * (t - 1) / t * act * x.pool_speedup(pr.host));
+      if (pr.shares_cores) cpu = std::max(cpu, pr.comm_cpu_s_per_byte * 2 * 2 * (t - 1) / t * act * pr.host_ranks / x.pool_cores(pr));
     }
     const double n_fwd = 2 * L + (first ? 1 : 0), n_bwd = 2 * L;
     st.fwd += n_fwd * std::max(ar, cpu) + (last ? 3 * loss_ar : 0);
@@ -307,13 +359,14 @@ parallel::pipeline::StageCosts replica_costs(const Ctx& x, int rep, double b, co
     sc.fwd.push_back(st.fwd - (1 - speed) * (st.compute_fwd + st.cpu_fwd));
     sc.bwd.push_back(st.bwd - (1 - speed) * (st.compute_bwd + st.cpu_bwd));
     *cross += st.cross_bytes * M;
-    double send = 0;
+    double send = 0, notice = 0;
     if (k + 1 < S) {  // the activation to the next stage (its gradient back): 1/tp each with equal tp
       const StagePlan &a = p.stages[k], &n = p.stages[k + 1];
       const int from = parallel::rank_at(p, K, rep, 0), to = parallel::rank_at(p, K + 1, rep, 0);
       const bool crosses = x.site(from) != x.site(to);
-      send = p2p_s(x.cl.between(x.cluster_rank(from), x.cluster_rank(to)), act / (a.tp == n.tp ? a.tp : 1),
-                   crosses ? p.dp * a.tp : 1);
+      const Link& l = x.cl.between(x.cluster_rank(from), x.cluster_rank(to));
+      send = p2p_s(l, act / (a.tp == n.tp ? a.tp : 1), crosses ? p.dp * a.tp : 1);
+      notice = l.alpha_s;
       if (a.tp == n.tp && a.tp > 1) {  // the receivers all-gather the pieces over their tp group
         std::vector<int> g;
         for (int j = 0; j < n.tp; ++j) g.push_back(x.cluster_rank(parallel::rank_at(p, K + 1, rep, j)));
@@ -322,10 +375,10 @@ parallel::pipeline::StageCosts replica_costs(const Ctx& x, int rep, double b, co
       }
       if (crosses) *cross += 2 * M * act;
     }
-    sc.send_fwd.push_back(send);
+    sc.send_fwd.push_back(send), sc.notice_fwd.push_back(notice);
   }
-  sc.send_bwd.assign(S, 0);
-  for (size_t k = 1; k < S; ++k) sc.send_bwd[k] = sc.send_fwd[k - 1];
+  sc.send_bwd.assign(S, 0), sc.notice_bwd.assign(S, 0);
+  for (size_t k = 1; k < S; ++k) sc.send_bwd[k] = sc.send_fwd[k - 1], sc.notice_bwd[k] = sc.notice_fwd[k - 1];
   return sc;
 }
 
@@ -348,6 +401,7 @@ PipelinePass simulate_replicas(const Ctx& x, const std::vector<int>& rep_of, con
     std::vector<double> key = sc.fwd;
     key.insert(key.end(), sc.bwd.begin(), sc.bwd.end());
     key.insert(key.end(), sc.send_fwd.begin(), sc.send_fwd.end());
+    key.insert(key.end(), sc.notice_fwd.begin(), sc.notice_fwd.end());
     auto it = sims.find(key);
     if (it == sims.end()) it = sims.emplace(key, parallel::pipeline::simulate(lists, v, sc)).first;
     const parallel::pipeline::Simulation& sim = it->second;
@@ -384,35 +438,55 @@ std::map<int, double> shared_core_factors(const Ctx& x, const PipelinePass& firs
   return factor;
 }
 
-// Bytes plan rank (stage k, replica rep, tp rank) sends per step: tp all-reduces, stage-to-stage
-// activations and gradients, the data-parallel reduction and ZeRO's gathers, the tied embedding.
-// (Ring collectives: a rank receives as much as it sends.)
-double bytes_sent(const Ctx& x, int k, int rep) {
+// Bytes plan rank (stage k, replica rep, tp rank) sends per step, inside its site and across:
+// tp all-reduces, stage-to-stage activations and gradients, the data-parallel reduction and ZeRO's
+// gathers, the tied embedding. (Ring collectives: a rank receives as much as it sends; a ring's
+// share across sites is its edges between sites over its ranks.)
+struct Sent {
+  double local = 0, cross = 0;
+};
+Sent bytes_sent(const Ctx& x, int k, int rep) {
   const Plan& p = x.c.plan;
   const size_t S = p.stages.size(), K = static_cast<size_t>(k);
   const StagePlan& s = p.stages[K];
   const double M = static_cast<double>(p.micro_batches), t = s.tp, L = static_cast<double>(s.end - s.first);
   const double act = static_cast<double>(p.micro_batch[static_cast<size_t>(rep)]) * x.T * x.C * 4;
-  double sent = 0;
-  if (s.tp > 1) sent += M * (4 * L + (K == 0 ? 1 : 0)) * 2 * (t - 1) / t * act;  // Megatron's all-reduces
-  sent += M * act / t * ((K > 0 ? 1 : 0) + (K + 1 < S ? 1 : 0));                   // to the next / previous stage
-  const double G = p.dp, params = stage_params(x, s, K, S), block = (12 * x.C * x.C + 13 * x.C) * 4;
-  if (p.dp > 1 && p.zero < 3) {  // flat ring, or hierarchical: site sum, cross-site shard, site gather
-    const Hier h = hierarchy_of(x, dp_group(p, k, 0));
-    const double B = 4 * params, S = h.S, L = h.L;
-    const double cross = x.c.compress ? (S - 1) * B / L / 2 : 2 * (S - 1) / S * B / L;
-    sent += (p.zero == 2 ? M : 1) * (h.S == 0 ? 2 * (G - 1) / G * B : 2 * (L - 1) / L * B + cross + (L - 1) / L * B);
+  Sent out;
+  auto add = [&](double bytes, double across) { out.cross += bytes * across, out.local += bytes * (1 - across); };
+  auto ring_across = [&](const std::vector<int>& g) {
+    return g.size() < 2 ? 0.0 : ring_links(x.cl, x.to_cluster(g)).site_edges / static_cast<double>(g.size());
+  };
+  const int me = parallel::rank_at(p, k, rep, 0);
+  if (s.tp > 1) {  // Megatron's all-reduces
+    std::vector<int> tp_group;
+    for (int j = 0; j < s.tp; ++j) tp_group.push_back(parallel::rank_at(p, k, rep, j));
+    add(M * (4 * L + (K == 0 ? 1 : 0)) * 2 * (t - 1) / t * act, ring_across(tp_group));
   }
-  if (p.dp > 1 && (p.zero == 1 || p.zero == 2)) sent += (G - 1) / G * 4 * params;  // the updated shards
-  if (p.dp > 1 && p.zero == 3) sent += L * (2 * (G - 1) / G + 2 * (G - 1) / G) * block;
-  if (S > 1 && (K == 0 || K + 1 == S)) sent += x.V * x.C * 4 / t;
-  return sent;
+  for (int n : {k - 1, k + 1})  // to the previous / next stage
+    if (n >= 0 && static_cast<size_t>(n) < S) add(M * act / t, x.site(parallel::rank_at(p, n, rep, 0)) != x.site(me) ? 1 : 0);
+  const double G = p.dp, params = stage_params(x, s, K, S), block = (12 * x.C * x.C + 13 * x.C) * 4;
+  const std::vector<int> dp = dp_group(p, k, 0);
+  const double dp_across = ring_across(dp);
+  if (p.dp > 1 && p.zero < 3) {  // flat ring, or hierarchical: site sum, cross-site shard, site gather
+    const Hier h = hierarchy_of(x, dp);
+    const double B = 4 * params, S = h.S, L = h.L, n = p.zero == 2 ? M : 1;
+    const double cross = x.c.compress ? (S - 1) * B / L / 2 : 2 * (S - 1) / S * B / L;
+    if (h.S == 0) add(n * 2 * (G - 1) / G * B, dp_across);
+    else add(n * (2 * (L - 1) / L * B + (L - 1) / L * B), 0), add(n * cross, 1);
+  }
+  if (p.dp > 1 && (p.zero == 1 || p.zero == 2)) add((G - 1) / G * 4 * params, x.c.zero_site ? 0 : dp_across);  // the updated shards
+  if (p.dp > 1 && p.zero == 3) add(L * (2 * (G - 1) / G + 2 * (G - 1) / G) * block, dp_across);
+  if (S > 1 && (K == 0 || K + 1 == S))
+    add(x.V * x.C * 4 / t, x.site(parallel::rank_at(p, 0, rep, 0)) != x.site(parallel::rank_at(p, static_cast<int>(S) - 1, rep, 0)));
+  return out;
 }
 
 // Ranks sharing a CPU pool (testbed sites, several CPU ranks per machine): moving bytes costs CPU
 // (Gloo's threads, the kernel's copies) that the compute then lacks. A floor on the step per pool:
-// its ranks' CPU work over its cores (cores = n / solo speed-up): compute and optimizer (measured
-// with all n busy, so each used cores / n of them) plus comm_cpu_s_per_byte x bytes moved.
+// its ranks' CPU work over its cores (Ctx::pool_cores): compute and optimizer (measured with all n
+// busy, so each used cores / n of them) plus the CPU of the bytes it moves: each byte received and
+// each byte sent inside the site at the pool's in-site cost, each byte sent across at its
+// cross-site one (Ctx::comm_cpu).
 double cpu_bound_s(const Ctx& x, double optimizer_s) {
   const Plan& p = x.c.plan;
   std::map<int, std::pair<double, double>> pool;  // per pool: CPU seconds per step, cores
@@ -422,15 +496,19 @@ double cpu_bound_s(const Ctx& x, double optimizer_s) {
         const RankProfile& rp = x.prof(parallel::rank_at(p, r, rep, j));
         if (!rp.shares_cores || rp.comm_cpu_s_per_byte <= 0) continue;
         const double b = static_cast<double>(p.micro_batch[static_cast<size_t>(rep)]);
-        double compute = optimizer_s, sent = 0;
+        double compute = optimizer_s;
+        Sent sent;
         for (int ck = 0; ck < p.virtual_stages; ++ck) {
           const StageTime st = stage_time(x, ck * p.pp + r, rep, b);
           compute += static_cast<double>(p.micro_batches) * (st.compute_fwd + st.compute_bwd);
-          sent += bytes_sent(x, ck * p.pp + r, rep);
+          const Sent more = bytes_sent(x, ck * p.pp + r, rep);
+          sent.local += more.local, sent.cross += more.cross;
         }
-        const double cores = rp.host_ranks / x.pool_speedup(rp.host);
+        const double cores = x.pool_cores(rp);
+        const CommCpu cc = x.comm_cpu(rp.host);
         auto& [work, c] = pool[rp.host];
-        work += compute * cores / rp.host_ranks + rp.comm_cpu_s_per_byte * 2 * sent, c = cores;
+        work += compute * cores / rp.host_ranks + cc.in_site * (2 * sent.local + sent.cross) + cc.sent_across * sent.cross;
+        c = cores;
       }
   double bound = 0;
   for (const auto& [host, wc] : pool) bound = std::max(bound, wc.first / wc.second);
@@ -475,7 +553,7 @@ void memory_per_rank(const Ctx& x, Prediction* out) {
 
 Prediction predict(const Candidate& c, const CostInputs& in) {
   Ctx x{c, in, *in.cluster, static_cast<double>(in.model.n_embd), static_cast<double>(in.seq_len),
-        static_cast<double>(in.model.vocab_padded), {}};
+        static_cast<double>(in.model.vocab_padded), {}, {}};
   const Plan& p = c.plan;
   const size_t S = p.stages.size();
   const int P = p.pp, v = p.virtual_stages, M = static_cast<int>(p.micro_batches);
@@ -544,13 +622,8 @@ Prediction predict(const Candidate& c, const CostInputs& in) {
   }
   // 4. The gradient norm (train/step.cpp): a blocking sum of one number over the group that shards
   //    the gradient (ZeRO: its dp group), then over every rank of the job (DiLoCo: of the site) when
-  //    the model is split into stages; a ring of one double pays its hops, across sites the probe's.
-  auto scalar_sum_s = [&](const std::vector<int>& plan_ranks) {
-    if (plan_ranks.size() < 2) return 0.0;
-    const RingLinks ring = ring_links(x.cl, x.to_cluster(plan_ranks));
-    return ring_all_reduce_s(static_cast<int>(plan_ranks.size()), ring.slowest, 8, 1, 1,
-                             x.ar_hop(ring.slowest, ring.crosses_sites, 8));
-  };
+  //    the model is split into stages: latency only, as Gloo's ring runs it (small_all_reduce_s).
+  auto scalar_sum_s = [&](const std::vector<int>& plan_ranks) { return small_all_reduce_s(x.cl, x.to_cluster(plan_ranks)); };
   if (p.zero > 0 && p.dp > 1) {
     std::vector<int> zg = dp_group(p, 0, 0);
     const Hier h = hierarchy_of(x, zg);
@@ -616,7 +689,7 @@ std::vector<int> representative_of(const Candidate& c, const CostInputs& in) {
 
 double stage_compute_s(const Candidate& c, const CostInputs& in, int k, int replica) {
   Ctx x{c, in, *in.cluster, static_cast<double>(in.model.n_embd), static_cast<double>(in.seq_len),
-        static_cast<double>(in.model.vocab_padded), {}};
+        static_cast<double>(in.model.vocab_padded), {}, {}};
   const StageTime st = stage_time(x, k, replica, static_cast<double>(c.plan.micro_batch[static_cast<size_t>(replica)]));
   return st.fwd + st.bwd;
 }

@@ -25,7 +25,7 @@ std::string profile_to_json(const ComputeProfile& p) {
                           {"overhead_bytes", r.overhead_bytes}, {"source", r.source},
                           {"host", r.host}, {"host_ranks", r.host_ranks}, {"shares_cores", r.shares_cores},
                           {"solo_speedup", r.solo_speedup}, {"block_scale", r.block_scale},
-                          {"comm_cpu_s_per_byte", r.comm_cpu_s_per_byte}});
+                          {"comm_cpu_s_per_byte", r.comm_cpu_s_per_byte}, {"alone_cores", r.alone_cores}});
   return j.dump(1) + "\n";
 }
 
@@ -54,9 +54,11 @@ ComputeProfile parse_profile(const std::string& text, const std::string& where) 
       rp.solo_speedup = r.value("solo_speedup", 1.0);
       rp.block_scale = r.value("block_scale", 1.0);
       rp.comm_cpu_s_per_byte = r.value("comm_cpu_s_per_byte", 0.0);
-      if (rp.solo_speedup < 1 || rp.host_ranks < 1 || rp.block_scale <= 0 || rp.comm_cpu_s_per_byte < 0)
-        throw UserError(fmt::format("{}: rank {}: solo_speedup must be >= 1, host_ranks >= 1, block_scale > 0 and "
-                                    "comm_cpu_s_per_byte >= 0", where, p.ranks.size()));
+      rp.alone_cores = r.value("alone_cores", 1.0);
+      if (rp.solo_speedup < 1 || rp.host_ranks < 1 || rp.block_scale <= 0 || rp.comm_cpu_s_per_byte < 0 ||
+          !(rp.alone_cores > 0 && rp.alone_cores <= 1))
+        throw UserError(fmt::format("{}: rank {}: solo_speedup must be >= 1, host_ranks >= 1, block_scale > 0, "
+                                    "comm_cpu_s_per_byte >= 0 and alone_cores in (0, 1]", where, p.ranks.size()));
       const size_t n = rp.micro_batch.size();
       for (const auto* v : {&rp.block_fwd_s, &rp.block_bwd_s, &rp.embed_s, &rp.head_fwd_s, &rp.head_bwd_s})
         if (v->size() != n) throw UserError(fmt::format("{}: rank {}: one time per micro-batch size expected", where, p.ranks.size()));

@@ -47,6 +47,9 @@ struct RankProfile {
   double solo_speedup = 1;             // block time with all busy / alone
   double comm_cpu_s_per_byte = 0;      // CPU time (Gloo threads + kernel) per byte the rank sends
                                        // or receives, measured during an all-reduce; 0 = unknown
+  double alone_cores = 1;              // cores a rank has alone: 1, or its CPU quota where less
+                                       // (a testbed site of cpus = 0.5); its pool has
+                                       // host_ranks / solo_speedup x alone_cores cores
 };
 
 struct ComputeProfile {

@@ -100,27 +100,39 @@ std::string cpu_quota() {
   return out;
 }
 
-// The period of the CPU quota that limits this process (0 without one): within a period a
-// quota-limited rank runs at full speed until its quota is spent, then not at all, so a timing
-// shorter than a period can miss the limit altogether (the testbed's 0.5-core site timed its
-// blocks at b = 1 only 2x slower than the free site, where whole steps ran ~4x slower).
-double quota_period_s() {
-  if (const char* testbed = std::getenv("SLM_CPU_MAX")) {  // testbed/cgroup.h
+// The CPU quota that limits this process, as {quota, period} in seconds ({0, 0} without one):
+// the testbed's (SLM_CPU_MAX, testbed/cgroup.h), else the first cgroup's (v2 cpu.max, v1 cfs).
+std::pair<double, double> cpu_quota_s() {
+  if (const char* testbed = std::getenv("SLM_CPU_MAX")) {
     std::istringstream v(testbed);
     std::string quota;
     double period = 0;
-    if (v >> quota >> period && quota != "max" && quota[0] != '-' && period > 0) return period / 1e6;
+    if (v >> quota >> period && quota != "max" && quota[0] != '-' && period > 0)
+      return {std::strtod(quota.c_str(), nullptr) / 1e6, period / 1e6};
   }
   for (const std::string& d : cgroup_dirs()) {
     std::istringstream v2(first_line(d + "/cpu.max"));
     std::string quota;
     double period = 0;
-    if (v2 >> quota >> period && quota != "max" && period > 0) return period / 1e6;
+    if (v2 >> quota >> period && quota != "max" && period > 0) return {std::strtod(quota.c_str(), nullptr) / 1e6, period / 1e6};
     std::istringstream v1(first_line(d + "/cpu.cfs_quota_us") + " " + first_line(d + "/cpu.cfs_period_us"));
     double q1 = 0, p1 = 0;
-    if (v1 >> q1 >> p1 && q1 > 0 && p1 > 0) return p1 / 1e6;
+    if (v1 >> q1 >> p1 && q1 > 0 && p1 > 0) return {q1 / 1e6, p1 / 1e6};
   }
-  return 0;
+  return {0, 0};
+}
+
+// The period of that quota (0 without one): within a period a quota-limited rank runs at full
+// speed until its quota is spent, then not at all, so a timing shorter than a period can miss the
+// limit altogether (the testbed's 0.5-core site timed its blocks at b = 1 only 2x slower than the
+// free site, where whole steps ran ~4x slower).
+double quota_period_s() { return cpu_quota_s().second; }
+
+// The cores one rank has when it runs alone: 1, or the quota where it allows less (a testbed site
+// of cpus = 0.5). The solo speed-up is relative to this, so a pool's cores are ranks / speed-up x it.
+double alone_cores() {
+  const auto [quota, period] = cpu_quota_s();
+  return quota > 0 && period > 0 ? std::min(1.0, quota / period) : 1.0;
 }
 
 std::string cache_path() {
@@ -137,6 +149,23 @@ planner::RankProfile from_json(const nlohmann::json& j) {
   nlohmann::json whole = {{"shape", {{"n_embd", 1}, {"n_head", 1}, {"vocab_padded", 1}, {"seq_len", 1}, {"precision", "x"}}},
                           {"ranks", {j}}};
   return planner::parse_profile(whole.dump(), "profile cache").ranks.at(0);
+}
+
+// Adds `mine` under `key` to the cache file as it is now (other ranks of this machine may have
+// added theirs since it was read); best effort.
+void store_in_cache(const std::string& key, const planner::RankProfile& mine) {
+  try {
+    nlohmann::json cache = nlohmann::json::object();
+    try {
+      if (path_exists(cache_path())) cache = nlohmann::json::parse(read_file(cache_path()));
+    } catch (...) {  // an unreadable cache is replaced
+    }
+    cache[key] = to_json(mine);
+    cache[key]["solo_speedup"] = mine.solo_speedup;
+    std::filesystem::create_directories(std::filesystem::path(cache_path()).parent_path());
+    write_file_atomic(cache_path(), cache.dump(1) + "\n");
+  } catch (...) {
+  }
 }
 
 // Every rank of g times each size at once (a barrier before each): "all busy" must mean all busy,
@@ -211,7 +240,7 @@ namespace {
 // Every rank's profile on every rank (fixed-width doubles summed over g).
 std::vector<planner::RankProfile> gather_profile(const planner::RankProfile& mine, const comm::Group& g) {
   constexpr size_t kName = 80;
-  const size_t n = mine.micro_batch.size(), width = kName + 5 * n + 5;
+  const size_t n = mine.micro_batch.size(), width = kName + 5 * n + 6;
   std::vector<double> all(width * static_cast<size_t>(g.size), 0.0);
   double* me = all.data() + width * static_cast<size_t>(g.rank);
   for (size_t i = 0; i < kName && i < mine.device.size(); ++i) me[i] = static_cast<unsigned char>(mine.device[i]);
@@ -221,7 +250,7 @@ std::vector<planner::RankProfile> gather_profile(const planner::RankProfile& min
   }
   me[kName + 5 * n] = mine.optim_s_per_param, me[kName + 5 * n + 1] = mine.overhead_bytes;
   me[kName + 5 * n + 2] = mine.solo_speedup, me[kName + 5 * n + 3] = mine.block_scale;
-  me[kName + 5 * n + 4] = mine.comm_cpu_s_per_byte;
+  me[kName + 5 * n + 4] = mine.comm_cpu_s_per_byte, me[kName + 5 * n + 5] = mine.alone_cores;
   all = comm::sum(all, g);
   std::vector<planner::RankProfile> out;
   for (int r = 0; r < g.size; ++r) {
@@ -236,7 +265,7 @@ std::vector<planner::RankProfile> gather_profile(const planner::RankProfile& min
     }
     p.optim_s_per_param = v[kName + 5 * n], p.overhead_bytes = v[kName + 5 * n + 1];
     p.solo_speedup = v[kName + 5 * n + 2], p.block_scale = v[kName + 5 * n + 3];
-    p.comm_cpu_s_per_byte = v[kName + 5 * n + 4];
+    p.comm_cpu_s_per_byte = v[kName + 5 * n + 4], p.alone_cores = v[kName + 5 * n + 5];
     p.source = mine.source;
     out.push_back(p);
   }
@@ -311,9 +340,13 @@ std::vector<planner::RankProfile> profile_job(const ProfileRequest& request, con
   // The cache, unless any rank misses (then every rank measures: the solo rounds are collective).
   const planner::ProfileShape s = profile_shape(r.model, r.seq_len, r.precision);
   const DeviceInfo dev = describe_device(r.device, r.precision, cpu_threads(), 0, 0);
-  const std::string key = fmt::format("v4 | {} | ranks here {} | cpu {} | C {} H {} Vp {} T {} {} | b {}", dev.name,
-                                      ranks_on[my_host], cpu_quota(), s.n_embd, s.n_head, s.vocab_padded, s.seq_len,
-                                      s.precision, fmt::join(r.micro_batch, ","));
+  // Per rank of the pool: ranks of one machine share the cache file, and what each measured
+  // differs by where it sits (the communication CPU per byte of a rank whose ring neighbour is in
+  // another site was 3x its neighbour's on the testbed): one key for all made every rank the last
+  // writer's copy in the next job.
+  const std::string key = fmt::format("v5 | {} | rank {} of {} here | cpu {} | C {} H {} Vp {} T {} {} | b {}", dev.name,
+                                      index_in_host[static_cast<size_t>(g.rank)], ranks_on[my_host], cpu_quota(),
+                                      s.n_embd, s.n_head, s.vocab_padded, s.seq_len, s.precision, fmt::join(r.micro_batch, ","));
   nlohmann::json cache = nlohmann::json::object();
   try {
     if (path_exists(cache_path())) cache = nlohmann::json::parse(read_file(cache_path()));
@@ -346,14 +379,12 @@ std::vector<planner::RankProfile> profile_job(const ProfileRequest& request, con
     }
     comm::barrier(g);
     mine.comm_cpu_s_per_byte = comm_cpu_per_byte(g);
-    cache[key] = to_json(mine);
-    cache[key]["solo_speedup"] = mine.solo_speedup;
-    try {
-      std::filesystem::create_directories(std::filesystem::path(cache_path()).parent_path());
-      write_file_atomic(cache_path(), cache.dump(1) + "\n");
-    } catch (...) {  // caching is best effort
+    for (int k = 0; k < most; ++k) {  // the ranks of a machine add their entries in turn (one file)
+      comm::barrier(g);
+      if (index_in_host[static_cast<size_t>(g.rank)] == k) store_in_cache(key, mine);
     }
   }
+  mine.alone_cores = alone_cores();  // not measured: the quota as it is now
   std::vector<planner::RankProfile> all = gather_profile(mine, g);
   for (int q = 0; q < g.size; ++q) {
     planner::RankProfile& p = all[static_cast<size_t>(q)];

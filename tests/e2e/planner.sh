@@ -1,5 +1,6 @@
 # tests/e2e/planner.sh: the automatic layout planner end to end.
-#  1. `slm profile` under `slm launch -n 2`: one entry per rank, cached the second time.
+#  1. `slm profile` under `slm launch -n 2`: one entry per rank, cached the second time (each
+#     rank's own).
 #  2. `slm plan auto` for a 2-site cluster file with that profile: the table, the reasons the
 #     other layouts lost, the study heuristic, a plan file with its [set] table that `slm plan
 #     check` accepts, --json; a far, slow site is left out unless --all-ranks; --measure runs
@@ -37,6 +38,14 @@ print("profile ok:", [round(r["block_fwd_s"][-1] * 1e3, 3) for r in p["ranks"]],
 PY
 "$SLM" launch -n 2 -- "$SLM" profile "${COMMON[@]}" -o profile2.json > prof2.log 2>&1 || fail "profile again"
 grep -q "(cached)" prof2.log || { cat prof2.log; fail "the second profile is not cached"; }
+python3 - <<'PY' || fail "the cache gives each rank of the machine its own measurement"
+import json
+a, b = (json.load(open(f))["ranks"] for f in ("profile.json", "profile2.json"))
+keys = ("block_fwd_s", "block_bwd_s", "comm_cpu_s_per_byte", "solo_speedup")
+for r, (x, y) in enumerate(zip(a, b)):
+    assert all(x[k] == y[k] for k in keys), (r, [(k, x[k], y[k]) for k in keys if x[k] != y[k]])
+assert any(a[0][k] != a[1][k] for k in keys), "both ranks measured the same"  # else this test proves nothing
+PY
 
 # 2. plan auto for 2 sites x 1 rank, 20 ms apart
 cat > two.toml <<'TOML'

@@ -82,3 +82,19 @@ TEST(Schedule, MaxInFlightMatchesTheActionLists) {
           }
         }
 }
+
+TEST(Schedule, MessagesWaitForTheReceiversNotice) {
+  // GPipe, 2 stages, 2 micro-batches; forward 1, backward 2, a transfer 0.5. Without notices the
+  // step ends at 10. With a 2-unit notice (Gloo's rendezvous: the receiver posts the receive of
+  // action i + 1 when action i's input has arrived and tells the sender, one way): rank 1's F0
+  // input leaves at max(1, 0 + 2) and arrives at 2.5; F1's at max(2, 2.5 + 2) + 0.5 = 5; B0 and B1
+  // run 6-8, 8-10; rank 0's B0 gradient arrives at max(8, 1 + 2) + 0.5 = 8.5, B1's at
+  // max(10, 8.5 + 2) + 0.5 = 11: the step ends at 13.
+  const auto lists = all_ranks("gpipe", 2, 2, 1);
+  StageCosts c{{1, 1}, {2, 2}, {0.5, 0}, {0, 0.5}, {}, {}};
+  EXPECT_DOUBLE_EQ(simulate(lists, 1, c).makespan, 10);
+  c.notice_fwd = {2, 0}, c.notice_bwd = {0, 2};
+  const Simulation sim = simulate(lists, 1, c);
+  EXPECT_DOUBLE_EQ(sim.makespan, 13);
+  EXPECT_DOUBLE_EQ(sim.finish[1], 10);
+}

@@ -56,6 +56,22 @@ TEST(CommCost, HopLatencyAsTheProbeMeasuredIt) {
   EXPECT_NEAR(ring_all_reduce_s(4, wan, MiB, 1, 1, ar), 0.133, 1e-9);      // the probe's time again
 }
 
+TEST(CommCost, SmallAllReduceAsGlooRunsIt) {
+  // One double over 4 ranks in 2 sites 50 ms apart (1e-4 inside): a lap of the ring's one-way
+  // latencies and back to all but rank 1: 2 (2 x 0.05 + 2e-4) - 1e-4 (measured on the testbed:
+  // 101, 202, 151, 151 ms per rank, the last 4 hops after the last arrival).
+  const Cluster c = make_cluster({2, 2}, {1e-4, 1e9}, {0.05, 1e8});
+  EXPECT_NEAR(small_all_reduce_s(c, {0, 1, 2, 3}), 2 * (0.1 + 2e-4) - 1e-4, 1e-12);
+  // Two ranks, one per site: 3 one-way latencies (measured 101 and 151 ms).
+  const Cluster two = make_cluster({1, 1}, {1e-4, 1e9}, {0.05, 1e8});
+  EXPECT_NEAR(small_all_reduce_s(two, {0, 1}), 3 * 0.05, 1e-12);
+  // Four sites of one rank: 7 (measured 201-352 ms); a group inside one site; one rank.
+  const Cluster four = make_cluster({1, 1, 1, 1}, {1e-4, 1e9}, {0.05, 1e8});
+  EXPECT_NEAR(small_all_reduce_s(four, {0, 1, 2, 3}), 7 * 0.05, 1e-12);
+  EXPECT_NEAR(small_all_reduce_s(c, {2, 3}), 3e-4, 1e-12);
+  EXPECT_EQ(small_all_reduce_s(c, {2}), 0);
+}
+
 TEST(CommCost, RingLinksFindTheSlowHopAndSiteCrossings) {
   const Cluster c = make_cluster({2, 2}, {1e-4, 1e9}, {0.02, 1e8});
   RingLinks r = ring_links(c, {0, 1, 2, 3});
@@ -146,6 +162,10 @@ TEST(CostModel, SharedCoresAddCommunicationsCpuAsAFloor) {
   // The pool's cores are one number: ranks that measured 1.5x and 2.5x alone count as 2x each.
   prof.ranks[0].solo_speedup = 1.5, prof.ranks[1].solo_speedup = 2.5;
   EXPECT_NEAR(predict(k, in).cpu_bound_s, p.cpu_bound_s, 1e-12);
+  // Under a quota of half a core the pool has 0.5 cores: the measured compute (quota included)
+  // still fits as before, the bytes' CPU takes twice as long.
+  for (RankProfile& r : prof.ranks) r.alone_cores = 0.5;
+  EXPECT_NEAR(predict(k, in).cpu_bound_s, 2 * ((compute + optim) / 2 + 2 * 1e-9 * 2 * sent), 1e-9);
 }
 
 TEST(CostModel, BucketsRunOnTwoGlooLanes) {
@@ -181,8 +201,8 @@ TEST(CostModel, TwoStagePipelineOverASlowLink) {
   const double wte = 128 * 64 * 4, move = p2p_s(wan, wte) - wan.alpha_s;
   ASSERT_LT(move, 0.1);
   EXPECT_NEAR(p.tied_s, move, 1e-9);
-  // The gradient norm: one number summed by both ranks (every rank of a pipeline), 2 hops of α.
-  EXPECT_NEAR(p.norm_s, ring_all_reduce_s(2, wan, 8), 1e-12);
+  // The gradient norm: one number summed by both ranks (every rank of a pipeline), 3 hops of α.
+  EXPECT_NEAR(p.norm_s, 3 * wan.alpha_s, 1e-12);
   EXPECT_NEAR(p.step_s, expect + p.tied_s + p.norm_s + p.optimizer_s, 1e-9);
   EXPECT_NEAR(p.cross_site_bytes, 2 * act + 2 * wte, 1e-6);
   EXPECT_NEAR(p.bubble, 1 - ((0.1 + 0.2) / expect + (0.9) / expect) / 2, 1e-9);
@@ -206,7 +226,7 @@ TEST(CostModel, GradientNormSumsOverZerosGroup) {
   k.plan = parallel::plan_from_flags({.dp = 2}, 2, 2, 2, 1);
   EXPECT_EQ(predict(k, in).norm_s, 0);
   k.plan = parallel::plan_from_flags({.dp = 2, .zero = 2}, 2, 2, 2, 1);
-  EXPECT_NEAR(predict(k, in).norm_s, 2 * 0.02 + 2.0 * 1 / 2 * 8 / std::min(1e8, kWindowBytes / 0.02), 1e-12);
+  EXPECT_NEAR(predict(k, in).norm_s, 3 * 0.02, 1e-12);
 }
 
 TEST(CostModel, TensorParallelAllReducesAreCpuWorkOnSharedCores) {
@@ -229,6 +249,10 @@ TEST(CostModel, TensorParallelAllReducesAreCpuWorkOnSharedCores) {
   // Per step: 2 blocks x 2 + 1 (embedding) all-reduces forward, 2 x 2 backward; both ranks busy
   // throughout (no bubble), so at the profile's speed.
   EXPECT_NEAR(shared.pipeline_s - alone.pipeline_s, (5 + 4) * (cpu - link), 1e-9);
+  // Under a quota of half a core (a testbed site of cpus = 0.5: alone a rank has 0.5 cores, both
+  // busy 0.25 each), the same bytes take twice as long.
+  for (RankProfile& r : prof.ranks) r.alone_cores = 0.5;
+  EXPECT_NEAR(predict(k, in).pipeline_s - alone.pipeline_s, (5 + 4) * (2 * cpu - link), 1e-9);
 }
 
 TEST(CostModel, HierarchicalSiteStepsAreCpuWorkOnSharedCores) {
@@ -249,6 +273,30 @@ TEST(CostModel, HierarchicalSiteStepsAreCpuWorkOnSharedCores) {
   const double sum = 1e-9 * 2 * bytes * 4 / 2, gather = 1e-9 * bytes * 4 / 2;
   const double cross = ring_all_reduce_s(2, {0.01, 1e8}, bytes / 2, 1, 2);
   EXPECT_NEAR(predict(k, in).dp_comm_s, sum + cross + gather, 1e-9);
+}
+
+TEST(CostModel, BytesSentAcrossSitesCostMoreCpu) {
+  // 4 ranks of two sites on one machine's 2 cores; in the profile's ring the ranks that send to
+  // their own site measured 0.5 ns per byte moved, those that send across 2 ns: 0.5 ns per byte
+  // received or sent inside a site, 2 x 2 - 0.5 = 3.5 ns per byte sent across.
+  const Cluster c = make_cluster({2, 2}, {1e-5, 7e9}, {0.01, 1e8});
+  ComputeProfile prof = make_profile(4, 0.01);
+  for (int i = 0; i < 4; ++i) {
+    RankProfile& r = prof.ranks[static_cast<size_t>(i)];
+    r.host = 0, r.host_ranks = 4, r.shares_cores = true, r.solo_speedup = 2, r.comm_cpu_s_per_byte = i % 2 ? 2e-9 : 0.5e-9;
+  }
+  CostInputs in{&c, &prof, make_model(2), 16, 25, 0, {}};
+  Candidate k;
+  k.ranks = {0, 1, 2, 3};
+  k.plan = parallel::plan_from_flags({.dp = 4}, 2, 4, 4, 1);
+  const double C = 64, V = 128, B = 4 * (2 * (12 * C * C + 13 * C) + V * C + 16 * C + 2 * C);
+  const Prediction flat = predict(k, in);
+  k.ranks_per_site = 2;
+  const Prediction hier = predict(k, in);
+  // Flat ring: each rank sends 1.5 B, half of it across (2 of 4 edges): 0.5 (1.5 + 0.75) + 3.5 x
+  // 0.75 = 3.75 ns x B, the ranks' own mean (0.5 and 2 ns x 3 B). Hierarchical: B + 0.5 B inside,
+  // 0.5 B across: 0.5 (3 + 0.5) + 3.5 x 0.5 = 3.5 ns x B. The same compute; 2 cores.
+  EXPECT_NEAR(hier.cpu_bound_s - flat.cpu_bound_s, 4 * (3.5e-9 - 3.75e-9) * B / 2, 1e-12);
 }
 
 TEST(CostModel, HierarchicalReductionMovesAShardAcrossSites) {
@@ -304,10 +352,15 @@ TEST(Profile, InterpolatesAndChecksTheModel) {
   EXPECT_DOUBLE_EQ(at_batch({2, 4}, {1.0, 3.0}, 3), 2.0);
   EXPECT_DOUBLE_EQ(at_batch({2, 4}, {1.0, 3.0}, 8), 6.0);  // per sequence of the largest
   EXPECT_DOUBLE_EQ(at_batch({2, 4}, {1.0, 3.0}, 1), 0.5);
-  const ComputeProfile p = make_profile(2, 0.1);
+  ComputeProfile p = make_profile(2, 0.1);
+  p.ranks[1].alone_cores = 0.5;
   const ComputeProfile q = parse_profile(profile_to_json(p), "p.json");
   EXPECT_EQ(q.ranks.size(), 2u);
   EXPECT_EQ(q.ranks[1].block_bwd_s, p.ranks[1].block_bwd_s);
+  EXPECT_EQ(q.ranks[1].alone_cores, 0.5);
+  ComputeProfile bad = p;
+  bad.ranks[1].alone_cores = 0;  // no cores
+  EXPECT_THROW(parse_profile(profile_to_json(bad), "p.json"), UserError);
   EXPECT_NO_THROW(check_profile(q, p.shape, 2, "p.json"));
   ProfileShape other = p.shape;
   other.n_embd = 768;

@@ -73,7 +73,7 @@ std::string to_string(const std::vector<Action>& actions, int chunks) {
 Simulation simulate(const std::vector<std::vector<Action>>& per_rank, int chunks, double tf, double tb) {
   const size_t S = per_rank.size() * static_cast<size_t>(chunks);
   return simulate(per_rank, chunks, StageCosts{std::vector<double>(S, tf), std::vector<double>(S, tb),
-                                               std::vector<double>(S, 0.0), std::vector<double>(S, 0.0)});
+                                               std::vector<double>(S, 0.0), std::vector<double>(S, 0.0), {}, {}});
 }
 
 Simulation simulate(const std::vector<std::vector<Action>>& per_rank, int chunks, const StageCosts& c) {
@@ -87,8 +87,12 @@ Simulation simulate(const std::vector<std::vector<Action>>& per_rank, int chunks
   const size_t n = static_cast<size_t>(M) * static_cast<size_t>(S);
   std::vector<double> arrive[3] = {std::vector<double>(n, -1.0), std::vector<double>(n, -1.0),
                                    std::vector<double>(n, -1.0)};
+  // sent[op][micro * S + stage]: when the sender finished it (-1 = not yet), for the rendezvous.
+  std::vector<double> sent[2] = {std::vector<double>(n, -1.0), std::vector<double>(n, -1.0)};
+  const bool rendezvous = !c.notice_fwd.empty();
   std::vector<size_t> next(static_cast<size_t>(P), 0);
   std::vector<double> free_at(static_cast<size_t>(P), 0), busy(static_cast<size_t>(P), 0);
+  std::vector<double> posted(static_cast<size_t>(P), 0);  // when the rank posted its next receive
   std::vector<int> in_flight(static_cast<size_t>(P), 0);
   Simulation sim;
   for (bool progress = true; progress;) {
@@ -100,8 +104,15 @@ Simulation simulate(const std::vector<std::vector<Action>>& per_rank, int chunks
         const int vs = a.chunk * P + r;
         double ready = free_at[static_cast<size_t>(r)];
         auto need = [&](int op, int stage) {
-          const double t = arrive[op][static_cast<size_t>(a.micro) * static_cast<size_t>(S) + static_cast<size_t>(stage)];
+          const size_t m = static_cast<size_t>(a.micro) * static_cast<size_t>(S) + static_cast<size_t>(stage);
+          double t = arrive[op][m];
           if (t < 0) return false;
+          if (rendezvous && op != 2) {  // the message left once this rank's notice reached the sender
+            const size_t from = static_cast<size_t>(stage);
+            const double notice = op == Action::F ? c.notice_fwd[from] : c.notice_bwd[from];
+            const double send = op == Action::F ? c.send_fwd[from] : c.send_bwd[from];
+            t = std::max(sent[op][m], posted[static_cast<size_t>(r)] + notice) + send;
+          }
           ready = std::max(ready, t);
           return true;
         };
@@ -116,6 +127,8 @@ Simulation simulate(const std::vector<std::vector<Action>>& per_rank, int chunks
         busy[static_cast<size_t>(r)] += cost;
         const double send = a.op == Action::F ? c.send_fwd[k] : c.send_bwd[k];
         arrive[a.op][static_cast<size_t>(a.micro) * static_cast<size_t>(S) + k] = end + send;
+        sent[a.op][static_cast<size_t>(a.micro) * static_cast<size_t>(S) + k] = end;
+        posted[static_cast<size_t>(r)] = ready;  // the receive of the next action
         if (a.op == Action::F) arrive[2][static_cast<size_t>(a.micro) * static_cast<size_t>(S) + k] = end;
         in_flight[static_cast<size_t>(r)] += a.op == Action::F ? 1 : -1;
         sim.max_in_flight = std::max(sim.max_in_flight, in_flight[static_cast<size_t>(r)]);

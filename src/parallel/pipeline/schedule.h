@@ -45,8 +45,14 @@ struct Simulation {
 // Costs per virtual stage (P * chunks entries): compute of a forward and a backward, and the
 // time for its output to reach the next stage (send_fwd) and its input gradient to reach the
 // previous one (send_bwd); sends are asynchronous: the sender goes on at once.
+// notice_fwd / notice_bwd (empty: none): Gloo moves a message only once its receiver has posted the
+// receive and told the sender so, one way over the same link (measured on the testbed: a 4 B
+// message posted for at the send arrived after 2α, posted for 200 ms before after α). The executor
+// posts the receive of action i + 1 when action i's input has arrived (parallel/pipeline/executor.cpp),
+// so a message leaves at max(sender's end, that moment + notice) and arrives `send` later.
 struct StageCosts {
   std::vector<double> fwd, bwd, send_fwd, send_bwd;
+  std::vector<double> notice_fwd, notice_bwd;
 };
 
 // Runs all ranks' lists with forward cost tf and backward cost tb per chunk, free and
