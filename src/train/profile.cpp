@@ -103,18 +103,18 @@ std::string cpu_quota() {
 // The CPU quota that limits this process, as {quota, period} in seconds ({0, 0} without one):
 // the testbed's (SLM_CPU_MAX, testbed/cgroup.h), else the first cgroup's (v2 cpu.max, v1 cfs).
 std::pair<double, double> cpu_quota_s() {
-  if (const char* testbed = std::getenv("SLM_CPU_MAX")) {
-    std::istringstream v(testbed);
+  auto cpu_max = [](const std::string& line) -> std::pair<double, double> {  // "QUOTA PERIOD" in µs, or "max ..."
+    std::istringstream v(line);
     std::string quota;
     double period = 0;
     if (v >> quota >> period && quota != "max" && quota[0] != '-' && period > 0)
       return {std::strtod(quota.c_str(), nullptr) / 1e6, period / 1e6};
-  }
+    return {0, 0};
+  };
+  if (const char* testbed = std::getenv("SLM_CPU_MAX"))
+    if (const auto q = cpu_max(testbed); q.second > 0) return q;
   for (const std::string& d : cgroup_dirs()) {
-    std::istringstream v2(first_line(d + "/cpu.max"));
-    std::string quota;
-    double period = 0;
-    if (v2 >> quota >> period && quota != "max" && period > 0) return {std::strtod(quota.c_str(), nullptr) / 1e6, period / 1e6};
+    if (const auto q = cpu_max(first_line(d + "/cpu.max")); q.second > 0) return q;
     std::istringstream v1(first_line(d + "/cpu.cfs_quota_us") + " " + first_line(d + "/cpu.cfs_period_us"));
     double q1 = 0, p1 = 0;
     if (v1 >> q1 >> p1 && q1 > 0 && p1 > 0) return {q1 / 1e6, p1 / 1e6};
@@ -151,15 +151,20 @@ planner::RankProfile from_json(const nlohmann::json& j) {
   return planner::parse_profile(whole.dump(), "profile cache").ranks.at(0);
 }
 
+// The cache file as it is now; empty when missing or unreadable (then measured again).
+nlohmann::json read_cache() {
+  try {
+    if (path_exists(cache_path())) return nlohmann::json::parse(read_file(cache_path()));
+  } catch (...) {
+  }
+  return nlohmann::json::object();
+}
+
 // Adds `mine` under `key` to the cache file as it is now (other ranks of this machine may have
 // added theirs since it was read); best effort.
 void store_in_cache(const std::string& key, const planner::RankProfile& mine) {
   try {
-    nlohmann::json cache = nlohmann::json::object();
-    try {
-      if (path_exists(cache_path())) cache = nlohmann::json::parse(read_file(cache_path()));
-    } catch (...) {  // an unreadable cache is replaced
-    }
+    nlohmann::json cache = read_cache();
     cache[key] = to_json(mine);
     cache[key]["solo_speedup"] = mine.solo_speedup;
     std::filesystem::create_directories(std::filesystem::path(cache_path()).parent_path());
@@ -347,17 +352,13 @@ std::vector<planner::RankProfile> profile_job(const ProfileRequest& request, con
   const std::string key = fmt::format("v5 | {} | rank {} of {} here | cpu {} | C {} H {} Vp {} T {} {} | b {}", dev.name,
                                       index_in_host[static_cast<size_t>(g.rank)], ranks_on[my_host], cpu_quota(),
                                       s.n_embd, s.n_head, s.vocab_padded, s.seq_len, s.precision, fmt::join(r.micro_batch, ","));
-  nlohmann::json cache = nlohmann::json::object();
-  try {
-    if (path_exists(cache_path())) cache = nlohmann::json::parse(read_file(cache_path()));
-  } catch (...) {  // an unreadable cache is measured again
-  }
+  const nlohmann::json cache = read_cache();
   planner::RankProfile mine;
   bool hit = false;
   if (r.use_cache && cache.contains(key)) {
     try {
-      mine = from_json(cache[key]);
-      mine.solo_speedup = cache[key].value("solo_speedup", 1.0);
+      mine = from_json(cache.at(key));
+      mine.solo_speedup = cache.at(key).value("solo_speedup", 1.0);
       mine.source = "cached";
       hit = true;
     } catch (...) {
