@@ -157,6 +157,11 @@ ProbeResult probe_links(World& w, const ProbeConfig& c) {
     timed("all-reduce", bytes, [&] { all_reduce_sum(t, g); });
     timed("all-gather", bytes, [&] { all_gather_into(out, t.narrow(0, 0, numel / n), g); });
   }
+  if (c.collectives) {  // a large all-gather: the rate its bytes reach over the ring (ZeRO's gathers)
+    const int64_t numel = (int64_t{16} << 20) / 4 / n * n;
+    at::Tensor shard = at::zeros({numel / n}, at::kFloat), out = at::zeros({numel}, at::kFloat);
+    timed("all-gather", numel * 4, [&] { all_gather_into(out, shard, g); });
+  }
   if (!c.allreduce_mb.empty()) {  // as gradients travel: hierarchical / channels / bf16 per [dist]
     Group wan = new_group(w, "probe", g.ranks);
     make_wan_group(w, wan, w.cfg.wan);

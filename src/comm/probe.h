@@ -1,6 +1,6 @@
 // comm/probe.h: link probing across the ranks of a job (`slm probe`): round-trip latency and
 // bandwidth for every rank pair (message-size sweep, point to point), timings of all-reduce and
-// all-gather (4 B and 1 MiB) on the world group (and, on request, all-reduces of given sizes
+// all-gather (4 B and 1 MiB; all-gather 16 MiB too) on the world group (and, on request, all-reduces of given sizes
 // through the configured WAN-aware path), α (latency) and β (bandwidth) fitted per pair and per link class.
 // Owns: ProbeConfig, ProbeResult, probe_links, link classes, the readable matrix and the topology
 // file (JSON) that the planner reads.
@@ -22,7 +22,7 @@ struct ProbeConfig {
   std::vector<int64_t> sizes = {4, 256 << 10, 2 << 20};  // bytes per message
   int repeats = 3;                                      // round trips per size (the fastest counts), after
                                                         // one warm-up round trip per pair
-  bool collectives = true;  // time all-reduce and all-gather (4 B, 1 MiB) on the world group
+  bool collectives = true;  // time all-reduce and all-gather (4 B, 1 MiB; a 16 MiB all-gather) on the world group
   std::vector<double> allreduce_mb;  // also time all-reduces of these sizes (MiB) the way training
                                      // reduces gradients: with the world's [dist] WAN options
 };

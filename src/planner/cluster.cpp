@@ -93,6 +93,7 @@ void set_hops(Cluster& c, const nlohmann::json& j, const std::string& where) try
   const Link slowest = ring_links(c, all).slowest;
   MeasuredHops h;
   h.link_alpha_s = slowest.alpha_s;
+  std::pair<double, double> large_gather{0, 0};  // bytes, seconds
   for (const auto& t : j.at("collectives")) {
     const std::string op = t.at("op").get<std::string>();
     const double bytes = t.at("bytes").get<double>(), seconds = t.at("seconds").get<double>();
@@ -100,9 +101,17 @@ void set_hops(Cluster& c, const nlohmann::json& j, const std::string& where) try
       throw UserError(fmt::format("{}: a collective timing of {} bytes in {} s is out of range (bytes >= 0, seconds in "
                                   "(0, 3600])", where, bytes, seconds));
     if (op != "all-reduce" && op != "all-gather") continue;  // WAN-path timings: not a plain ring
+    if (bytes > 2 * 1048576.0) {  // a large all-gather: its rate, after the hops (below)
+      if (op == "all-gather") large_gather = {bytes, seconds};
+      continue;
+    }
     HopLatency& hl = op == "all-reduce" ? h.all_reduce : h.all_gather;
     (bytes <= 4 ? hl.at_4B : hl.at_1MiB) = fit_hop_latency_s(op == "all-reduce", c.world(), slowest, bytes, seconds);
   }
+  // (P-1)/P of its bytes moved in its time less P-1 hops of the 1 MiB all-gather's latency.
+  const auto [bytes, seconds] = large_gather;
+  const double P = c.world(), wire_s = seconds - (P - 1) * std::max(h.all_gather.at_1MiB, slowest.alpha_s);
+  if (bytes > 0 && wire_s > 0) h.all_gather_Bps = (P - 1) / P * bytes / wire_s;
   c.hops = h;
 } catch (const nlohmann::json::exception& e) {
   throw UserError(fmt::format("{}: not a topology file of `slm probe` ({})", where, e.what()));

@@ -36,6 +36,9 @@ struct HopLatency {
 struct MeasuredHops {
   double link_alpha_s = 0;  // α of the slowest link of the probe's ring: the link they apply to
   HopLatency all_reduce, all_gather;
+  // The rate the bytes of the probe's 16 MiB all-gather moved at over that ring (0: not timed): on
+  // the testbed ~60 MB/s over a 125 MB/s link (the link emulator shares the ranks' cores).
+  double all_gather_Bps = 0;
 };
 
 struct RankSpec {

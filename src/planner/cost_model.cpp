@@ -13,6 +13,7 @@
 
 #include "parallel/pipeline/schedule.h"
 #include "planner/comm_cost.h"
+#include "planner/core_sharing.h"
 
 namespace slm::planner {
 namespace {
@@ -24,6 +25,8 @@ using parallel::StagePlan;
 // means of its ranks' measurements.
 struct Pool {
   double speedup = 1, alone_cores = 1;
+  int index = 0;  // in pools_of's order: the SharedPool index (planner/core_sharing.h)
+  double ranks = 1;
 };
 // CPU seconds per byte moving over the network costs a pool's ranks: each byte received and each
 // byte sent inside a site (loopback), and each byte sent to another site. `slm profile` measures
@@ -59,6 +62,7 @@ std::map<int, Pool> pools_of(const ComputeProfile& p) {
   std::map<int, Pool> out;
   for (const auto& [host, rs] : members) {
     Pool& pool = out[host];
+    pool.index = static_cast<int>(out.size()) - 1, pool.ranks = rs.front()->host_ranks;
     pool.speedup = pool.alone_cores = 0;
     for (const RankProfile* r : rs) pool.speedup += r->solo_speedup / rs.size(), pool.alone_cores += r->alone_cores / rs.size();
   }
@@ -83,7 +87,17 @@ struct Ctx {
     if (pools.empty()) pools = pools_of(*in.profile);
     return pools.at(host);
   }
-  double pool_speedup(int host) const { return pool(host).speedup; }
+  // The pool plan rank r computes in (an index into shared_pools()), -1 where it has cores of its own.
+  int pool_of(int plan_rank) const {
+    const RankProfile& rp = prof(plan_rank);
+    return rp.shares_cores && rp.host_ranks > 1 ? pool(rp.host).index : -1;
+  }
+  std::vector<SharedPool> shared_pools() const {
+    if (pools.empty()) pools = pools_of(*in.profile);
+    std::vector<SharedPool> out(pools.size());
+    for (const auto& [host, p] : pools) out[static_cast<size_t>(p.index)] = SharedPool{p.ranks, p.speedup};
+    return out;
+  }
   double pool_cores(const RankProfile& rp) const {
     const Pool& p = pool(rp.host);
     return rp.host_ranks / p.speedup * p.alone_cores;
@@ -105,6 +119,16 @@ struct Ctx {
   // world ring's hops took 1.9 ms, a site's tp pair does not pay that), else l's α.
   double ar_hop(const Link& l, bool crosses, double bytes) const {
     return crosses ? hop_latency_s(l, cl.hops.all_reduce, cl.hops.link_alpha_s, bytes) : l.alpha_s;
+  }
+  // The link a flat all-gather over `ring` moves its bytes on: where it crosses sites as the
+  // probe's ring does, at most the rate the probe's 16 MiB all-gather reached (MeasuredHops; on
+  // the testbed half the link's: ZeRO-1/2 at 20 ms came out 16-24% fast without it).
+  Link ag_link(const RingLinks& ring) const {
+    Link l = ring.slowest;
+    const MeasuredHops& h = cl.hops;
+    if (ring.crosses_sites && h.all_gather_Bps > 0 && h.link_alpha_s > 0 && std::abs(l.alpha_s / h.link_alpha_s - 1) <= 0.25)
+      l.beta_Bps = std::min(l.beta_Bps, h.all_gather_Bps);
+    return l;
   }
   double ag_hop(const Link& l, bool crosses, double bytes) const {
     return crosses ? hop_latency_s(l, cl.hops.all_gather, cl.hops.link_alpha_s, bytes) : l.alpha_s;
@@ -314,7 +338,7 @@ StageTime stage_time(const Ctx& x, int k, int rep, double b) {
     const RingLinks ring = ring_links(x.cl, x.to_cluster(g));
     const double block_bytes = (12 * x.C * x.C + 13 * x.C) * 4, P = p.dp;
     const bool cross = ring.crosses_sites;
-    const double gather = ring_all_gather_s(p.dp, ring.slowest, block_bytes, 1, 1, x.ag_hop(ring.slowest, cross, block_bytes));
+    const double gather = ring_all_gather_s(p.dp, x.ag_link(ring), block_bytes, 1, 1, x.ag_hop(ring.slowest, cross, block_bytes));
     const double reduce = ring_all_reduce_s(p.dp, ring.slowest, block_bytes, 1, 1, x.ar_hop(ring.slowest, cross, block_bytes));
     const double bf = block_f, bb = block_b;  // ZeRO-3 runs with tp 1
     const double other_f = st.fwd - L * bf, other_b = st.bwd - L * (bb + (x.c.recompute ? bf : 0));  // embeddings, head
@@ -337,27 +361,25 @@ double model_flops(const parallel::ModelShape& m, int64_t batch, int64_t seq_len
 namespace {
 
 // The pipeline part of one step: every replica's schedule simulated (replicas that cost the same
-// once), with `factor[host]` multiplying the compute of ranks on that machine.
+// once; all together where ranks share cores, planner/core_sharing.h).
 struct PipelinePass {
   std::vector<double> finish, last_bwd;  // per pipeline rank: schedule end, last micro-batch's backward
   double makespan = 0, bubble = 0, cross_bytes = 0;
-  std::map<int, double> busy;            // per machine: busy rank-seconds per second
 };
 
-// Stage costs of one replica (micro-batch b) for the simulator, and the bytes they move across sites.
-parallel::pipeline::StageCosts replica_costs(const Ctx& x, int rep, double b, const std::map<int, double>& factor,
-                                             double* cross) {
+// Stage costs of one replica (micro-batch b) for the simulators, the CPU share of each, the pools
+// its ranks compute in (Ctx::pool_of), and the bytes they move across sites.
+SharedReplica replica_costs(const Ctx& x, int rep, double b, double* cross) {
   const Plan& p = x.c.plan;
   const size_t S = p.stages.size();
   const double M = static_cast<double>(p.micro_batches), act = b * x.T * x.C * 4;
-  parallel::pipeline::StageCosts sc;
+  SharedReplica out;
+  parallel::pipeline::StageCosts& sc = out.time;
   for (size_t k = 0; k < S; ++k) {
     const int K = static_cast<int>(k);
     const StageTime st = stage_time(x, K, rep, b);
-    auto f = factor.find(x.prof(parallel::rank_at(p, K, rep, 0)).host);
-    const double speed = f == factor.end() ? 1.0 : f->second;
-    sc.fwd.push_back(st.fwd - (1 - speed) * (st.compute_fwd + st.cpu_fwd));
-    sc.bwd.push_back(st.bwd - (1 - speed) * (st.compute_bwd + st.cpu_bwd));
+    sc.fwd.push_back(st.fwd), sc.bwd.push_back(st.bwd);
+    out.cpu_fwd.push_back(st.compute_fwd + st.cpu_fwd), out.cpu_bwd.push_back(st.compute_bwd + st.cpu_bwd);
     *cross += st.cross_bytes * M;
     double send = 0, notice = 0;
     if (k + 1 < S) {  // the activation to the next stage (its gradient back): 1/tp each with equal tp
@@ -371,7 +393,7 @@ parallel::pipeline::StageCosts replica_costs(const Ctx& x, int rep, double b, co
         std::vector<int> g;
         for (int j = 0; j < n.tp; ++j) g.push_back(x.cluster_rank(parallel::rank_at(p, K + 1, rep, j)));
         const RingLinks ring = ring_links(x.cl, g);
-        send += ring_all_gather_s(n.tp, ring.slowest, act, 1, 1, x.ag_hop(ring.slowest, ring.crosses_sites, act));
+        send += ring_all_gather_s(n.tp, x.ag_link(ring), act, 1, 1, x.ag_hop(ring.slowest, ring.crosses_sites, act));
       }
       if (crosses) *cross += 2 * M * act;
     }
@@ -379,63 +401,70 @@ parallel::pipeline::StageCosts replica_costs(const Ctx& x, int rep, double b, co
   }
   sc.send_bwd.assign(S, 0), sc.notice_bwd.assign(S, 0);
   for (size_t k = 1; k < S; ++k) sc.send_bwd[k] = sc.send_fwd[k - 1], sc.notice_bwd[k] = sc.notice_fwd[k - 1];
-  return sc;
+  for (int r = 0; r < p.pp; ++r) {
+    std::map<int, double> in_pool;  // the rank's tp group, by the pool each member computes in
+    for (int j = 0; j < p.stages[static_cast<size_t>(r)].tp; ++j)
+      if (const int pool = x.pool_of(parallel::rank_at(p, r, rep, j)); pool >= 0) in_pool[pool] += 1;
+    out.pools.emplace_back(in_pool.begin(), in_pool.end());
+  }
+  return out;
 }
 
-PipelinePass simulate_replicas(const Ctx& x, const std::vector<int>& rep_of, const std::map<int, double>& factor) {
+PipelinePass simulate_replicas(const Ctx& x, const std::vector<int>& rep_of) {
   const Plan& p = x.c.plan;
   const int P = p.pp, v = p.virtual_stages, M = static_cast<int>(p.micro_batches);
   std::vector<std::vector<parallel::pipeline::Action>> lists;
   for (int r = 0; r < P; ++r) lists.push_back(parallel::pipeline::schedule_actions(p.schedule, P, r, M, v));
-  std::vector<int> copies(static_cast<size_t>(p.dp), 0);  // replicas each representative stands for
-  for (int r = 0; r < p.dp; ++r) ++copies[static_cast<size_t>(rep_of[static_cast<size_t>(r)])];
   PipelinePass out;
   out.finish.assign(static_cast<size_t>(P), 0), out.last_bwd.assign(static_cast<size_t>(P), 0);
-  std::map<std::vector<double>, parallel::pipeline::Simulation> sims;
+  // Ranks that share cores run faster while others of their machine wait: all replicas at once.
+  bool sharing = false;
+  for (size_t pr = 0; pr < x.c.ranks.size(); ++pr) sharing = sharing || x.pool_of(static_cast<int>(pr)) >= 0;
+  std::vector<int> copies(static_cast<size_t>(p.dp), 0);  // replicas each representative stands for
+  for (int r = 0; r < p.dp; ++r) ++copies[static_cast<size_t>(sharing ? r : rep_of[static_cast<size_t>(r)])];
+  std::vector<int> costed;  // the replicas simulated
+  std::vector<SharedReplica> reps;
   for (int rep = 0; rep < p.dp; ++rep) {
-    if (rep_of[static_cast<size_t>(rep)] != rep) continue;
-    const double n_same = copies[static_cast<size_t>(rep)];
+    if (copies[static_cast<size_t>(rep)] == 0) continue;
     double cross = 0;
-    const parallel::pipeline::StageCosts sc =
-        replica_costs(x, rep, static_cast<double>(p.micro_batch[static_cast<size_t>(rep)]), factor, &cross);
+    reps.push_back(replica_costs(x, rep, static_cast<double>(p.micro_batch[static_cast<size_t>(rep)]), &cross));
+    costed.push_back(rep);
+    out.cross_bytes += cross * copies[static_cast<size_t>(rep)];
+    for (int r = 0; r < P; ++r) {
+      double lb = 0;  // the rank's last backward: its chunks' backward of one micro-batch
+      for (int ck = 0; ck < v; ++ck) lb += reps.back().time.bwd[static_cast<size_t>(ck * P + r)];
+      out.last_bwd[static_cast<size_t>(r)] = std::max(out.last_bwd[static_cast<size_t>(r)], lb);
+    }
+  }
+  auto add = [&](size_t i, const std::vector<double>& finish, const std::vector<double>& idle, double makespan) {
+    const double n_same = copies[static_cast<size_t>(costed[i])];
+    for (int r = 0; r < P; ++r) {
+      out.finish[static_cast<size_t>(r)] = std::max(out.finish[static_cast<size_t>(r)], finish[static_cast<size_t>(r)]);
+      out.bubble += idle[static_cast<size_t>(r)] * n_same / (P * p.dp);
+    }
+    out.makespan = std::max(out.makespan, makespan);
+  };
+  if (sharing) {
+    const SharedSimulation sim = simulate_sharing(lists, v, reps, x.shared_pools());
+    for (size_t i = 0; i < reps.size(); ++i) {
+      std::vector<double> idle;
+      for (double b : sim.busy[i]) idle.push_back(sim.makespan > 0 ? 1 - b / sim.makespan : 0);
+      add(i, sim.finish[i], idle, sim.makespan);
+    }
+    return out;
+  }
+  std::map<std::vector<double>, parallel::pipeline::Simulation> sims;
+  for (size_t i = 0; i < reps.size(); ++i) {
+    const parallel::pipeline::StageCosts& sc = reps[i].time;
     std::vector<double> key = sc.fwd;
     key.insert(key.end(), sc.bwd.begin(), sc.bwd.end());
     key.insert(key.end(), sc.send_fwd.begin(), sc.send_fwd.end());
     key.insert(key.end(), sc.notice_fwd.begin(), sc.notice_fwd.end());
     auto it = sims.find(key);
     if (it == sims.end()) it = sims.emplace(key, parallel::pipeline::simulate(lists, v, sc)).first;
-    const parallel::pipeline::Simulation& sim = it->second;
-    for (int r = 0; r < P; ++r) {
-      const size_t R = static_cast<size_t>(r);
-      out.finish[R] = std::max(out.finish[R], sim.finish[R]);
-      double lb = 0;  // the rank's last backward: its chunks' backward of one micro-batch
-      for (int ck = 0; ck < v; ++ck) lb += sc.bwd[static_cast<size_t>(ck * P + r)];
-      out.last_bwd[R] = std::max(out.last_bwd[R], lb);
-      out.bubble += sim.bubble[R] * n_same / (P * p.dp);
-      for (int q = 0; q < p.dp; ++q)  // every rank of every replica like this one
-        if (rep_of[static_cast<size_t>(q)] == rep)
-          for (int j = 0; j < p.stages[R].tp; ++j) out.busy[x.prof(parallel::rank_at(p, r, q, j)).host] += 1 - sim.bubble[R];
-    }
-    out.makespan = std::max(out.makespan, sim.makespan);
-    out.cross_bytes += cross * n_same;
+    add(i, it->second.finish, it->second.bubble, it->second.makespan);
   }
   return out;
-}
-
-// Where ranks share a machine's cores: the compute multiplier per machine, from the busy ranks of
-// the first pass (all busy: the profile's times, 1; fewer: faster, down to 1 / solo speed-up).
-std::map<int, double> shared_core_factors(const Ctx& x, const PipelinePass& first) {
-  std::map<int, double> factor;
-  for (size_t pr = 0; pr < x.c.ranks.size(); ++pr) {
-    const RankProfile& rp = x.prof(static_cast<int>(pr));
-    if (!rp.shares_cores || rp.host_ranks < 2 || factor.count(rp.host)) continue;
-    // A busy rank's share of the cores is cores / busy (at most what it gets alone), against
-    // cores / n in the profile: its compute time is max(busy / n, 1 / solo_speedup) times the profile's.
-    auto busy = first.busy.find(rp.host);
-    const double b = busy == first.busy.end() ? 0.0 : busy->second;
-    factor[rp.host] = std::clamp(std::max(b / rp.host_ranks, 1 / x.pool_speedup(rp.host)), 0.0, 1.0);
-  }
-  return factor;
 }
 
 // Bytes plan rank (stage k, replica rep, tp rank) sends per step, inside its site and across:
@@ -558,11 +587,8 @@ Prediction predict(const Candidate& c, const CostInputs& in) {
   const size_t S = p.stages.size();
   const int P = p.pp, v = p.virtual_stages, M = static_cast<int>(p.micro_batches);
   Prediction out;
-  // 1. The replicas' pipelines; again with the shared-core speed-up where bubbles free cores.
-  const std::vector<int> rep_of = representative_of(c, in);
-  PipelinePass pass = simulate_replicas(x, rep_of, {});
-  const std::map<int, double> factor = shared_core_factors(x, pass);
-  if (!factor.empty()) pass = simulate_replicas(x, rep_of, factor);
+  // 1. The replicas' pipelines (where ranks share cores, at the speed their busy neighbours leave).
+  const PipelinePass pass = simulate_replicas(x, representative_of(c, in));
   out.pipeline_s = pass.makespan, out.bubble = pass.bubble, out.cross_site_bytes = pass.cross_bytes;
   const std::vector<double>& finish = pass.finish;
   const std::vector<double>& last_bwd = pass.last_bwd;
@@ -590,7 +616,7 @@ Prediction predict(const Candidate& c, const CostInputs& in) {
       std::vector<int> zg = group;
       if (c.zero_site && h.S > 0) zg.resize(static_cast<size_t>(h.L));  // the site's ranks
       const RingLinks ring = ring_links(x.cl, x.to_cluster(zg));
-      gather = ring_all_gather_s(shards, ring.slowest, bytes, 1, ring.crosses_sites ? s.tp : 1,
+      gather = ring_all_gather_s(shards, x.ag_link(ring), bytes, 1, ring.crosses_sites ? s.tp : 1,
                                  x.ag_hop(ring.slowest, ring.crosses_sites, bytes));
       red.cross_bytes += ring.site_edges * (shards - 1.0) / shards * bytes * s.tp;
     }

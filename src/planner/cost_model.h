@@ -5,7 +5,9 @@
 //  1. each replica's pipeline schedule, simulated (parallel/pipeline/schedule.h) with per-stage
 //     forward/backward times from the profile (blocks / tp, embeddings on the first stage, head +
 //     loss on the last), tensor-parallel all-reduces per block on the tp group's links, ZeRO-3's
-//     per-block gathers, and stage-to-stage transfers over the links between the stages;
+//     per-block gathers, and stage-to-stage transfers over the links between the stages; where
+//     ranks time-share cores, all replicas together at the speed the busy ranks leave each
+//     (planner/core_sharing.h);
 //  2. the data-parallel gradient reduction of each stage after its last backward: buckets in
 //     backward order, what is not hidden behind the last micro-batch's backward is exposed;
 //     hierarchical (the cross-site step runs after backward), bf16 across sites, channels;

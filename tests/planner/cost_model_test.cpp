@@ -140,6 +140,30 @@ TEST(CostModel, ZeroThreeGathersHiddenReductionsBlocking) {
   EXPECT_GT(r2, reduce);
 }
 
+TEST(CostModel, GathersAcrossSitesAtTheProbesAllGatherRate) {
+  // ZeRO-1's parameter all-gather over two one-rank sites: at the rate the probe's large all-gather
+  // reached (half the link's here) where its ring crosses sites, as the probe's ring did.
+  const Link l{1e-3, 1e8};
+  const ComputeProfile prof = make_profile(2, 0.1);
+  Candidate k;
+  k.ranks = {0, 1};
+  k.plan = parallel::plan_from_flags({.dp = 2, .zero = 1}, 2, 2, 2, 1);
+  const Cluster two = make_cluster({1, 1}, l, l);
+  Cluster timed = two;
+  timed.hops.link_alpha_s = l.alpha_s, timed.hops.all_gather_Bps = 5e7;
+  CostInputs in{&two, &prof, make_model(2), 16, 25, 0, {}};
+  const double at_link = predict(k, in).zero_gather_s;
+  in.cluster = &timed;
+  const double at_probe = predict(k, in).zero_gather_s;
+  EXPECT_NEAR(at_probe - l.alpha_s, 2 * (at_link - l.alpha_s), 1e-9);  // ring_all_gather_s: α + B/2/β
+  // Inside one site the probe's cross-site rate does not apply.
+  Cluster one = make_cluster({2}, l, {});
+  in.cluster = &one;
+  const double inside = predict(k, in).zero_gather_s;
+  one.hops = timed.hops;
+  EXPECT_NEAR(predict(k, in).zero_gather_s, inside, 1e-12);
+}
+
 TEST(CostModel, SharedCoresAddCommunicationsCpuAsAFloor) {
   // Two ranks sharing one core (alone each runs 2x faster): their compute, optimizer and the CPU
   // of moving the gradients (1 ns per byte sent or received) must fit on that one core.
@@ -421,8 +445,10 @@ TEST(Cluster, FromTheTestbedFileWithDevicesAndAProbe) {
   std::string timed = probe;
   timed.insert(timed.size() - 1, R"J(, "collectives": [{"op": "all-reduce", "bytes": 4, "seconds": 0.2},
     {"op": "all-reduce", "bytes": 1048576, "seconds": 0.4}, {"op": "all-gather", "bytes": 1048576, "seconds": 0.2},
-    {"op": "all-reduce (hierarchical)", "bytes": 1048576, "seconds": 9}])J");
+    {"op": "all-reduce (hierarchical)", "bytes": 1048576, "seconds": 9}, {"op": "all-gather", "bytes": 16777216, "seconds": 0.5}])J");
   apply_topology(d, timed, "t.json");
+  // The 16 MiB all-gather: 3/4 of its bytes in its time less 3 hops of the 1 MiB one's latency.
+  EXPECT_NEAR(d.hops.all_gather_Bps, 0.75 * 16777216 / (0.5 - 3 * d.hops.all_gather.at_1MiB), 1e-3);
   EXPECT_NEAR(d.hops.link_alpha_s, 0.021, 1e-12);
   EXPECT_NEAR(d.hops.all_reduce.at_4B, fit_hop_latency_s(true, 4, d.between(1, 2), 4, 0.2), 1e-12);
   EXPECT_NEAR(d.hops.all_reduce.at_1MiB, fit_hop_latency_s(true, 4, d.between(1, 2), 1048576, 0.4), 1e-12);
