@@ -53,6 +53,8 @@ SharedSimulation simulate_sharing(const std::vector<std::vector<Action>>& per_ra
   };
 
   SharedSimulation sim;
+  sim.finish.assign(static_cast<size_t>(R), std::vector<double>(static_cast<size_t>(P), 0));
+  sim.busy = sim.finish;
   std::vector<double> computing(pools.size());
   for (double now = 0;;) {
     // Start every idle lane whose input is here; note the next arrival of those still waiting.
@@ -122,8 +124,6 @@ SharedSimulation simulate_sharing(const std::vector<std::vector<Action>>& per_ra
     }
     now = next_event;
   }
-  sim.finish.assign(static_cast<size_t>(R), std::vector<double>(static_cast<size_t>(P), 0));
-  sim.busy = sim.finish;
   for (const Lane& l : lanes) {
     sim.finish[static_cast<size_t>(l.rep)][static_cast<size_t>(l.rank)] = l.finish;
     sim.busy[static_cast<size_t>(l.rep)][static_cast<size_t>(l.rank)] = l.busy;

@@ -36,6 +36,7 @@ struct SharedSimulation {
   std::string message;
   double makespan = 0;
   std::vector<std::vector<double>> finish, busy;  // [replica][pipeline rank]: last action's end, time occupied
+                                                  // (zeros where a deadlock stopped the run)
 };
 
 SharedSimulation simulate_sharing(const std::vector<std::vector<parallel::pipeline::Action>>& per_rank, int chunks,

@@ -100,6 +100,9 @@ TEST(CoreSharing, AStalledRankIsNamed) {
   const SharedSimulation s = simulate_sharing(l, 1, {r}, {});
   EXPECT_TRUE(s.deadlock);
   EXPECT_NE(s.message.find("rank 1"), std::string::npos) << s.message;
+  ASSERT_EQ(s.finish.size(), 1u);  // sized as without the deadlock: callers index it
+  EXPECT_EQ(s.finish[0].size(), 2u);
+  EXPECT_EQ(s.busy[0].size(), 2u);
 }
 
 TEST(CoreSharing, TheCostModelsPipelinesUseIt) {
