@@ -117,8 +117,10 @@ PY
 import re, sys
 n = [tuple(map(int, m)) for m in re.findall(r"take (\d+), (\d+) inner", open(sys.argv[1]).read())]
 a = sorted(x for x, _ in n)
-# most rounds: a cgroup quota lets a rank that waited run a burst at full speed, so not every round
-assert all(b == 4 for _, b in n) and a[len(a) // 2] >= 8, n
+# most rounds: a cgroup quota lets a rank that waited run a burst at full speed (either site's:
+# seen in CI, site b measured faster in the first round, [(4, 5), (8, 4), (10, 4), (9, 4)]), so not
+# every round; the slower site of each round keeps inner_steps
+assert sum(x > y for x, y in n) * 2 > len(n) and all(min(x, y) == 4 for x, y in n) and a[len(a) // 2] >= 8, n
 PY
   grep -q "\[0\] sync: final outer sync at step 16" bytime.log || { cat bytime.log; fail "by time: no final sync"; }
   left_behind "after DiLoCo by time"
