@@ -39,9 +39,12 @@ double small_all_reduce_s(const Cluster& c, const std::vector<int>& ranks) {
   return 2 * lap - c.between(ranks[0], ranks[1]).alpha_s;
 }
 
+bool probed_link(const Link& l, double measured_alpha) {
+  return measured_alpha > 0 && std::abs(l.alpha_s / measured_alpha - 1) <= 0.25;
+}
+
 double hop_latency_s(const Link& l, const HopLatency& h, double measured_alpha, double bytes) {
-  if (h.at_4B <= 0 || h.at_1MiB <= 0 || measured_alpha <= 0 || std::abs(l.alpha_s / measured_alpha - 1) > 0.25)
-    return l.alpha_s;
+  if (h.at_4B <= 0 || h.at_1MiB <= 0 || !probed_link(l, measured_alpha)) return l.alpha_s;
   const double lo = std::log(4.0), hi = std::log(1048576.0);
   const double f = std::clamp((std::log(std::max(bytes, 4.0)) - lo) / (hi - lo), 0.0, 1.0);
   return h.at_4B + f * (h.at_1MiB - h.at_4B);

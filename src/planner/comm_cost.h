@@ -35,6 +35,8 @@ RingLinks ring_links(const Cluster& c, const std::vector<int>& ranks);
 // of `measured_alpha`), interpolated in log(bytes) between 4 B and 1 MiB and constant above;
 // else l's α.
 double hop_latency_s(const Link& l, const HopLatency& h, double measured_alpha, double bytes);
+// Whether the probe's collective timings apply to link l: its α within 25% of the link they ran on.
+bool probed_link(const Link& l, double measured_alpha);
 // The probe's measured hop latency of a ring over P ranks whose slowest link is l: the collective's
 // time less its bandwidth term (all-reduce: 2(P-1)/P · bytes at flow_Bps, all-gather: (P-1)/P ·
 // bytes at β), over its hops; at least α.

@@ -55,7 +55,7 @@ SharedSimulation simulate_sharing(const std::vector<std::vector<Action>>& per_ra
   SharedSimulation sim;
   sim.finish.assign(static_cast<size_t>(R), std::vector<double>(static_cast<size_t>(P), 0));
   sim.busy = sim.finish;
-  std::vector<double> computing(pools.size());
+  std::vector<double> computing(pools.size()), rate(lanes.size(), 1.0);  // per pool; per computing lane
   for (double now = 0;;) {
     // Start every idle lane whose input is here; note the next arrival of those still waiting.
     double next_event = kInf;
@@ -84,17 +84,19 @@ SharedSimulation simulate_sharing(const std::vector<std::vector<Action>>& per_ra
       if (l.phase == kCpu)
         for (const auto& [pool, n] : replicas[static_cast<size_t>(l.rep)].pools[static_cast<size_t>(l.rank)])
           computing[static_cast<size_t>(pool)] += n;
-    auto rate = [&](const Lane& l) {
+    for (size_t i = 0; i < lanes.size(); ++i) {
+      const Lane& l = lanes[i];
+      if (l.phase != kCpu) continue;
       double v = kInf;
       for (const auto& [pool, n] : replicas[static_cast<size_t>(l.rep)].pools[static_cast<size_t>(l.rank)]) {
         const SharedPool& sp = pools[static_cast<size_t>(pool)];
         v = std::min(v, std::clamp(sp.ranks / computing[static_cast<size_t>(pool)], 1.0, std::max(1.0, sp.speedup)));
       }
-      return v == kInf ? 1.0 : v;  // in no pool: the profile's speed
-    };
-    for (const Lane& l : lanes) {
-      if (l.phase == kCpu) next_event = std::min(next_event, now + l.cpu_left / rate(l));
-      if (l.phase == kWait) next_event = std::min(next_event, now + l.wait_left);
+      rate[i] = v == kInf ? 1.0 : v;  // in no pool: the profile's speed
+    }
+    for (size_t i = 0; i < lanes.size(); ++i) {
+      if (lanes[i].phase == kCpu) next_event = std::min(next_event, now + lanes[i].cpu_left / rate[i]);
+      if (lanes[i].phase == kWait) next_event = std::min(next_event, now + lanes[i].wait_left);
     }
     if (next_event == kInf) {  // nothing runs and nothing arrives: a lane waits forever
       for (const Lane& l : lanes)
@@ -106,11 +108,12 @@ SharedSimulation simulate_sharing(const std::vector<std::vector<Action>>& per_ra
         }
     }
     const double dt = next_event - now, eps = 1e-12 * std::max(1.0, next_event);
-    for (Lane& l : lanes) {
+    for (size_t i = 0; i < lanes.size(); ++i) {
+      Lane& l = lanes[i];
       if (l.phase == kIdle) continue;
       l.busy += dt;
       if (l.phase == kCpu) {
-        l.cpu_left -= dt * rate(l);
+        l.cpu_left -= dt * rate[i];
         if (l.cpu_left > eps) continue;
         l.phase = kWait;
       } else {

@@ -83,19 +83,19 @@ struct Ctx {
   // number each however noisy each rank's solo run was. Made on first use: only ranks that share
   // cores ask (the search predicts thousands of layouts).
   mutable std::map<int, Pool> pools;
-  const Pool& pool(int host) const {
+  const std::map<int, Pool>& all_pools() const {
     if (pools.empty()) pools = pools_of(*in.profile);
-    return pools.at(host);
+    return pools;
   }
+  const Pool& pool(int host) const { return all_pools().at(host); }
   // The pool plan rank r computes in (an index into shared_pools()), -1 where it has cores of its own.
   int pool_of(int plan_rank) const {
     const RankProfile& rp = prof(plan_rank);
     return rp.shares_cores && rp.host_ranks > 1 ? pool(rp.host).index : -1;
   }
   std::vector<SharedPool> shared_pools() const {
-    if (pools.empty()) pools = pools_of(*in.profile);
-    std::vector<SharedPool> out(pools.size());
-    for (const auto& [host, p] : pools) out[static_cast<size_t>(p.index)] = SharedPool{p.ranks, p.speedup};
+    std::vector<SharedPool> out(all_pools().size());
+    for (const auto& [host, p] : all_pools()) out[static_cast<size_t>(p.index)] = SharedPool{p.ranks, p.speedup};
     return out;
   }
   double pool_cores(const RankProfile& rp) const {
@@ -126,7 +126,7 @@ struct Ctx {
   Link ag_link(const RingLinks& ring) const {
     Link l = ring.slowest;
     const MeasuredHops& h = cl.hops;
-    if (ring.crosses_sites && h.all_gather_Bps > 0 && h.link_alpha_s > 0 && std::abs(l.alpha_s / h.link_alpha_s - 1) <= 0.25)
+    if (ring.crosses_sites && h.all_gather_Bps > 0 && probed_link(l, h.link_alpha_s))
       l.beta_Bps = std::min(l.beta_Bps, h.all_gather_Bps);
     return l;
   }
