@@ -12,14 +12,23 @@
 #  6. `slm embed` on the GPU and on the CPU of the GPU-trained run (TEXT): the same vectors, and
 #     windows/s each; `slm embed eval` on the GPU; `slm search` with the GPU embedding queries.
 #  7. Throughput against PyTorch on the same GPU (bench/train_compare.sh, DEVICE=cuda): the tiny
-#     preset, gpt2 (124M) and gpt2-medium (350M) in bf16; torch.compile beside eager for gpt2.
+#     preset, gpt2 (124M) and gpt2-medium (350M) in bf16; torch.compile beside eager for gpt2
+#     (COMPILE=0 leaves it out).
+#  8. The planner on this GPU: `slm train --set parallel.plan=auto` of gpt2 (bf16, batch 64 x 1024):
+#     the profile at start, the plan, its predicted step time against the measured steps; and
+#     `slm plan auto` for one such GPU from the device table and from that profile (DEVICE_NAME, else
+#     nvidia-smi's name).
 # Usage: bench/gpu_check.sh SLM DATA_DIR OUT_DIR TEXT   (DATA_DIR: a prepared dataset; GPT-2's
-# vocabulary size 50257 makes the gpt2 rows the real shapes; TEXT: a text file to embed)
+# vocabulary size 50257 makes the gpt2 rows the real shapes: a tokenizer trained with
+# --min-frequency 1 on a few MB of text has it; TEXT: a text file to embed).
+# SECTIONS="1 2 3 4 5 6 7 8" picks the checks that run.
 set -uo pipefail
 SLM=$(realpath "$1") DATA=$(realpath "$2") OUT=$3 TEXT=$(realpath "$4")
 mkdir -p "$OUT"
 BENCH=$(dirname "$(realpath "$0")")
 export PYTHONUNBUFFERED=1
+SECTIONS=" ${SECTIONS:-1 2 3 4 5 6 7 8} "
+on() { [[ "$SECTIONS" == *" $1 "* ]]; }
 T=(-c /dev/null --set data.dir="$DATA" --set model.n_layer=4 --set model.n_head=4 --set model.n_embd=256
    --set model.block_size=256 --set batch.batch_size=16 --set batch.micro_batch=8 --set schedule.max_steps=20
    --set schedule.warmup_steps=5 --set eval.every=0 --set log.every=5 --set checkpoint.every=0)
@@ -51,6 +60,7 @@ print(f"  {sys.argv[2].split('/')[-1]} vs {sys.argv[1].split('/')[-1]}: {len(ste
 PY
 }
 echo "== device: $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader); slm $("$SLM" --version)"
+if on 1; then
 echo "== 1. precisions"
 train cpu-fp32 --set system.device=cpu --set system.precision=fp32
 train cuda-fp32 --set system.device=cuda --set system.precision=fp32
@@ -59,11 +69,15 @@ train cuda-fp16 --set system.device=cuda --set system.precision=fp16
 train cuda-recompute --set system.device=cuda --set system.precision=bf16 --set model.recompute=true
 for r in cuda-fp32 cuda-auto cuda-fp16; do compare cpu-fp32 $r; done
 compare cuda-auto cuda-recompute
+fi
+if on 2; then
 echo "== 2. resume"
 train cuda-split --set system.device=cuda --set system.precision=fp32 --stop-at 10
 train cuda-split --set system.device=cuda --set system.precision=fp32 --resume
 grep -m1 resumed "$OUT/cuda-split.log"
 compare cuda-fp32 cuda-split 10
+fi
+if on 3; then
 echo "== 3. process groups"
 launch nccl-1 1 --set system.device=cuda --set system.precision=fp32
 compare cuda-fp32 nccl-1
@@ -73,12 +87,18 @@ for p in "dp2 parallel.dp=2" "zero2 parallel.zero=2" "pp2 parallel.pp=2" "tp2 pa
   launch gloo-$1 2 --set system.device=cuda --set system.precision=fp32 --set dist.backend=gloo --set "$2"
   compare cuda-fp32 gloo-$1
 done
+fi
+if on 4; then
 echo "== 4. eval / generate"
 timeout 120 "$SLM" eval "$OUT/cuda-auto" --batches 4 2>&1 | tail -1
 timeout 120 "$SLM" generate "$OUT/cuda-auto" -p "The" -n 12 --seed 3 2>&1 | tail -1
+fi
+if on 5; then
 echo "== 5. compute profile of gpt2 on this GPU (what the planner reads)"
-timeout 300 "$SLM" profile -c configs/gpt2.toml --set system.precision=bf16 --micro-batches 4,8,16 \
+timeout 300 "$SLM" profile -c configs/gpt2.toml --set data.dir="$DATA" --set system.precision=bf16 --micro-batches 4,8,16 \
   -o "$OUT/profile-gpt2.json" 2>&1 | tail -3
+fi
+if on 6; then
 echo "== 6. embeddings on the GPU"
 for d in cuda cpu; do
   timeout 300 "$SLM" embed "$OUT/cuda-auto" "$TEXT" --separator blank --window 128 --device $d -q --out "$OUT/ix-$d" 2>&1 | tail -1
@@ -91,9 +111,33 @@ timeout 300 "$SLM" embed eval "$OUT/cuda-auto" "$TEXT" --separator blank --val-f
 head -c 3000 "$TEXT" | tr '\n' ' ' | fold -w 60 | head -40 > "$OUT/queries.txt"
 timeout 300 "$SLM" search "$OUT/ix-cuda" --queries "$OUT/queries.txt" --mode vector --device cuda -k 5 2>&1 >/dev/null | tail -1
 timeout 300 "$SLM" search "$OUT/ix-cuda" --queries "$OUT/queries.txt" --mode hybrid --device cuda -k 5 2>&1 >/dev/null | tail -1
+fi
+if on 7; then
 echo "== 7. throughput against PyTorch on this GPU"
 export PY=python3 DEVICE=cuda
 bash bench/train_compare.sh "$SLM" "$DATA" bf16 10 1
-L=12 C=768 H=12 T=1024 B=64 MICRO=16 COMPILE=1 bash bench/train_compare.sh "$SLM" "$DATA" bf16 10 1
+L=12 C=768 H=12 T=1024 B=64 MICRO=16 COMPILE=${COMPILE:-1} bash bench/train_compare.sh "$SLM" "$DATA" bf16 10 1
 L=24 C=1024 H=16 T=1024 B=64 MICRO=16 bash bench/train_compare.sh "$SLM" "$DATA" bf16 6 1
 L=12 C=768 H=12 T=1024 B=32 MICRO=16 bash bench/train_compare.sh "$SLM" "$DATA" fp32 6 1
+fi
+if on 8; then
+echo "== 8. the planner on this GPU: gpt2, bf16, batch 64 x 1024"
+G=(-c configs/gpt2.toml --set data.dir="$DATA" --set batch.batch_size=64
+   --set batch.micro_batch=16 --set schedule.max_steps=12 --set schedule.warmup_steps=2 --set eval.every=0
+   --set log.every=1 --set checkpoint.every=0 --set system.precision=bf16 --set system.device=cuda)
+timeout 300 "$SLM" train "${G[@]}" --set parallel.plan=auto --set run.dir="$OUT/plan-auto" > "$OUT/plan-auto.log" 2>&1
+echo "plan-auto: rc $?"; grep -E '^(plan auto|  predicted|warning)' "$OUT/plan-auto.log"
+python3 - "$OUT/plan-auto/metrics.jsonl" <<'PY'
+import json, statistics, sys
+r = [json.loads(l) for l in open(sys.argv[1]) if '"step_s"' in l][2:]
+m, p = statistics.median(x["step_s"] for x in r), r[-1]["predicted_step_s"]
+print(f"  measured {m:.4f} s/step (median of {len(r)} after 2), predicted {p:.4f} s: {100 * (p / m - 1):+.1f}%")
+PY
+DEVICE_NAME=${DEVICE_NAME:-$(nvidia-smi --query-gpu=name --format=csv,noheader | grep -m1 -o -E 'H100|H200|A100|A30|A40|L4|T4' || echo H100)}
+printf '[[site]]\nname = "gpu"\nranks = 1\ndevice = "%s"\n' "$DEVICE_NAME" > "$OUT/one-gpu.toml"
+timeout 300 "$SLM" profile "${G[@]}" --micro-batches 1,2,4,8,16,32,64 -o "$OUT/profile-plan.json" 2>&1 | grep 'rank 0'
+echo "  slm plan auto, $DEVICE_NAME from the device table:"
+timeout 120 "$SLM" plan auto "${G[@]}" --cluster "$OUT/one-gpu.toml" --top 3 2>&1 | head -8
+echo "  slm plan auto, $DEVICE_NAME from the profile:"
+timeout 120 "$SLM" plan auto "${G[@]}" --cluster "$OUT/one-gpu.toml" --profile "$OUT/profile-plan.json" --top 3 2>&1 | head -8
+fi

@@ -5,6 +5,7 @@
 #include "util/torch_compat.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "model/recompute.h"
 #include "model/xent_rows.h"
@@ -31,20 +32,23 @@ int64_t chunk_rows(int64_t N, int64_t V, int64_t asked) {
 
 // Sum over the rows of -log softmax(x w_v^T)[target]; with dx/dw defined, also the unscaled
 // gradients of that sum (dx = G w_v, dw[0:V] = G^T x with G = softmax - onehot).
-at::Tensor chunked_loss(const at::Tensor& x, const at::Tensor& w, int64_t V, const at::Tensor& targets,
+// The logits have `width` columns (V, or w's padded rows): columns from V on are -inf, so their
+// softmax and gradient are exactly 0.
+at::Tensor chunked_loss(const at::Tensor& x, const at::Tensor& w, int64_t V, int64_t width, const at::Tensor& targets,
                         int64_t rows, at::ScalarType cdt, at::Tensor* dx, at::Tensor* dw) {
   const int64_t N = x.size(0);
-  const at::Tensor wv = w.narrow(0, 0, V).to(cdt);  // (V, C): the padding rows take no part
+  const at::Tensor wv = w.narrow(0, 0, width).to(cdt);  // (width, C)
   const at::Tensor wv_t = wv.t();
-  at::Tensor dwv = dw ? dw->narrow(0, 0, V) : at::Tensor();
+  at::Tensor dwv = dw ? dw->narrow(0, 0, width) : at::Tensor();
   const at::ScalarType acc = x.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;  // softmax's dtype
   at::Tensor total = at::zeros({}, x.options().dtype(acc));
   for (int64_t r = 0; r < N; r += rows) {
     const int64_t n = std::min(rows, N - r);
     const at::Tensor xc = x.narrow(0, r, n).to(cdt);
     const at::Tensor t = targets.narrow(0, r, n).unsqueeze(1);
-    at::Tensor gc = at::mm(xc, wv_t);  // (n, V) logits, then their gradient
-    if (xent_rows_supported(gc)) {
+    at::Tensor gc = at::mm(xc, wv_t);  // (n, width) logits, then their gradient
+    if (width > V) gc.narrow(1, V, width - V).fill_(-std::numeric_limits<double>::infinity());
+    if (width == V && xent_rows_supported(gc)) {
       total += xent_rows(gc, t.squeeze(1), dx != nullptr).sum();
       if (!dx) continue;
     } else {
@@ -64,13 +68,13 @@ at::Tensor chunked_loss(const at::Tensor& x, const at::Tensor& w, int64_t V, con
 
 struct FusedLinearCE : torch::autograd::Function<FusedLinearCE> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& w, int64_t V,
-                            const at::Tensor& targets, int64_t rows) {
+                            int64_t width, const at::Tensor& targets, int64_t rows) {
     const at::ScalarType cdt = compute_dtype(x);
     AutocastOff no_autocast;  // the dtypes here are chosen explicitly
-    at::Tensor dx = at::empty_like(x), dw = at::empty_like(w);  // the first chunk writes dw's V rows
+    at::Tensor dx = at::empty_like(x), dw = at::empty_like(w);  // the first chunk writes dw's `width` rows
     if (x.size(0) == 0) dw.zero_();
-    else if (w.size(0) > V) dw.narrow(0, V, w.size(0) - V).zero_();  // padding rows: no gradient
-    const at::Tensor total = chunked_loss(x, w, V, targets, rows, cdt, &dx, &dw);
+    else if (w.size(0) > width) dw.narrow(0, width, w.size(0) - width).zero_();  // padding rows: no gradient
+    const at::Tensor total = chunked_loss(x, w, V, width, targets, rows, cdt, &dx, &dw);
     const double N = static_cast<double>(std::max<int64_t>(x.size(0), 1));
     ctx->save_for_backward({dx, dw});
     ctx->saved_data["n"] = N;
@@ -81,22 +85,27 @@ struct FusedLinearCE : torch::autograd::Function<FusedLinearCE> {
     variable_list s = ctx->get_saved_variables();
     const at::Tensor scale = g[0] / ctx->saved_data["n"].toDouble();
     return {s[0] * scale.to(s[0].scalar_type()), s[1] * scale.to(s[1].scalar_type()), at::Tensor(), at::Tensor(),
-            at::Tensor()};
+            at::Tensor(), at::Tensor()};
   }
 };
 
 }  // namespace
 
 at::Tensor fused_linear_cross_entropy(const at::Tensor& x, const at::Tensor& w, int64_t V, const at::Tensor& targets,
-                                      int64_t rows_per_chunk) {
+                                      int64_t rows_per_chunk, int64_t width) {
   TORCH_CHECK(x.dim() == 2 && w.dim() == 2 && x.size(1) == w.size(1) && V >= 1 && V <= w.size(0),
               "fused_linear_cross_entropy: shapes x ", x.sizes(), " w ", w.sizes(), " V ", V);
-  const int64_t rows = chunk_rows(x.size(0), V, rows_per_chunk);
+  // A GPU's GEMMs want the padded width (an odd row length like GPT-2's 50257 takes cuBLAS off its
+  // fast kernels: the head ran 2.8x slower on an H200); the CPU's one-pass rows want V.
+  if (width == 0) width = x.is_cpu() ? V : w.size(0);
+  TORCH_CHECK(width >= V && width <= w.size(0), "fused_linear_cross_entropy: width ", width, " outside [", V, ", ",
+              w.size(0), "]");
+  const int64_t rows = chunk_rows(x.size(0), width, rows_per_chunk);
   if (at::GradMode::is_enabled() && (x.requires_grad() || w.requires_grad()))
-    return FusedLinearCE::apply(x, w, V, targets, rows);
+    return FusedLinearCE::apply(x, w, V, width, targets, rows);
   const at::ScalarType cdt = compute_dtype(x);
   AutocastOff no_autocast;  // the dtypes here are chosen explicitly
-  const at::Tensor total = chunked_loss(x, w, V, targets, rows, cdt, nullptr, nullptr);
+  const at::Tensor total = chunked_loss(x, w, V, width, targets, rows, cdt, nullptr, nullptr);
   return total / static_cast<double>(std::max<int64_t>(x.size(0), 1));
 }
 

@@ -13,8 +13,10 @@
 namespace slm::model {
 
 // Mean cross-entropy of x (N, C) @ w[0:V]^T against targets (N) in [0, V). w may have more rows
-// than V (the padded vocabulary): those get a zero gradient. rows_per_chunk 0 picks a size.
+// than V (the padded vocabulary): those get a zero gradient. rows_per_chunk 0 picks a size. width:
+// the logits' columns, in [V, w's rows]; the ones past V are -inf (0 picks: V on the CPU, w's
+// rows elsewhere, whose GEMMs want aligned rows).
 at::Tensor fused_linear_cross_entropy(const at::Tensor& x, const at::Tensor& w, int64_t V, const at::Tensor& targets,
-                                      int64_t rows_per_chunk = 0);
+                                      int64_t rows_per_chunk = 0, int64_t width = 0);
 
 }  // namespace slm::model

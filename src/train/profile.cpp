@@ -204,15 +204,18 @@ planner::RankProfile measure(const ProfileRequest& r, const comm::Group& g) {
     out.head_fwd_s.push_back(head_f), out.head_bwd_s.push_back(head_b);
     for (auto* v : {&out.block_bwd_s, &out.head_bwd_s}) v->back() = std::max(v->back(), 1e-6);
   }
-  // Blocks in a row (up to 8) against one alone, at the second size: weights that no longer stay
-  // in cache and per-block overheads make a model slower than its blocks timed one by one.
-  {
+  // Blocks in a row (up to 8) against one alone: weights that no longer stay in cache and
+  // per-block overheads make a model slower than its blocks timed one by one; on a GPU, launches
+  // that overlap the previous block's kernels make it faster at small sizes, not at large ones.
+  // At the second size on CPUs (quick), at the largest on GPUs, where plans run at large sizes
+  // (gpt2 on an H200: x0.80 at micro-batch 2 predicted 1 x 64 13% fast); the second size there too
+  // when the largest does not fit.
+  auto row_scale = [&](size_t k) {
     model::GPT2Config cc = r.model;
     cc.n_layer = std::min<int64_t>(r.model.n_layer, 8), cc.dropout = 0;
     model::GPT2 many = model::init_gpt2(cc, 2);
     if (r.device != "cpu")
       for (auto& [name, p] : model::named_parameters(many)) p.set_data(p.data().to(r.device));
-    const size_t k = std::min<size_t>(1, r.micro_batch.size() - 1);
     const int64_t b = r.micro_batch[k];
     AutocastGuard autocast(r.precision, r.device);
     at::Tensor x = torch::randn({b, T, C}, opts).requires_grad_(true), g = torch::randn({b, T, C}, opts);
@@ -220,7 +223,17 @@ planner::RankProfile measure(const ProfileRequest& r, const comm::Group& g) {
       model::run_blocks(many, x, 0, many.h.size(), true).backward(g);
     });
     const double one = out.block_fwd_s[k] + out.block_bwd_s[k];
-    out.block_scale = std::clamp(t / (static_cast<double>(cc.n_layer) * one), 0.5, 3.0);
+    return std::clamp(t / (static_cast<double>(cc.n_layer) * one), 0.5, 3.0);
+  };
+  const size_t second = std::min<size_t>(1, r.micro_batch.size() - 1);
+  if (r.device == "cpu") {
+    out.block_scale = row_scale(second);
+  } else {
+    try {
+      out.block_scale = row_scale(r.micro_batch.size() - 1);
+    } catch (const c10::Error&) {  // out of memory
+      out.block_scale = row_scale(second);
+    }
   }
   // AdamW over this one-block model's parameters (the optimizer is memory-bound: per parameter).
   auto named = model::named_parameters(m);

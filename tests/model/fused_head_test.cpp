@@ -1,6 +1,7 @@
 // tests/model/fused_head_test.cpp: the chunked head + cross-entropy against linear + cross_entropy:
 // loss and both gradients in double (exact up to rounding), in bf16 autocast (bf16's rounding),
-// chunks that do not divide the rows, padding rows of the weight (zero gradient), no-grad calls.
+// chunks that do not divide the rows, padding rows of the weight (zero gradient), the padded width
+// GPUs use, no-grad calls.
 #include "model/fused_head.h"
 #include "model/xent_rows.h"
 
@@ -17,7 +18,7 @@ struct Result {
 };
 
 // V real rows of w's Vp; reference: linear over the real rows, then cross_entropy.
-Result run(bool fused, at::ScalarType dt, int64_t rows, const std::string& precision = "fp32") {
+Result run(bool fused, at::ScalarType dt, int64_t rows, const std::string& precision = "fp32", int64_t width = 0) {
   torch::manual_seed(3);
   const int64_t N = 23, C = 16, V = 37, Vp = 48;
   at::Tensor x = torch::randn({N, C}, torch::dtype(dt)).requires_grad_(true);
@@ -26,7 +27,7 @@ Result run(bool fused, at::ScalarType dt, int64_t rows, const std::string& preci
   at::Tensor loss;
   {
     train::AutocastGuard autocast(precision, "cpu");
-    loss = fused ? fused_linear_cross_entropy(x, w, V, t, rows)
+    loss = fused ? fused_linear_cross_entropy(x, w, V, t, rows, width)
                  : at::cross_entropy_loss(at::linear(x, w.narrow(0, 0, V)), t);
   }
   (loss * 3.0).backward();  // a gradient other than 1 reaches the saved gradients
@@ -42,6 +43,24 @@ TEST(FusedHead, MatchesLinearCrossEntropyInDouble) {
     EXPECT_TRUE(at::allclose(f.dw, ref.dw, 0, 1e-12)) << rows;
     EXPECT_EQ(f.dw.narrow(0, 37, 11).abs().max().item<double>(), 0.0);  // padding rows
   }
+}
+
+// The padded width (as on GPUs): the columns past V are -inf, so the same loss and gradients.
+TEST(FusedHead, PaddedWidthMatches) {
+  const Result ref = run(false, at::kDouble, 0);
+  for (int64_t width : {40, 48}) {
+    const Result f = run(true, at::kDouble, 5, "fp32", width);
+    EXPECT_NEAR(f.loss.item<double>(), ref.loss.item<double>(), 1e-12) << width;
+    EXPECT_TRUE(at::allclose(f.dx, ref.dx, 0, 1e-12)) << width;
+    EXPECT_TRUE(at::allclose(f.dw, ref.dw, 0, 1e-12)) << width;
+    EXPECT_EQ(f.dw.narrow(0, 37, 11).abs().max().item<double>(), 0.0);  // padding rows
+  }
+  const Result ref16 = run(false, at::kFloat, 0, "bf16"), f16 = run(true, at::kFloat, 7, "bf16", 48);
+  EXPECT_NEAR(f16.loss.item<double>(), ref16.loss.item<double>(), 1e-2);
+  EXPECT_EQ(f16.dw.narrow(0, 37, 11).abs().max().item<double>(), 0.0);
+  at::Tensor x = torch::randn({3, 16}), w = torch::randn({48, 16}), t = torch::randint(37, {3}, torch::kLong);
+  EXPECT_THROW(fused_linear_cross_entropy(x, w, 37, t, 0, 36), c10::Error);  // narrower than V
+  EXPECT_THROW(fused_linear_cross_entropy(x, w, 37, t, 0, 49), c10::Error);  // wider than w
 }
 
 TEST(FusedHead, Bf16AutocastWithinRounding) {
