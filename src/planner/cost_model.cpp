@@ -632,9 +632,10 @@ Prediction predict(const Candidate& c, const CostInputs& in) {
     end = std::max(end, finish[static_cast<size_t>(r)] + red.exposed_s + optim + gather + outer.exposed_s);
   }
   // 3. Tied embedding across a pipeline (parallel/pipeline/executor.cpp): the head's gradient
-  //    follows the last activation gradient to the first stage, which waits for both (its latency
-  //    is already in the schedule); the weights go back after the optimizer and reach the last
-  //    stage while the first stage computes the next step's first forward.
+  //    follows the last activation gradient to the first stage (into a receive posted at the
+  //    start), which waits for both (the latency is already in the schedule); the weights go to the
+  //    last stage at the start of the next step, while the first stage computes its first forward:
+  //    the receiver's notice (α), then α + bytes, against that forward and the activation's α.
   if (S > 1) {
     const StagePlan& f = p.stages.front();
     const int a = f.ranks[0], b = p.stages[static_cast<size_t>(P - 1)].ranks[0];
@@ -643,7 +644,7 @@ Prediction predict(const Candidate& c, const CostInputs& in) {
     const Link& l = x.cl.between(x.cluster_rank(a), x.cluster_rank(b));
     const double move = p2p_s(l, bytes, crosses ? p.dp * f.tp : 1) - l.alpha_s;
     const double first_fwd = stage_time(x, 0, 0, static_cast<double>(p.micro_batch[0])).fwd;
-    out.tied_s = move + std::max(0.0, move - first_fwd);
+    out.tied_s = move + std::max(0.0, l.alpha_s + move - first_fwd);
     if (crosses) out.cross_site_bytes += 2 * bytes * p.dp * f.tp;
   }
   // 4. The gradient norm (train/step.cpp): a blocking sum of one number over the group that shards

@@ -360,8 +360,7 @@ static void inner_step(Trainer& t, std::vector<parallel::pipeline::MicroBatch>& 
     if (clip > 0 && s.grad_norm > clip) grad.mul_(clip / (s.grad_norm + 1e-6));
     adamw_step(t.adam, parallel::param_shard(*t.dp), grad, t.cfg.optim, s.lr);
     s.optim_s += seconds_since(clock);
-    parallel::gather_params(*t.dp);
-    parallel::pipeline::sync_tied_weights(*t.pipe);
+    parallel::gather_params(*t.dp);  // the tied head follows at the start of the next action list
     s.comm_s += seconds_since(clock);
   }
 }

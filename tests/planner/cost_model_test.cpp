@@ -221,7 +221,8 @@ TEST(CostModel, TwoStagePipelineOverASlowLink) {
   const double expect = 0.1 + send + (0.1 + 0.2) + (0.2 + 0.4) + send + 0.2;
   EXPECT_NEAR(p.pipeline_s, expect, 1e-9);
   // The head's gradient follows B1's gradient (its α is in the schedule); the weights going back
-  // hide behind the next step's first forward (0.1 s) unless they take longer.
+  // at the next step's start hide behind its first forward (0.1 s) unless the receiver's notice
+  // (α) and their own α + bytes take longer.
   const double wte = 128 * 64 * 4, move = p2p_s(wan, wte) - wan.alpha_s;
   ASSERT_LT(move, 0.1);
   EXPECT_NEAR(p.tied_s, move, 1e-9);
@@ -235,7 +236,12 @@ TEST(CostModel, TwoStagePipelineOverASlowLink) {
   in.cluster = &narrow;
   const double slow = p2p_s({0.05, 1e5}, wte) - 0.05;
   ASSERT_GT(slow, 0.1);
-  EXPECT_NEAR(predict(k, in).tied_s, slow + (slow - 0.1), 1e-9);
+  EXPECT_NEAR(predict(k, in).tied_s, slow + (0.05 + slow - 0.1), 1e-9);
+  // A far link: the rendezvous alone outlasts the first forward.
+  const Cluster far = make_cluster({1, 1}, {1e-4, 1e9}, {0.2, 1e7});
+  in.cluster = &far;
+  const double far_move = p2p_s({0.2, 1e7}, wte) - 0.2;  // a TCP window per round trip bounds the rate
+  EXPECT_NEAR(predict(k, in).tied_s, far_move + (0.2 + far_move - 0.1), 1e-9);
 }
 
 TEST(CostModel, GradientNormSumsOverZerosGroup) {

@@ -114,6 +114,33 @@ ScheduleResult run_actions(Pipeline& p, DataParallel& d, const std::vector<Actio
     if (scatter_gather(p, to_stage, wire.numel())) wire = wire.view({p.tp.size, -1})[p.tp.rank].contiguous();
     for (int dst : targets_in(p, to_stage)) sends.push_back(comm::send_async(wire, dst, tag, p.p2p));
   };
+  // The tied embedding, where the first and last stage are on different ranks: the first stage's
+  // wte (as the last update left it) goes to the last stage's head at the start of every action
+  // list; the first stage does not wait for that send, and the last stage waits for it only once
+  // its first receive is posted, so the rendezvous (Gloo moves a message once the receiver has
+  // posted its receive) overlaps the first forward instead of costing a round trip at the end of
+  // every step. The head's gradient comes back into a receive posted here, long before the first
+  // stage's final backward needs it.
+  at::Tensor head_grad;
+  comm::Pending head_grad_in;
+  if (holds_first(p) != holds_last(p)) {
+    const int S = num_stages(p);
+    if (holds_first(p)) {
+      sends.push_back(comm::send_async(p.model->wte.detach().contiguous(), rank_at(p.plan, S - 1, p.role.replica, p.role.tp_rank),
+                                       kTiedWeightTag, p.p2p));
+      if (train) {
+        head_grad = at::empty_like(p.model->wte);
+        head_grad_in = comm::recv_async(head_grad, source_in(p, S - 1), kTiedGradTag, p.p2p);
+      }
+    } else {
+      at::Tensor w = at::empty_like(p.model->head);
+      comm::Pending in = comm::recv_async(w, rank_at(p.plan, 0, p.role.replica, p.role.tp_rank), kTiedWeightTag, p.p2p);
+      post(0);
+      in.wait();
+      torch::NoGradGuard no_grad;
+      p.model->head.detach().copy_(w);
+    }
+  }
   for (size_t i = 0; i < actions.size(); ++i) {
     const Action& a = actions[i];
     const Chunk& c = p.chunks[static_cast<size_t>(a.chunk)];
@@ -139,9 +166,8 @@ ScheduleResult run_actions(Pipeline& p, DataParallel& d, const std::vector<Actio
     live.erase(it);
     at::Tensor grad = c.last ? at::Tensor() : take(i);
     post(i + 1);
-    if (i == final_first_b && !holds_last(p)) {  // the head's share of the tied embedding gradient
-      at::Tensor head_grad = at::empty_like(p.model->wte);
-      comm::recv_async(head_grad, source_in(p, num_stages(p) - 1), kTiedGradTag, p.p2p).wait();
+    if (i == final_first_b && head_grad.defined()) {  // the head's share of the tied embedding gradient
+      head_grad_in.wait();
       at::Tensor& g = p.model->wte.mutable_grad();
       g.defined() ? g.add_(head_grad) : (g = head_grad);
     }

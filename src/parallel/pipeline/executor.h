@@ -51,12 +51,14 @@ struct ScheduleResult {
 
 // Runs `actions` over `batches` (indexed by micro-batch). train: each micro-batch loss is
 // multiplied by `weight * scale` for its backward (begin_backward is called before each; the
-// final one reduces). Not train: forward actions only, no gradients.
+// final one reduces). Not train: forward actions only, no gradients. Starts by sending the first
+// stage's wte to the last stage's tied head (overlapping the first forward).
 ScheduleResult run_actions(Pipeline& p, DataParallel& d, const std::vector<Action>& actions,
                            const std::vector<MicroBatch>& batches, double weight, double scale, bool train);
 
-// After an update or a load: the first stage's wte goes to the last stage's head (no-op without
-// pipeline stages).
+// After a load or an outer (DiLoCo) update: the first stage's wte goes to the last stage's head
+// (no-op without pipeline stages). run_actions does the same at its start, so training steps need
+// no call.
 void sync_tied_weights(Pipeline& p);
 
 // Squared global gradient norm over every stage (d's norm, summed across the pipeline).
