@@ -58,7 +58,7 @@ double fit_hop_latency_s(bool all_reduce, int P, const Link& l, double bytes, do
 }
 
 double p2p_s(const Link& l, double bytes, int flows) {
-  return l.alpha_s + bytes / flow_Bps(l, 1, flows);
+  return l.alpha_s + bytes / (l.beta_Bps / std::max(1, flows));
 }
 
 double ring_all_reduce_s(int P, const Link& l, double bytes, int connections, int flows, double hop_s) {

@@ -43,6 +43,9 @@ bool probed_link(const Link& l, double measured_alpha);
 double fit_hop_latency_s(bool all_reduce, int P, const Link& l, double bytes, double seconds);
 
 // One message of `bytes` from a to b when `flows` transfers share the link: α + flows·bytes / rate.
+// No Gloo window: a point-to-point send is one write of the whole buffer, which TCP's autotuned
+// window carries in one flight (measured on the testbed at 50 ms one way: 4 MiB arrived 1.5 ms
+// after 256 KiB; bench_collectives p2p), unlike the ring collectives' 1 MiB pieces.
 double p2p_s(const Link& l, double bytes, int flows = 1);
 // A sum of a few bytes (the gradient norm's one double) over `ranks` (cluster ranks, in the
 // group's order), from the last rank's arrival to the last rank's finish, as Gloo runs it

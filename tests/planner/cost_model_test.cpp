@@ -31,7 +31,8 @@ TEST(CommCost, RingAllReduceMatchesTheWorkedExample) {
   EXPECT_NEAR(ring_all_reduce_s(4, wan, 100e6, 8, 2), 6 * 0.05 + 1.5 * 100e6 / 62.5e6, 1e-9);  // two rings share it
   EXPECT_NEAR(ring_all_gather_s(4, wan, 100e6), 3 * 0.05 + 0.75 * 100e6 / 125e6, 1e-9);  // no window
   EXPECT_NEAR(ring_all_gather_s(4, wan, 100e6, 1, 2), 3 * 0.05 + 0.75 * 100e6 / 62.5e6, 1e-9);
-  EXPECT_NEAR(p2p_s({0.01, 1e9}, 1e6), 0.01 + 1e6 / std::min(1e9, kWindowBytes / 0.01), 1e-12);
+  EXPECT_NEAR(p2p_s({0.01, 1e9}, 1e6), 0.01 + 1e6 / 1e9, 1e-12);  // one message: no window either
+  EXPECT_NEAR(p2p_s(wan, 4e6, 2), 0.05 + 4e6 / 62.5e6, 1e-12);     // two transfers share the link
   EXPECT_EQ(ring_all_reduce_s(1, wan, 1e6), 0);
 }
 
