@@ -6,8 +6,13 @@
 
 namespace slm::planner {
 
+namespace {
+// One transfer's share of l's rate when `flows` transfers share it.
+double share_Bps(const Link& l, int flows) { return l.beta_Bps / std::max(1, flows); }
+}  // namespace
+
 double flow_Bps(const Link& l, int connections, int flows) {
-  const double share = l.beta_Bps / std::max(1, flows);
+  const double share = share_Bps(l, flows);
   return l.alpha_s > 0 ? std::min(share, std::max(1, connections) * kWindowBytes / l.alpha_s) : share;
 }
 
@@ -58,7 +63,7 @@ double fit_hop_latency_s(bool all_reduce, int P, const Link& l, double bytes, do
 }
 
 double p2p_s(const Link& l, double bytes, int flows) {
-  return l.alpha_s + bytes / (l.beta_Bps / std::max(1, flows));
+  return l.alpha_s + bytes / share_Bps(l, flows);
 }
 
 double ring_all_reduce_s(int P, const Link& l, double bytes, int connections, int flows, double hop_s) {
