@@ -1,6 +1,8 @@
 // comm/collectives.cpp: see collectives.h.
 #include "comm/collectives.h"
 
+#include <cstdlib>
+
 #include <torch/torch.h>
 
 #include <fmt/format.h>
@@ -94,6 +96,11 @@ Pending launch_on(const Group& g, const char* op, const at::Tensor& t, F call, b
 }
 
 }  // namespace
+
+bool matched_by_tag(const Group& g) {
+  static const bool in_order = std::getenv("SLM_P2P_IN_ORDER") != nullptr;  // tests: NCCL's order on Gloo
+  return (!g.backend || g.backend->kind == "gloo") && !in_order;
+}
 
 int64_t bytes_sent(const Group& g) {
   int64_t n = g.backend ? g.backend->bytes_sent.load() : 0;

@@ -57,6 +57,11 @@ void require_same(const std::string& text, const Group& g, const std::string& wh
 // receive; t stays alive and untouched until the wait. The receive fills t (contiguous).
 Pending send_async(const at::Tensor& t, int dst, int tag, const Group& g);
 Pending recv_async(const at::Tensor& t, int src, int tag, const Group& g);
+// Whether g pairs a message with its receive by tag (Gloo: receives may be posted early and in any
+// order; a message moves only once its receive is posted) or by order (NCCL: each pair of ranks
+// must post its sends and receives in the same order on both sides, tags unused). SLM_P2P_IN_ORDER
+// set: false on Gloo too, so that CPU tests run the order NCCL needs.
+bool matched_by_tag(const Group& g);
 // Payload bytes this rank has sent in g so far (ring all-reduce 2(n-1)/n of the tensor,
 // all-gather (n-1)/n of the result, broadcast and send the tensor); 0 for a group of size 1.
 int64_t bytes_sent(const Group& g);

@@ -594,7 +594,7 @@ Prediction predict(const Candidate& c, const CostInputs& in) {
   const std::vector<double>& last_bwd = pass.last_bwd;
   // 2. Data-parallel reduction per pipeline rank (its chunks' parameters), then the optimizer and
   //    ZeRO-1/2's all-gather of the updated shard.
-  double end = 0;
+  std::vector<double> done(static_cast<size_t>(P)), tail(static_cast<size_t>(P));  // gradients reduced; what follows
   for (int r = 0; r < P; ++r) {
     const StagePlan& s = p.stages[static_cast<size_t>(r)];
     double params = 0;
@@ -629,7 +629,8 @@ Prediction predict(const Candidate& c, const CostInputs& in) {
     out.dp_comm_s = std::max(out.dp_comm_s, red.exposed_s);
     out.zero_gather_s = std::max(out.zero_gather_s, gather);
     out.optimizer_s = std::max(out.optimizer_s, optim);
-    end = std::max(end, finish[static_cast<size_t>(r)] + red.exposed_s + optim + gather + outer.exposed_s);
+    done[static_cast<size_t>(r)] = finish[static_cast<size_t>(r)] + red.exposed_s;
+    tail[static_cast<size_t>(r)] = optim + gather + outer.exposed_s;
   }
   // 3. Tied embedding across a pipeline (parallel/pipeline/executor.cpp): the head's gradient
   //    follows the last activation gradient to the first stage (into a receive posted at the
@@ -648,22 +649,31 @@ Prediction predict(const Candidate& c, const CostInputs& in) {
     if (crosses) out.cross_site_bytes += 2 * bytes * p.dp * f.tp;
   }
   // 4. The gradient norm (train/step.cpp): a blocking sum of one number over the group that shards
-  //    the gradient (ZeRO: its dp group), then over every rank of the job (DiLoCo: of the site) when
-  //    the model is split into stages: latency only, as Gloo's ring runs it (small_all_reduce_s).
-  auto scalar_sum_s = [&](const std::vector<int>& plan_ranks) { return small_all_reduce_s(x.cl, x.to_cluster(plan_ranks)); };
+  //    the gradient (ZeRO: its dp group): latency only, as Gloo's ring runs it (small_all_reduce_s).
   if (p.zero > 0 && p.dp > 1) {
     std::vector<int> zg = dp_group(p, 0, 0);
     const Hier h = hierarchy_of(x, zg);
     if ((c.zero_site || c.diloco_steps > 0) && h.S > 0) zg.resize(static_cast<size_t>(h.L));
-    out.norm_s += scalar_sum_s(zg);
+    out.norm_s += small_all_reduce_s(x.cl, x.to_cluster(zg));
   }
-  if (S > 1) {
-    std::vector<int> all;
-    for (int r = 0; r < static_cast<int>(c.ranks.size()); ++r) all.push_back(r);
-    if (c.diloco_steps > 0) all = in_site(x, all);
-    out.norm_s += scalar_sum_s(all);
-  }
-  out.step_s = end + out.tied_s + out.norm_s;
+  //    Across the pipeline (parallel/pipeline/executor.cpp): each pipeline rank sends its number to
+  //    the others into receives posted at the start, so the rank whose gradients are done last
+  //    waits only for numbers still in flight (one link latency after each other rank's); the
+  //    others' wait ends before the next step's activations reach them.
+  const int last = static_cast<int>(std::max_element(done.begin(), done.end()) - done.begin());
+  double norm_ready = done[static_cast<size_t>(last)];
+  for (int r = 0; r < P; ++r)
+    if (r != last) {
+      const Link& l = x.cl.between(x.cluster_rank(p.stages[static_cast<size_t>(r)].ranks[0]),
+                                   x.cluster_rank(p.stages[static_cast<size_t>(last)].ranks[0]));
+      norm_ready = std::max(norm_ready, done[static_cast<size_t>(r)] + l.alpha_s);
+    }
+  const double wait = norm_ready - done[static_cast<size_t>(last)];
+  double end = 0;
+  for (int r = 0; r < P; ++r)
+    end = std::max(end, done[static_cast<size_t>(r)] + (r == last ? wait : 0) + tail[static_cast<size_t>(r)]);
+  out.step_s = end + out.tied_s + out.norm_s;  // the tied embedding, ZeRO's sum
+  out.norm_s += wait;
   out.cpu_bound_s = cpu_bound_s(x, out.optimizer_s);
   out.step_s = std::max(out.step_s, out.cpu_bound_s);
   // Throughput, cost.

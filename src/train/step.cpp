@@ -137,9 +137,7 @@ static void apply_plan(Trainer& t) {
   pipe->role = parallel::role_of(plan, t.world.world.rank);
   pipe->actions = parallel::pipeline::schedule_actions(plan.schedule, plan.pp, pipe->role.pipe,
                                                        static_cast<int>(plan.micro_batches), plan.virtual_stages);
-  pipe->world = t.groups.site, pipe->p2p = t.groups.pp, pipe->tp = t.groups.tp;
-  pipe->norm_replica = plan.dp;  // the first replica of this rank's dp group (every replica, or its site's)
-  for (int rank : t.groups.dp.ranks) pipe->norm_replica = std::min(pipe->norm_replica, parallel::role_of(plan, rank).replica);
+  pipe->p2p = t.groups.pp, pipe->tp = t.groups.tp;
   // The whole model's layout (checkpoints use it) from shapes only; then just this rank's blocks.
   t.model_layout = parallel::make_layout(model::named_parameters(model::shapes_only(cfg.model)), 1);
   t.num_params = t.model_layout.numel;
@@ -334,6 +332,7 @@ static void inner_step(Trainer& t, std::vector<parallel::pipeline::MicroBatch>& 
   const parallel::Plan& plan = t.pipe->plan;
   const double mine = static_cast<double>(plan.micro_batch[static_cast<size_t>(t.pipe->role.replica)]);
   parallel::zero_grads(*t.dp);
+  parallel::pipeline::PendingNorm norm = parallel::pipeline::post_norm_receives(*t.pipe, *t.dp);
   // Each micro-batch loss counts by its tokens: this replica's share of its dp group's sequences in
   // the step, times the group's size (gradients are averaged over dp: every replica, or one site's under DiLoCo).
   const double weight = mine * t.groups.dp.size / static_cast<double>(t.dp_sequences * plan.micro_batches);
@@ -350,7 +349,7 @@ static void inner_step(Trainer& t, std::vector<parallel::pipeline::MicroBatch>& 
   at::Tensor grad = parallel::grad_shard(*t.dp);
   s.loss_scale = t.scaler.enabled ? t.scaler.scale : 0.0;
   if (t.scaler.enabled) grad.mul_(1.0 / t.scaler.scale);  // unscale before any norm (no overflow)
-  s.grad_norm = std::sqrt(parallel::pipeline::pipeline_grad_norm_sq(*t.pipe, *t.dp));  // same on every rank
+  s.grad_norm = std::sqrt(parallel::pipeline::pipeline_grad_norm_sq(*t.pipe, *t.dp, norm));  // same on every rank
   s.comm_s += seconds_since(clock);
   s.lr = lr_at(t.cfg.schedule, t.cfg.optim.lr, t.step);
   const bool skipped = !update_loss_scale(t.scaler, std::isfinite(s.grad_norm));

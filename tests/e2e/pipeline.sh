@@ -6,6 +6,7 @@
 #     (3 stages, the middle one on tp 2, replicas with micro-batches of 3 and 1 sequences, ZeRO 2):
 #     every step's loss within TOL and gradient norm within GTOL (relative) of the single-process
 #     run (fp32, same global batch and seed). The metrics carry bubble and bytes per link type.
+#     The heterogeneous and interleaved plans again with SLM_P2P_IN_ORDER (NCCL's message order).
 #  3. Checkpoints across plans: pp 2 stopped at step 6 and continued as one process and under the
 #     heterogeneous plan; dp 2 / ZeRO 2 continued as pp 2 x tp 2; a pipeline checkpoint read whole
 #     by the single-process tools gives the reference logits (1e-4).
@@ -100,6 +101,10 @@ grep -q "schedule interleaved" interleaved.log || fail "interleaved plan line"
 train_as pp2tp2 4 --pp 2 --tp 2
 train_as pp2tp2dp2 8 --pp 2 --tp 2 --zero 1
 train_as het 8 --set parallel.plan=het.toml
+# NCCL pairs messages by the order both sides post them, not by tag: the same plans in that order
+# (the head's gradient received when needed, the gradient norm exchanged after the schedule).
+SLM_P2P_IN_ORDER=1 train_as het_in_order 8 --set parallel.plan=het.toml
+SLM_P2P_IN_ORDER=1 train_as interleaved_in_order 2 --pp 2 --virtual-stages 2
 python3 -c "
 import json; r = [json.loads(l) for l in open('het/metrics.jsonl') if '\"loss\"' in l][-1]
 assert r['bytes_pp'] > 0 and r['bytes_tp'] > 0 and r['bytes_dp'] > 0 and len(r['peak_mem_per_rank']) == 8, r" \

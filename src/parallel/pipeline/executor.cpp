@@ -13,7 +13,7 @@ namespace slm::parallel::pipeline {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr int kTiedGradTag = 1 << 30, kTiedWeightTag = (1 << 30) + 1;
+constexpr int kTiedGradTag = 1 << 30, kTiedWeightTag = (1 << 30) + 1, kNormTag = (1 << 30) + 2;
 
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
@@ -121,17 +121,20 @@ ScheduleResult run_actions(Pipeline& p, DataParallel& d, const std::vector<Actio
   // posted its receive) overlaps the first forward instead of costing a round trip at the end of
   // every step. The head's gradient comes back into a receive posted here, long before the first
   // stage's final backward needs it.
+  // (NCCL pairs messages by order: there the receive is posted when it is needed, after the last
+  // activation gradient, which the last stage sends before the head's.)
   at::Tensor head_grad;
   comm::Pending head_grad_in;
+  auto post_head_grad = [&] {
+    head_grad = at::empty_like(p.model->wte);
+    head_grad_in = comm::recv_async(head_grad, source_in(p, num_stages(p) - 1), kTiedGradTag, p.p2p);
+  };
   if (holds_first(p) != holds_last(p)) {
     const int S = num_stages(p);
     if (holds_first(p)) {
       sends.push_back(comm::send_async(p.model->wte.detach().contiguous(), rank_at(p.plan, S - 1, p.role.replica, p.role.tp_rank),
                                        kTiedWeightTag, p.p2p));
-      if (train) {
-        head_grad = at::empty_like(p.model->wte);
-        head_grad_in = comm::recv_async(head_grad, source_in(p, S - 1), kTiedGradTag, p.p2p);
-      }
+      if (train && comm::matched_by_tag(p.p2p)) post_head_grad();
     } else {
       at::Tensor w = at::empty_like(p.model->head);
       comm::Pending in = comm::recv_async(w, rank_at(p.plan, 0, p.role.replica, p.role.tp_rank), kTiedWeightTag, p.p2p);
@@ -166,7 +169,8 @@ ScheduleResult run_actions(Pipeline& p, DataParallel& d, const std::vector<Actio
     live.erase(it);
     at::Tensor grad = c.last ? at::Tensor() : take(i);
     post(i + 1);
-    if (i == final_first_b && head_grad.defined()) {  // the head's share of the tied embedding gradient
+    if (i == final_first_b && train && holds_first(p) && !holds_last(p)) {  // the head's share of the tied embedding gradient
+      if (!head_grad.defined()) post_head_grad();
       head_grad_in.wait();
       at::Tensor& g = p.model->wte.mutable_grad();
       g.defined() ? g.add_(head_grad) : (g = head_grad);
@@ -204,11 +208,54 @@ void sync_tied_weights(Pipeline& p) {
   }
 }
 
-double pipeline_grad_norm_sq(Pipeline& p, DataParallel& d) {
-  const double stage = grad_norm_sq(d);  // the same on every rank of this stage
-  if (num_stages(p) == 1) return stage;
-  const bool leader = p.role.replica == p.norm_replica && p.role.tp_rank == 0;
-  return comm::sum(leader ? stage : 0.0, p.world);
+// The global norm: every pipeline rank of a replica sends its stage's number to the others and
+// takes theirs, point to point. A collective over every rank would go round a ring that crosses
+// each slow link twice and let its members go at different times. Gloo sends only into a posted
+// receive, so there the receives are posted before the step's schedule: the later stages finish
+// their backward first and their numbers are waiting when the first stage needs them; the first
+// stage's number reaches the others before its next activations would. NCCL pairs messages by
+// order: there the exchange runs after the schedule, the lower rank of each pair sending first.
+PendingNorm post_norm_receives(Pipeline& p, DataParallel& d) {
+  PendingNorm n;
+  const int P = p.plan.pp;
+  if (P == 1) return n;
+  n.theirs.resize(static_cast<size_t>(P));
+  n.early = comm::matched_by_tag(p.p2p);
+  const at::TensorOptions o = at::TensorOptions().dtype(at::kDouble).device(grad_shard(d).device());
+  for (int k = 0; k < P; ++k)
+    if (k != p.role.pipe) n.theirs[static_cast<size_t>(k)] = at::empty({1}, o);
+  if (n.early)
+    for (int k = 0; k < P; ++k)
+      if (k != p.role.pipe)
+        n.recvs.push_back(comm::recv_async(n.theirs[static_cast<size_t>(k)], source_in(p, k), kNormTag, p.p2p));
+  return n;
+}
+
+double pipeline_grad_norm_sq(Pipeline& p, DataParallel& d, PendingNorm& n) {
+  const double stage = grad_norm_sq(d);  // the same on every rank of this stage (and replica)
+  const int P = p.plan.pp;
+  if (P == 1) return stage;
+  const at::Tensor mine = at::full({1}, stage, at::TensorOptions().dtype(at::kDouble).device(grad_shard(d).device()));
+  const int me = p.p2p.rank;
+  std::vector<comm::Pending> ops;
+  auto sends = [&](bool lower) {  // to the peers below (lower) or above this rank
+    for (int k = 0; k < P; ++k)
+      if (k != p.role.pipe)
+        for (int dst : targets_in(p, k))
+          if ((dst < me) == lower) ops.push_back(comm::send_async(mine, dst, kNormTag, p.p2p));
+  };
+  sends(false);
+  if (!n.early)
+    for (int k = 0; k < P; ++k)
+      if (k != p.role.pipe)
+        n.recvs.push_back(comm::recv_async(n.theirs[static_cast<size_t>(k)], source_in(p, k), kNormTag, p.p2p));
+  sends(true);
+  for (comm::Pending& w : n.recvs) w.wait();
+  for (comm::Pending& w : ops) w.wait();
+  double total = 0;  // in pipeline order on every rank: the same sum everywhere
+  for (int k = 0; k < P; ++k) total += k == p.role.pipe ? stage : n.theirs[static_cast<size_t>(k)].cpu().item<double>();
+  n = PendingNorm{};
+  return total;
 }
 
 }  // namespace slm::parallel::pipeline

@@ -15,6 +15,7 @@
 
 #include <vector>
 
+#include "comm/collectives.h"
 #include "comm/group.h"
 #include "model/gpt2.h"
 #include "parallel/pipeline/schedule.h"
@@ -32,8 +33,6 @@ struct Pipeline {
   RankRole role;
   std::vector<Chunk> chunks;    // this rank's model chunks
   std::vector<Action> actions;  // this rank's training schedule for one step
-  comm::Group world;            // the ranks that share one gradient norm: every rank (DiLoCo: the site's)
-  int norm_replica = 0;         // the replica whose stages sum that norm (DiLoCo: the site's first)
   comm::Group p2p;              // every rank, own connections: stage-to-stage traffic only
   comm::Group tp;               // this stage's tensor-parallel group
   model::GPT2* model = nullptr;
@@ -61,8 +60,17 @@ ScheduleResult run_actions(Pipeline& p, DataParallel& d, const std::vector<Actio
 // no call.
 void sync_tied_weights(Pipeline& p);
 
-// Squared global gradient norm over every stage (d's norm, summed across the pipeline).
-double pipeline_grad_norm_sq(Pipeline& p, DataParallel& d);
+// Squared global gradient norm over every stage: d's norm, summed across this replica's pipeline
+// ranks point to point (every replica has the same stage norms after its dp reduction). The
+// receives are posted before the step's schedule (post_norm_receives), the sum taken after the
+// gradients are reduced; the same number on every rank.
+struct PendingNorm {
+  std::vector<at::Tensor> theirs;    // per pipeline rank: its stage's squared norm
+  std::vector<comm::Pending> recvs;  // their receives
+  bool early = false;                // posted before the schedule (Gloo), else with the sends (NCCL)
+};
+PendingNorm post_norm_receives(Pipeline& p, DataParallel& d);
+double pipeline_grad_norm_sq(Pipeline& p, DataParallel& d, PendingNorm& posted);
 
 // Forward-only list: F0 .. F(micro-1) on every chunk (evaluation).
 std::vector<Action> forward_actions(int micro, int chunks);
