@@ -17,7 +17,8 @@ struct Lane {  // one pipeline rank of one replica
   int rep = 0, rank = 0;
   size_t next = 0;  // index of its next (or current) action
   Phase phase = kIdle;
-  double cpu_left = 0, wait_left = 0, posted = 0, finish = 0, busy = 0;
+  double cpu_left = 0, wait_left = 0, finish = 0, busy = 0;
+  std::vector<double> started;  // each action's start (it posts the receive of the action K later)
 };
 }  // namespace
 
@@ -32,7 +33,11 @@ SharedSimulation simulate_sharing(const std::vector<std::vector<Action>>& per_ra
   std::vector<double> done[2] = {std::vector<double>(per_rep * R, -1.0), std::vector<double>(per_rep * R, -1.0)};
   std::vector<Lane> lanes;
   for (int rep = 0; rep < R; ++rep)
-    for (int r = 0; r < P; ++r) lanes.push_back(Lane{rep, r});
+    for (int r = 0; r < P; ++r) {
+      Lane l;
+      l.rep = rep, l.rank = r;
+      lanes.push_back(l);
+    }
   constexpr double kInf = std::numeric_limits<double>::infinity();
 
   // When the input of lane l's next action is there (kInf: its sender has not finished).
@@ -41,15 +46,19 @@ SharedSimulation simulate_sharing(const std::vector<std::vector<Action>>& per_ra
     const SharedReplica& rp = replicas[static_cast<size_t>(l.rep)];
     const int vs = a.chunk * P + l.rank;
     const bool fwd = a.op == Action::F;
-    if (fwd ? vs == 0 : vs == S - 1) return 0.0;  // the first forward's input is the data; the last backward's the loss
+    // The first forward's input is the data, the last backward's the loss: there once the rank begins.
+    const double begin = rp.time.start.empty() ? 0.0 : rp.time.start[static_cast<size_t>(l.rank)];
+    if (fwd ? vs == 0 : vs == S - 1) return l.next == 0 ? begin : 0.0;
     const int from = fwd ? vs - 1 : vs + 1;
     const double end = done[fwd ? 0 : 1][static_cast<size_t>(l.rep) * per_rep + static_cast<size_t>(a.micro) * S + from];
     if (end < 0) return kInf;
     const auto& t = rp.time;
     const double send = fwd ? t.send_fwd[static_cast<size_t>(from)] : t.send_bwd[static_cast<size_t>(from)];
-    if (t.notice_fwd.empty()) return end + send;
+    if (t.notice_fwd.empty()) return std::max(begin, end + send);
     const double notice = fwd ? t.notice_fwd[static_cast<size_t>(from)] : t.notice_bwd[static_cast<size_t>(from)];
-    return std::max(end, l.posted + notice) + send;  // Gloo's rendezvous (schedule.h, StageCosts)
+    const size_t ahead = static_cast<size_t>(std::max(1, t.receives_ahead));
+    const double posted = l.next < ahead ? begin : l.started[l.next - ahead];
+    return std::max(end, posted + notice) + send;  // Gloo's rendezvous (schedule.h, StageCosts)
   };
 
   SharedSimulation sim;
@@ -75,7 +84,8 @@ SharedSimulation simulate_sharing(const std::vector<std::vector<Action>>& per_ra
       const SharedReplica& rp = replicas[static_cast<size_t>(l.rep)];
       const double total = a.op == Action::F ? rp.time.fwd[k] : rp.time.bwd[k];
       const double cpu = std::min(total, a.op == Action::F ? rp.cpu_fwd[k] : rp.cpu_bwd[k]);
-      l.phase = kCpu, l.cpu_left = cpu, l.wait_left = total - cpu, l.posted = now;
+      l.phase = kCpu, l.cpu_left = cpu, l.wait_left = total - cpu;
+      l.started.push_back(now);
     }
     if (!left) break;
     // Each pool's computing ranks set everyone's rate there.

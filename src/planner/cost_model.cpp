@@ -400,6 +400,7 @@ SharedReplica replica_costs(const Ctx& x, int rep, double b, double* cross) {
     sc.send_fwd.push_back(send), sc.notice_fwd.push_back(notice);
   }
   sc.send_bwd.assign(S, 0), sc.notice_bwd.assign(S, 0);
+  sc.receives_ahead = parallel::pipeline::kReceivesAhead;  // the executor's window of posted receives
   for (size_t k = 1; k < S; ++k) sc.send_bwd[k] = sc.send_fwd[k - 1], sc.notice_bwd[k] = sc.notice_fwd[k - 1];
   for (int r = 0; r < p.pp; ++r) {
     std::map<int, double> in_pool;  // the rank's tp group, by the pool each member computes in
@@ -410,7 +411,7 @@ SharedReplica replica_costs(const Ctx& x, int rep, double b, double* cross) {
   return out;
 }
 
-PipelinePass simulate_replicas(const Ctx& x, const std::vector<int>& rep_of) {
+PipelinePass simulate_replicas(const Ctx& x, const std::vector<int>& rep_of, const std::vector<double>& start) {
   const Plan& p = x.c.plan;
   const int P = p.pp, v = p.virtual_stages, M = static_cast<int>(p.micro_batches);
   std::vector<std::vector<parallel::pipeline::Action>> lists;
@@ -428,6 +429,7 @@ PipelinePass simulate_replicas(const Ctx& x, const std::vector<int>& rep_of) {
     if (copies[static_cast<size_t>(rep)] == 0) continue;
     double cross = 0;
     reps.push_back(replica_costs(x, rep, static_cast<double>(p.micro_batch[static_cast<size_t>(rep)]), &cross));
+    reps.back().time.start = start;
     costed.push_back(rep);
     out.cross_bytes += cross * copies[static_cast<size_t>(rep)];
     for (int r = 0; r < P; ++r) {
@@ -460,6 +462,7 @@ PipelinePass simulate_replicas(const Ctx& x, const std::vector<int>& rep_of) {
     key.insert(key.end(), sc.bwd.begin(), sc.bwd.end());
     key.insert(key.end(), sc.send_fwd.begin(), sc.send_fwd.end());
     key.insert(key.end(), sc.notice_fwd.begin(), sc.notice_fwd.end());
+    key.insert(key.end(), sc.start.begin(), sc.start.end());
     auto it = sims.find(key);
     if (it == sims.end()) it = sims.emplace(key, parallel::pipeline::simulate(lists, v, sc)).first;
     add(i, it->second.finish, it->second.bubble, it->second.makespan);
@@ -588,13 +591,13 @@ Prediction predict(const Candidate& c, const CostInputs& in) {
   const int P = p.pp, v = p.virtual_stages, M = static_cast<int>(p.micro_batches);
   Prediction out;
   // 1. The replicas' pipelines (where ranks share cores, at the speed their busy neighbours leave).
-  const PipelinePass pass = simulate_replicas(x, representative_of(c, in));
+  const std::vector<int> rep = representative_of(c, in);
+  PipelinePass pass = simulate_replicas(x, rep, {});
   out.pipeline_s = pass.makespan, out.bubble = pass.bubble, out.cross_site_bytes = pass.cross_bytes;
-  const std::vector<double>& finish = pass.finish;
   const std::vector<double>& last_bwd = pass.last_bwd;
   // 2. Data-parallel reduction per pipeline rank (its chunks' parameters), then the optimizer and
   //    ZeRO-1/2's all-gather of the updated shard.
-  std::vector<double> done(static_cast<size_t>(P)), tail(static_cast<size_t>(P));  // gradients reduced; what follows
+  std::vector<double> reduce(static_cast<size_t>(P)), tail(static_cast<size_t>(P));  // exposed reduction; what follows
   for (int r = 0; r < P; ++r) {
     const StagePlan& s = p.stages[static_cast<size_t>(r)];
     double params = 0;
@@ -629,7 +632,7 @@ Prediction predict(const Candidate& c, const CostInputs& in) {
     out.dp_comm_s = std::max(out.dp_comm_s, red.exposed_s);
     out.zero_gather_s = std::max(out.zero_gather_s, gather);
     out.optimizer_s = std::max(out.optimizer_s, optim);
-    done[static_cast<size_t>(r)] = finish[static_cast<size_t>(r)] + red.exposed_s;
+    reduce[static_cast<size_t>(r)] = red.exposed_s;
     tail[static_cast<size_t>(r)] = optim + gather + outer.exposed_s;
   }
   // 3. Tied embedding across a pipeline (parallel/pipeline/executor.cpp): the head's gradient
@@ -658,20 +661,37 @@ Prediction predict(const Candidate& c, const CostInputs& in) {
   }
   //    Across the pipeline (parallel/pipeline/executor.cpp): each pipeline rank sends its number to
   //    the others into receives posted at the start, so the rank whose gradients are done last
-  //    waits only for numbers still in flight (one link latency after each other rank's); the
-  //    others' wait ends before the next step's activations reach them.
-  const int last = static_cast<int>(std::max_element(done.begin(), done.end()) - done.begin());
-  double norm_ready = done[static_cast<size_t>(last)];
-  for (int r = 0; r < P; ++r)
-    if (r != last) {
-      const Link& l = x.cl.between(x.cluster_rank(p.stages[static_cast<size_t>(r)].ranks[0]),
-                                   x.cluster_rank(p.stages[static_cast<size_t>(last)].ranks[0]));
-      norm_ready = std::max(norm_ready, done[static_cast<size_t>(r)] + l.alpha_s);
+  //    waits only for numbers still in flight (one link latency after each other rank's). A rank
+  //    that waits longer than the first pipeline rank takes to end its step begins the next step
+  //    (and posts its first receives) that much later: simulated again with those starts.
+  auto alpha = [&](int a, int b) {
+    return x.cl.between(x.cluster_rank(p.stages[static_cast<size_t>(a)].ranks[0]), x.cluster_rank(p.stages[static_cast<size_t>(b)].ranks[0])).alpha_s;
+  };
+  std::vector<double> done(static_cast<size_t>(P)), ends(static_cast<size_t>(P)), start(static_cast<size_t>(P), 0.0);
+  auto settle = [&] {  // done, and each rank's end with the norm's wait
+    for (int r = 0; r < P; ++r) done[static_cast<size_t>(r)] = pass.finish[static_cast<size_t>(r)] + reduce[static_cast<size_t>(r)];
+    for (int r = 0; r < P; ++r) {
+      double ready = done[static_cast<size_t>(r)];
+      for (int k = 0; k < P; ++k)
+        if (k != r) ready = std::max(ready, done[static_cast<size_t>(k)] + alpha(k, r));
+      ends[static_cast<size_t>(r)] = ready + tail[static_cast<size_t>(r)];
     }
-  const double wait = norm_ready - done[static_cast<size_t>(last)];
-  double end = 0;
-  for (int r = 0; r < P; ++r)
-    end = std::max(end, done[static_cast<size_t>(r)] + (r == last ? wait : 0) + tail[static_cast<size_t>(r)]);
+  };
+  settle();
+  bool later = false;
+  for (int r = 1; r < P; ++r) {
+    start[static_cast<size_t>(r)] = std::max(0.0, ends[static_cast<size_t>(r)] - ends[0]);
+    later = later || start[static_cast<size_t>(r)] > 0;
+  }
+  if (later) {
+    pass = simulate_replicas(x, rep, start);
+    out.pipeline_s = pass.makespan, out.bubble = pass.bubble;
+    settle();
+  }
+  const int last = static_cast<int>(std::max_element(done.begin(), done.end()) - done.begin());
+  const double wait = ends[static_cast<size_t>(last)] - tail[static_cast<size_t>(last)] - done[static_cast<size_t>(last)];
+  double end = 0;  // each rank's step, from its own start
+  for (int r = 0; r < P; ++r) end = std::max(end, ends[static_cast<size_t>(r)] - start[static_cast<size_t>(r)]);
   out.step_s = end + out.tied_s + out.norm_s;  // the tied embedding, ZeRO's sum
   out.norm_s += wait;
   out.cpu_bound_s = cpu_bound_s(x, out.optimizer_s);

@@ -91,10 +91,24 @@ TEST(Schedule, MessagesWaitForTheReceiversNotice) {
   // run 6-8, 8-10; rank 0's B0 gradient arrives at max(8, 1 + 2) + 0.5 = 8.5, B1's at
   // max(10, 8.5 + 2) + 0.5 = 11: the step ends at 13.
   const auto lists = all_ranks("gpipe", 2, 2, 1);
-  StageCosts c{{1, 1}, {2, 2}, {0.5, 0}, {0, 0.5}, {}, {}};
+  StageCosts c;
+  c.fwd = {1, 1}, c.bwd = {2, 2}, c.send_fwd = {0.5, 0}, c.send_bwd = {0, 0.5};
   EXPECT_DOUBLE_EQ(simulate(lists, 1, c).makespan, 10);
   c.notice_fwd = {2, 0}, c.notice_bwd = {0, 2};
   const Simulation sim = simulate(lists, 1, c);
   EXPECT_DOUBLE_EQ(sim.makespan, 13);
   EXPECT_DOUBLE_EQ(sim.finish[1], 10);
+  // Receives posted 2 actions ahead (actions 0 and 1 at the start): both of rank 1's inputs leave
+  // at 2 and arrive at 2.5, so F0 F1 B0 B1 run 2.5-8.5; rank 0's B0 receive was posted at 0 (F0's
+  // start), B1's at 1 (F1's): the gradients arrive at 7 and 9, the step ends at 11.
+  c.receives_ahead = 2;
+  const Simulation ahead = simulate(lists, 1, c);
+  EXPECT_DOUBLE_EQ(ahead.makespan, 11);
+  EXPECT_DOUBLE_EQ(ahead.finish[1], 8.5);
+  // Rank 1 beginning at 3 (it waited for the last step's gradient norm): its notices leave then,
+  // its inputs arrive at 5.5, it ends at 11.5, and rank 0's gradients arrive at 10 and 12.
+  c.start = {0, 3};
+  const Simulation late = simulate(lists, 1, c);
+  EXPECT_DOUBLE_EQ(late.makespan, 14);
+  EXPECT_DOUBLE_EQ(late.finish[1], 11.5);
 }

@@ -45,6 +45,15 @@ TEST(CoreSharing, WithoutPoolsItIsTheFixedCostSimulator) {
     EXPECT_NEAR(s.finish[0][static_cast<size_t>(k)], fixed.finish[static_cast<size_t>(k)], 1e-9);
     EXPECT_NEAR(1 - s.busy[0][static_cast<size_t>(k)] / s.makespan, fixed.bubble[static_cast<size_t>(k)], 1e-9);
   }
+  // The same with Gloo's notices, receives posted 3 actions ahead and ranks that begin late.
+  SharedReplica w = r;
+  w.time.notice_fwd = {0.5, 0.5, 0.5, 0}, w.time.notice_bwd = {0, 0.5, 0.5, 0.5};
+  w.time.receives_ahead = 3, w.time.start = {0, 1, 2, 3};
+  const auto wf = parallel::pipeline::simulate(l, 1, w.time);
+  const SharedSimulation ws = simulate_sharing(l, 1, {w}, {});
+  EXPECT_GT(wf.makespan, fixed.makespan);
+  EXPECT_NEAR(ws.makespan, wf.makespan, 1e-9);
+  for (int k = 0; k < 4; ++k) EXPECT_NEAR(ws.finish[0][static_cast<size_t>(k)], wf.finish[static_cast<size_t>(k)], 1e-9);
 }
 
 TEST(CoreSharing, ARankAloneRunsAtItsSoloSpeed) {

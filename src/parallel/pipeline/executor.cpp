@@ -95,6 +95,13 @@ ScheduleResult run_actions(Pipeline& p, DataParallel& d, const std::vector<Actio
     if (scatter_gather(p, from, buf.numel())) wire = buf.view({p.tp.size, -1})[p.tp.rank];
     posted.emplace(i, std::make_pair(buf, comm::recv_async(wire, source_in(p, from), tag, p.p2p)));
   };
+  // Receives posted ahead: Gloo moves a message once its receive is posted (the receiver's notice
+  // crosses the link first), so the first `ahead` actions' receives are posted at the start and
+  // each action posts the one `ahead` actions later; NCCL pairs messages by order: one ahead.
+  const size_t ahead = comm::matched_by_tag(p.p2p) ? static_cast<size_t>(kReceivesAhead) : 1;
+  auto post_first = [&] {
+    for (size_t i = 0; i < ahead; ++i) post(i);
+  };
   auto take = [&](size_t i) {
     post(i);
     auto it = posted.find(i);
@@ -138,19 +145,20 @@ ScheduleResult run_actions(Pipeline& p, DataParallel& d, const std::vector<Actio
     } else {
       at::Tensor w = at::empty_like(p.model->head);
       comm::Pending in = comm::recv_async(w, rank_at(p.plan, 0, p.role.replica, p.role.tp_rank), kTiedWeightTag, p.p2p);
-      post(0);
+      post_first();
       in.wait();
       torch::NoGradGuard no_grad;
       p.model->head.detach().copy_(w);
     }
   }
+  post_first();  // (the last stage's, above, before it waits for the weights)
   for (size_t i = 0; i < actions.size(); ++i) {
     const Action& a = actions[i];
     const Chunk& c = p.chunks[static_cast<size_t>(a.chunk)];
     const MicroBatch& mb = batches[static_cast<size_t>(a.micro)];
     if (a.op == Action::F) {
       at::Tensor in = c.first ? mb.x : take(i);
-      post(i + 1);  // the next message travels while this chunk computes
+      post(i + ahead);  // later messages travel while this chunk computes
       if (!c.first && train) in.requires_grad_(true);
       const auto t = Clock::now();
       at::Tensor out;
@@ -168,7 +176,7 @@ ScheduleResult run_actions(Pipeline& p, DataParallel& d, const std::vector<Actio
     Live l = it->second;
     live.erase(it);
     at::Tensor grad = c.last ? at::Tensor() : take(i);
-    post(i + 1);
+    post(i + ahead);
     if (i == final_first_b && train && holds_first(p) && !holds_last(p)) {  // the head's share of the tied embedding gradient
       if (!head_grad.defined()) post_head_grad();
       head_grad_in.wait();

@@ -72,8 +72,9 @@ std::string to_string(const std::vector<Action>& actions, int chunks) {
 
 Simulation simulate(const std::vector<std::vector<Action>>& per_rank, int chunks, double tf, double tb) {
   const size_t S = per_rank.size() * static_cast<size_t>(chunks);
-  return simulate(per_rank, chunks, StageCosts{std::vector<double>(S, tf), std::vector<double>(S, tb),
-                                               std::vector<double>(S, 0.0), std::vector<double>(S, 0.0), {}, {}});
+  StageCosts c;
+  c.fwd.assign(S, tf), c.bwd.assign(S, tb), c.send_fwd.assign(S, 0.0), c.send_bwd.assign(S, 0.0);
+  return simulate(per_rank, chunks, c);
 }
 
 Simulation simulate(const std::vector<std::vector<Action>>& per_rank, int chunks, const StageCosts& c) {
@@ -92,7 +93,9 @@ Simulation simulate(const std::vector<std::vector<Action>>& per_rank, int chunks
   const bool rendezvous = !c.notice_fwd.empty();
   std::vector<size_t> next(static_cast<size_t>(P), 0);
   std::vector<double> free_at(static_cast<size_t>(P), 0), busy(static_cast<size_t>(P), 0);
-  std::vector<double> posted(static_cast<size_t>(P), 0);  // when the rank posted its next receive
+  if (!c.start.empty()) free_at = c.start;
+  std::vector<std::vector<double>> started(static_cast<size_t>(P));  // per rank: each action's start
+  const size_t ahead = static_cast<size_t>(std::max(1, c.receives_ahead));
   std::vector<int> in_flight(static_cast<size_t>(P), 0);
   Simulation sim;
   for (bool progress = true; progress;) {
@@ -103,6 +106,8 @@ Simulation simulate(const std::vector<std::vector<Action>>& per_rank, int chunks
         const Action& a = per_rank[static_cast<size_t>(r)][i];
         const int vs = a.chunk * P + r;
         double ready = free_at[static_cast<size_t>(r)];
+        const double begin = c.start.empty() ? 0.0 : c.start[static_cast<size_t>(r)];
+        const double posted = i < ahead ? begin : started[static_cast<size_t>(r)][i - ahead];  // this receive's
         auto need = [&](int op, int stage) {
           const size_t m = static_cast<size_t>(a.micro) * static_cast<size_t>(S) + static_cast<size_t>(stage);
           double t = arrive[op][m];
@@ -111,7 +116,7 @@ Simulation simulate(const std::vector<std::vector<Action>>& per_rank, int chunks
             const size_t from = static_cast<size_t>(stage);
             const double notice = op == Action::F ? c.notice_fwd[from] : c.notice_bwd[from];
             const double send = op == Action::F ? c.send_fwd[from] : c.send_bwd[from];
-            t = std::max(sent[op][m], posted[static_cast<size_t>(r)] + notice) + send;
+            t = std::max(sent[op][m], posted + notice) + send;
           }
           ready = std::max(ready, t);
           return true;
@@ -128,7 +133,7 @@ Simulation simulate(const std::vector<std::vector<Action>>& per_rank, int chunks
         const double send = a.op == Action::F ? c.send_fwd[k] : c.send_bwd[k];
         arrive[a.op][static_cast<size_t>(a.micro) * static_cast<size_t>(S) + k] = end + send;
         sent[a.op][static_cast<size_t>(a.micro) * static_cast<size_t>(S) + k] = end;
-        posted[static_cast<size_t>(r)] = ready;  // the receive of the next action
+        started[static_cast<size_t>(r)].push_back(ready);  // posts the receive of action i + ahead
         if (a.op == Action::F) arrive[2][static_cast<size_t>(a.micro) * static_cast<size_t>(S) + k] = end;
         in_flight[static_cast<size_t>(r)] += a.op == Action::F ? 1 : -1;
         sim.max_in_flight = std::max(sim.max_in_flight, in_flight[static_cast<size_t>(r)]);

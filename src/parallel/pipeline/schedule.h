@@ -48,12 +48,21 @@ struct Simulation {
 // notice_fwd / notice_bwd (empty: none): Gloo moves a message only once its receiver has posted the
 // receive and told the sender so, one way over the same link (measured on the testbed: a 4 B
 // message posted for at the send arrived after 2α, posted for 200 ms before after α). The executor
-// posts the receive of action i + 1 when action i's input has arrived (parallel/pipeline/executor.cpp),
-// so a message leaves at max(sender's end, that moment + notice) and arrives `send` later.
+// posts the receives of actions 0..K-1 at the start and that of action i + K when action i's input
+// has arrived (K = receives_ahead; parallel/pipeline/executor.cpp), so a message leaves at
+// max(sender's end, that moment + notice) and arrives `send` later.
+// start (empty: all 0): per pipeline rank, when it begins its list and posts its first receives
+// (a later stage that waited for the previous step's last number starts the next step later).
 struct StageCosts {
   std::vector<double> fwd, bwd, send_fwd, send_bwd;
   std::vector<double> notice_fwd, notice_bwd;
+  int receives_ahead = 1;
+  std::vector<double> start;
 };
+
+// How many actions ahead the executor posts its receives where messages pair by tag (Gloo): enough
+// that a receiver's notice crosses a slow link while it computes; each is one activation's buffer.
+constexpr int kReceivesAhead = 8;
 
 // Runs all ranks' lists with forward cost tf and backward cost tb per chunk, free and
 // asynchronous sends, and receives that block in list order (the executor's semantics).
