@@ -223,19 +223,26 @@ void sync_tied_weights(Pipeline& p) {
 // their backward first and their numbers are waiting when the first stage needs them; the first
 // stage's number reaches the others before its next activations would. NCCL pairs messages by
 // order: there the exchange runs after the schedule, the lower rank of each pair sending first.
+namespace {
+at::TensorOptions norm_options(DataParallel& d) { return at::TensorOptions().dtype(at::kDouble).device(grad_shard(d).device()); }
+
+// Posts the receive of every other pipeline rank's number into n.theirs.
+void receive_norms(Pipeline& p, PendingNorm& n) {
+  for (int k = 0; k < p.plan.pp; ++k)
+    if (k != p.role.pipe)
+      n.recvs.push_back(comm::recv_async(n.theirs[static_cast<size_t>(k)], source_in(p, k), kNormTag, p.p2p));
+}
+}  // namespace
+
 PendingNorm post_norm_receives(Pipeline& p, DataParallel& d) {
   PendingNorm n;
   const int P = p.plan.pp;
   if (P == 1) return n;
   n.theirs.resize(static_cast<size_t>(P));
-  n.early = comm::matched_by_tag(p.p2p);
-  const at::TensorOptions o = at::TensorOptions().dtype(at::kDouble).device(grad_shard(d).device());
   for (int k = 0; k < P; ++k)
-    if (k != p.role.pipe) n.theirs[static_cast<size_t>(k)] = at::empty({1}, o);
-  if (n.early)
-    for (int k = 0; k < P; ++k)
-      if (k != p.role.pipe)
-        n.recvs.push_back(comm::recv_async(n.theirs[static_cast<size_t>(k)], source_in(p, k), kNormTag, p.p2p));
+    if (k != p.role.pipe) n.theirs[static_cast<size_t>(k)] = at::empty({1}, norm_options(d));
+  n.early = comm::matched_by_tag(p.p2p);
+  if (n.early) receive_norms(p, n);
   return n;
 }
 
@@ -243,7 +250,7 @@ double pipeline_grad_norm_sq(Pipeline& p, DataParallel& d, PendingNorm& n) {
   const double stage = grad_norm_sq(d);  // the same on every rank of this stage (and replica)
   const int P = p.plan.pp;
   if (P == 1) return stage;
-  const at::Tensor mine = at::full({1}, stage, at::TensorOptions().dtype(at::kDouble).device(grad_shard(d).device()));
+  const at::Tensor mine = at::full({1}, stage, norm_options(d));
   const int me = p.p2p.rank;
   std::vector<comm::Pending> ops;
   auto sends = [&](bool lower) {  // to the peers below (lower) or above this rank
@@ -253,10 +260,7 @@ double pipeline_grad_norm_sq(Pipeline& p, DataParallel& d, PendingNorm& n) {
           if ((dst < me) == lower) ops.push_back(comm::send_async(mine, dst, kNormTag, p.p2p));
   };
   sends(false);
-  if (!n.early)
-    for (int k = 0; k < P; ++k)
-      if (k != p.role.pipe)
-        n.recvs.push_back(comm::recv_async(n.theirs[static_cast<size_t>(k)], source_in(p, k), kNormTag, p.p2p));
+  if (!n.early) receive_norms(p, n);
   sends(true);
   for (comm::Pending& w : n.recvs) w.wait();
   for (comm::Pending& w : ops) w.wait();
