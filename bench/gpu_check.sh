@@ -21,13 +21,16 @@
 # Usage: bench/gpu_check.sh SLM DATA_DIR OUT_DIR TEXT   (DATA_DIR: a prepared dataset; GPT-2's
 # vocabulary size 50257 makes the gpt2 rows the real shapes: a tokenizer trained with
 # --min-frequency 1 on a few MB of text has it; TEXT: a text file to embed).
-# SECTIONS="1 2 3 4 5 6 7 8" picks the checks that run.
+#  9. Where slm's gpt2 step differs from eager PyTorch's: `slm profile` of one block and the head at
+#     micro-batch 16 beside the same parts in PyTorch (bench/gpu_parts.py), and the medians of a
+#     12-step `slm train`'s metrics (what the step's time is spent on besides the parts).
+# SECTIONS="1 2 3 4 5 6 7 8 9" picks the checks that run.
 set -uo pipefail
 SLM=$(realpath "$1") DATA=$(realpath "$2") OUT=$3 TEXT=$(realpath "$4")
 mkdir -p "$OUT"
 BENCH=$(dirname "$(realpath "$0")")
 export PYTHONUNBUFFERED=1
-SECTIONS=" ${SECTIONS:-1 2 3 4 5 6 7 8} "
+SECTIONS=" ${SECTIONS:-1 2 3 4 5 6 7 8 9} "
 on() { [[ "$SECTIONS" == *" $1 "* ]]; }
 T=(-c /dev/null --set data.dir="$DATA" --set model.n_layer=4 --set model.n_head=4 --set model.n_embd=256
    --set model.block_size=256 --set batch.batch_size=16 --set batch.micro_batch=8 --set schedule.max_steps=20
@@ -140,4 +143,20 @@ echo "  slm plan auto, $DEVICE_NAME from the device table:"
 timeout 120 "$SLM" plan auto "${G[@]}" --cluster "$OUT/one-gpu.toml" --top 3 2>&1 | head -8
 echo "  slm plan auto, $DEVICE_NAME from the profile:"
 timeout 120 "$SLM" plan auto "${G[@]}" --cluster "$OUT/one-gpu.toml" --profile "$OUT/profile-plan.json" --top 3 2>&1 | head -8
+fi
+if on 9; then
+echo "== 9. gpt2's parts in slm and in eager PyTorch (bf16, micro-batch 16 x 1024)"
+timeout 300 "$SLM" profile -c configs/gpt2.toml --set data.dir="$DATA" --set system.precision=bf16 --micro-batches 16 \
+  -o "$OUT/profile-parts.json" 2>&1 | grep 'rank 0'
+V=$(python3 -c "import json; v=json.load(open('$DATA/manifest.json'))['tokenizer']['vocab_size']; print((v+127)//128*128)")
+timeout 300 python3 bench/gpu_parts.py 768 12 1024 "$V" 16 cuda
+timeout 300 "$SLM" train -c configs/gpt2.toml --set data.dir="$DATA" --set batch.batch_size=64 --set batch.micro_batch=16 \
+  --set schedule.max_steps=12 --set schedule.warmup_steps=2 --set eval.every=0 --set log.every=1 --set checkpoint.every=0 \
+  --set system.precision=bf16 --set system.device=cuda --set run.dir="$OUT/parts-train" > "$OUT/parts-train.log" 2>&1
+python3 - "$OUT/parts-train/metrics.jsonl" <<'PY'
+import json, statistics, sys
+r = [json.loads(l) for l in open(sys.argv[1]) if '"step_s"' in l][2:]
+keys = [k for k in r[0] if k.endswith("_s") or k == "tokens_per_s"]
+print("  slm train medians: " + ", ".join(f"{k} {statistics.median(x[k] for x in r if k in x):.4g}" for k in keys))
+PY
 fi

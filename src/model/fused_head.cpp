@@ -52,12 +52,15 @@ at::Tensor chunked_loss(const at::Tensor& x, const at::Tensor& w, int64_t V, int
       total += xent_rows(gc, t.squeeze(1), dx != nullptr).sum();
       if (!dx) continue;
     } else {
-      at::Tensor logp = at::log_softmax(gc, 1, acc);
-      total -= logp.gather(1, t).sum();
+      const at::Tensor logp = at::log_softmax(gc, 1, acc);  // from 16-bit logits in one pass on GPUs
+      const at::Tensor logp_t = logp.gather(1, t);
+      total -= logp_t.sum();
       if (!dx) continue;
-      at::Tensor g = logp.exp_();  // softmax
-      g.scatter_add_(1, t, at::full({n, 1}, -1.0, g.options()));
-      gc = g.to(cdt);
+      // softmax - onehot into the logits' own storage: the softmax rounded once to the compute dtype
+      // in one pass (not exp in fp32, then a cast), the target entries p - 1 from fp32 as linear +
+      // cross_entropy's gradient has them. Head on an H100 (gpt2, micro-batch 16): docs/benchmarks.md.
+      at::exp_out(gc, logp);
+      gc.scatter_(1, t, logp_t.exp().sub_(1).to(cdt));
     }
     dx->narrow(0, r, n).copy_(at::mm(gc, wv));
     const at::Tensor dw_chunk = at::mm(gc.t(), xc);
