@@ -10,6 +10,8 @@
 // `bench_collectives p2p BYTES MS [MS ...]`: rank 0 sends BYTES to rank 1, which posts its receive
 // MS ms later (negative: before); when it arrived (median of 5; testbed only, as skew). Gloo moves
 // a message only once the receive is posted (docs/planner.md).
+// `bench_collectives site L BYTES [BYTES ...]`: every site (L consecutive ranks) all-reduces BYTES
+// inside itself, all sites at once (the hierarchical all-reduce's first step); each rank's time.
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -68,7 +70,7 @@ std::vector<double> skewed_sum_s(const slm::comm::Group& g, double skew_s) {
 int main(int argc, char** argv) {
   using namespace slm::comm;
   if (argc < 2) {
-    std::fprintf(stderr, "usage: bench_collectives BYTES [BYTES ...] | skew MS [MS ...] | p2p BYTES MS [MS ...]\n");
+    std::fprintf(stderr, "usage: bench_collectives BYTES [BYTES ...] | skew MS [MS ...] | p2p BYTES MS [MS ...] | site L BYTES [BYTES ...]\n");
     return 2;
   }
   World w = init_world(DistConfig{}, "cpu");
@@ -91,6 +93,25 @@ int main(int argc, char** argv) {
       std::sort(done.begin(), done.end());
       std::printf("%lld B sent at 0, received from %s ms on: arrived at %.1f ms\n", static_cast<long long>(numel * 4),
                   argv[i], 1e3 * done[2]);
+    }
+    return 0;
+  }
+  if (std::string(argv[1]) == "site" && argc > 3) {  // every site's ranks all-reduce at once
+    const int per_site = std::atoi(argv[2]);
+    const int first = g.rank / per_site * per_site;
+    std::vector<int> members;
+    for (int r = first; r < first + per_site && r < g.size; ++r) members.push_back(r);
+    const Group site = new_group(w, "site" + std::to_string(first / per_site), members);
+    for (int i = 3; i < argc; ++i) {
+      const int64_t numel = std::max<int64_t>(1, std::atoll(argv[i]) / 4);
+      at::Tensor t = at::ones({numel});
+      std::vector<double> each(static_cast<size_t>(g.size), 0.0);
+      each[static_cast<size_t>(g.rank)] = median_s(g, [&] { all_reduce_sum(t, site); });  // barrier on the world first
+      each = sum(each, g);
+      if (g.rank != 0) continue;
+      std::printf("%lld B summed in each site of %d at once: per rank (ms):", static_cast<long long>(numel * 4), per_site);
+      for (double v : each) std::printf(" %.1f", 1e3 * v);
+      std::printf("\n");
     }
     return 0;
   }

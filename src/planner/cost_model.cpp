@@ -102,6 +102,12 @@ struct Ctx {
     const Pool& p = pool(rp.host);
     return rp.host_ranks / p.speedup * p.alone_cores;
   }
+  // The cores a pool's bulk transfers (the gradient reduction's site steps) get: its cores as if it
+  // had no CPU quota. Measured on the testbed (bench_collectives site, 2026-11-26): a site of
+  // cpus = 0.5 sums 20 MB inside itself in 28 ms, the full site beside it in 26-28 ms; and het20's
+  // hierarchical dp took 3.47 s over 8 steps against 4.28 predicted at the quota's cores. The tp
+  // all-reduces, small and between compute, do pay the quota (stage_time).
+  double comm_cores(const RankProfile& rp) const { return rp.host_ranks / pool(rp.host).speedup; }
   mutable std::map<int, CommCpu> comm_cpus;
   CommCpu comm_cpu(int host) const {
     if (comm_cpus.empty()) comm_cpus = comm_cpu_of(*in.profile, cl);
@@ -188,8 +194,8 @@ struct Reduce {
 
 // A collective in which every member of `group` moves `moved` bytes (sent + received), `flows`
 // such groups at once: where members share a CPU pool, at least the pool's CPU work for it
-// (comm_cpu_s_per_byte per byte, over its cores). Inside a testbed site the "link" is loopback and
-// this, not its rate, is what a step pays. The rank's own measurement, not the pool's in-site cost
+// (comm_cpu_s_per_byte per byte, over its cores without a quota: Ctx::comm_cores). Inside a
+// testbed site the "link" is loopback and this, not its rate, is what a step pays. The rank's own measurement, not the pool's in-site cost
 // (Ctx::comm_cpu): a blocking collective of ranks time-sharing cores also waits for its peers to be
 // scheduled, and at the in-site cost the studies' hierarchical dp came out 8-23% low.
 double pool_cpu_s(const Ctx& x, const std::vector<int>& group, double moved, int flows) {
@@ -199,7 +205,7 @@ double pool_cpu_s(const Ctx& x, const std::vector<int>& group, double moved, int
     const RankProfile& rp = x.prof(r);
     if (!rp.shares_cores || rp.comm_cpu_s_per_byte <= 0) continue;
     const int active = std::min(rp.host_ranks, ++members[rp.host] * flows);
-    worst = std::max(worst, rp.comm_cpu_s_per_byte * moved * active / x.pool_cores(rp));
+    worst = std::max(worst, rp.comm_cpu_s_per_byte * moved * active / x.comm_cores(rp));
   }
   return worst;
 }
@@ -518,7 +524,7 @@ Sent bytes_sent(const Ctx& x, int k, int rep) {
 // its ranks' CPU work over its cores (Ctx::pool_cores): compute and optimizer (measured with all n
 // busy, so each used cores / n of them) plus the CPU of the bytes it moves: each byte received and
 // each byte sent inside the site at the pool's in-site cost, each byte sent across at its
-// cross-site one (Ctx::comm_cpu).
+// cross-site one (Ctx::comm_cpu), at the pool's cores without its quota (Ctx::comm_cores).
 double cpu_bound_s(const Ctx& x, double optimizer_s) {
   const Plan& p = x.c.plan;
   std::map<int, std::pair<double, double>> pool;  // per pool: CPU seconds per step, cores
@@ -539,7 +545,8 @@ double cpu_bound_s(const Ctx& x, double optimizer_s) {
         const double cores = x.pool_cores(rp);
         const CommCpu cc = x.comm_cpu(rp.host);
         auto& [work, c] = pool[rp.host];
-        work += compute * cores / rp.host_ranks + cc.in_site * (2 * sent.local + sent.cross) + cc.sent_across * sent.cross;
+        const double bytes_cpu = cc.in_site * (2 * sent.local + sent.cross) + cc.sent_across * sent.cross;
+        work += compute * cores / rp.host_ranks + bytes_cpu * cores / x.comm_cores(rp);
         c = cores;
       }
   double bound = 0;

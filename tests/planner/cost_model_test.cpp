@@ -188,9 +188,10 @@ TEST(CostModel, SharedCoresAddCommunicationsCpuAsAFloor) {
   prof.ranks[0].solo_speedup = 1.5, prof.ranks[1].solo_speedup = 2.5;
   EXPECT_NEAR(predict(k, in).cpu_bound_s, p.cpu_bound_s, 1e-12);
   // Under a quota of half a core the pool has 0.5 cores: the measured compute (quota included)
-  // still fits as before, the bytes' CPU takes twice as long.
+  // still fits as before, and the bytes' CPU as without the quota (measured: bulk transfers of a
+  // site of cpus = 0.5 as fast as beside it, Ctx::comm_cores).
   for (RankProfile& r : prof.ranks) r.alone_cores = 0.5;
-  EXPECT_NEAR(predict(k, in).cpu_bound_s, 2 * ((compute + optim) / 2 + 2 * 1e-9 * 2 * sent), 1e-9);
+  EXPECT_NEAR(predict(k, in).cpu_bound_s, 2 * ((compute + optim) / 2 + 1e-9 * 2 * sent), 1e-9);
 }
 
 TEST(CostModel, BucketsRunOnTwoGlooLanes) {
@@ -305,6 +306,12 @@ TEST(CostModel, HierarchicalSiteStepsAreCpuWorkOnSharedCores) {
   const double sum = 1e-9 * 2 * bytes * 4 / 2, gather = 1e-9 * bytes * 4 / 2;
   const double cross = ring_all_reduce_s(2, {0.01, 1e8}, bytes / 2, 1, 2);
   EXPECT_NEAR(predict(k, in).dp_comm_s, sum + cross + gather, 1e-9);
+  // A quota (a testbed site of cpus = 0.5) slows the compute, not these bulk site steps.
+  for (RankProfile& r : prof.ranks) r.alone_cores = 0.5;
+  EXPECT_NEAR(predict(k, in).dp_comm_s, sum + cross + gather, 1e-9);
+  // Half the CPU per byte: the site steps take half as long (what the test measures is theirs).
+  for (RankProfile& r : prof.ranks) r.comm_cpu_s_per_byte = 0.5e-9;
+  EXPECT_NEAR(predict(k, in).dp_comm_s, (sum + gather) / 2 + cross, 1e-9);
 }
 
 TEST(CostModel, BytesSentAcrossSitesCostMoreCpu) {
