@@ -104,7 +104,7 @@ struct Ctx {
   }
   // The cores a pool's bulk transfers (the gradient reduction's site steps) get: its cores as if it
   // had no CPU quota. Measured on the testbed (bench_collectives site, 2026-11-26): a site of
-  // cpus = 0.5 sums 20 MB inside itself in 28 ms, the full site beside it in 26-28 ms; and het20's
+  // cpus = 0.5 sums 20 MB inside itself in 28 ms, the full site beside it in 26 ms; and het20's
   // hierarchical dp took 3.47 s over 8 steps against 4.28 predicted at the quota's cores. The tp
   // all-reduces, small and between compute, do pay the quota (stage_time).
   double comm_cores(const RankProfile& rp) const { return rp.host_ranks / pool(rp.host).speedup; }
