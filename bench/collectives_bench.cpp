@@ -70,7 +70,8 @@ std::vector<double> skewed_sum_s(const slm::comm::Group& g, double skew_s) {
 int main(int argc, char** argv) {
   using namespace slm::comm;
   if (argc < 2) {
-    std::fprintf(stderr, "usage: bench_collectives BYTES [BYTES ...] | skew MS [MS ...] | p2p BYTES MS [MS ...] | site L BYTES [BYTES ...]\n");
+    std::fprintf(stderr, "usage: bench_collectives BYTES [BYTES ...] | skew MS [MS ...] | p2p BYTES MS [MS ...] | "
+                         "site L BYTES [BYTES ...]\n");
     return 2;
   }
   World w = init_world(DistConfig{}, "cpu");
@@ -106,7 +107,8 @@ int main(int argc, char** argv) {
       const int64_t numel = std::max<int64_t>(1, std::atoll(argv[i]) / 4);
       at::Tensor t = at::ones({numel});
       std::vector<double> each(static_cast<size_t>(g.size), 0.0);
-      each[static_cast<size_t>(g.rank)] = median_s(g, [&] { all_reduce_sum(t, site); });  // barrier on the world first
+      // each timing after a barrier of the world: every site starts at once
+      each[static_cast<size_t>(g.rank)] = median_s(g, [&] { all_reduce_sum(t, site); });
       each = sum(each, g);
       if (g.rank != 0) continue;
       std::printf("%lld B summed in each site of %d at once: per rank (ms):", static_cast<long long>(numel * 4), per_site);

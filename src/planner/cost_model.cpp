@@ -195,9 +195,10 @@ struct Reduce {
 // A collective in which every member of `group` moves `moved` bytes (sent + received), `flows`
 // such groups at once: where members share a CPU pool, at least the pool's CPU work for it
 // (comm_cpu_s_per_byte per byte, over its cores without a quota: Ctx::comm_cores). Inside a
-// testbed site the "link" is loopback and this, not its rate, is what a step pays. The rank's own measurement, not the pool's in-site cost
-// (Ctx::comm_cpu): a blocking collective of ranks time-sharing cores also waits for its peers to be
-// scheduled, and at the in-site cost the studies' hierarchical dp came out 8-23% low.
+// testbed site the "link" is loopback and this, not its rate, is what a step pays. The rank's own
+// measurement, not the pool's in-site cost (Ctx::comm_cpu): a blocking collective of ranks
+// time-sharing cores also waits for its peers to be scheduled, and at the in-site cost the
+// studies' hierarchical dp came out 8-23% low.
 double pool_cpu_s(const Ctx& x, const std::vector<int>& group, double moved, int flows) {
   std::map<int, int> members;  // per pool: members of the group in it
   double worst = 0;
