@@ -673,11 +673,13 @@ Prediction predict(const Candidate& c, const CostInputs& in) {
   //    that waits longer than the first pipeline rank takes to end its step begins the next step
   //    (and posts its first receives) that much later: simulated again with those starts.
   auto alpha = [&](int a, int b) {
-    return x.cl.between(x.cluster_rank(p.stages[static_cast<size_t>(a)].ranks[0]), x.cluster_rank(p.stages[static_cast<size_t>(b)].ranks[0])).alpha_s;
+    const auto first_rank = [&](int k) { return x.cluster_rank(p.stages[static_cast<size_t>(k)].ranks[0]); };
+    return x.cl.between(first_rank(a), first_rank(b)).alpha_s;
   };
-  std::vector<double> done(static_cast<size_t>(P)), ends(static_cast<size_t>(P)), start(static_cast<size_t>(P), 0.0);
+  const size_t Pn = static_cast<size_t>(P);
+  std::vector<double> done(Pn), ends(Pn), start(Pn, 0.0);
   auto settle = [&] {  // done, and each rank's end with the norm's wait
-    for (int r = 0; r < P; ++r) done[static_cast<size_t>(r)] = pass.finish[static_cast<size_t>(r)] + reduce[static_cast<size_t>(r)];
+    for (size_t r = 0; r < Pn; ++r) done[r] = pass.finish[r] + reduce[r];
     for (int r = 0; r < P; ++r) {
       double ready = done[static_cast<size_t>(r)];
       for (int k = 0; k < P; ++k)

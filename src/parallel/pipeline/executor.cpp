@@ -151,7 +151,7 @@ ScheduleResult run_actions(Pipeline& p, DataParallel& d, const std::vector<Actio
       p.model->head.detach().copy_(w);
     }
   }
-  post_first();  // (the last stage's, above, before it waits for the weights)
+  post_first();  // a no-op where done above (the last stage posts before it waits for the weights)
   for (size_t i = 0; i < actions.size(); ++i) {
     const Action& a = actions[i];
     const Chunk& c = p.chunks[static_cast<size_t>(a.chunk)];
@@ -224,7 +224,9 @@ void sync_tied_weights(Pipeline& p) {
 // stage's number reaches the others before its next activations would. NCCL pairs messages by
 // order: there the exchange runs after the schedule, the lower rank of each pair sending first.
 namespace {
-at::TensorOptions norm_options(DataParallel& d) { return at::TensorOptions().dtype(at::kDouble).device(grad_shard(d).device()); }
+at::TensorOptions norm_options(DataParallel& d) {
+  return at::TensorOptions().dtype(at::kDouble).device(grad_shard(d).device());
+}
 
 // Posts the receive of every other pipeline rank's number into n.theirs.
 void receive_norms(Pipeline& p, PendingNorm& n) {

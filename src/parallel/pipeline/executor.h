@@ -5,13 +5,13 @@
 // Transfers: sends are asynchronous (waited for at the end of the step); receives are posted
 // kReceivesAhead actions ahead under Gloo (a message moves once its receive is posted, so the
 // receiver's notice crosses a slow link while it computes), one ahead under NCCL (which pairs
-// messages by order). With different tp
-// degrees on two neighbouring stages, receiving tp rank j takes activations from sending tp rank
-// j % tp_send, and sending tp rank i takes gradients from receiving tp rank i % tp_recv (the
-// activations between stages are whole on every tp rank; with equal tp on both sides each sends
-// only its 1/tp and the receivers all-gather it over their tp group). Tied embedding: the last stage's head
-// gradient is added to the first stage's wte gradient before its final backward, and the updated
-// wte goes to the last stage at the start of the next action list.
+// messages by order). With different tp degrees on two neighbouring stages, receiving tp rank j
+// takes activations from sending tp rank j % tp_send, and sending tp rank i takes gradients from
+// receiving tp rank i % tp_recv (the activations between stages are whole on every tp rank; with
+// equal tp on both sides each sends only its 1/tp and the receivers all-gather it over their tp
+// group). Tied embedding: the last stage's head gradient is added to the first stage's wte
+// gradient before its final backward, and the updated wte goes to the last stage at the start of
+// the next action list.
 #pragma once
 #include <ATen/core/Tensor.h>
 
