@@ -8,7 +8,8 @@
 #  3. Process groups: world 1 under NCCL; 2 ranks on one GPU refused in one line under NCCL, and
 #     dp 2 / ZeRO 2 / pp 2 / tp 2 under Gloo with CUDA tensors, losses against the single GPU.
 #  4. eval and generate of the GPU-trained run.
-#  5. `slm profile` of gpt2 in bf16 (the planner's compute profile).
+#  5. `slm profile` of gpt2 in bf16 (the planner's compute profile); 2 ranks sharing the GPU
+#     under Gloo time a block split over tp 2.
 #  6. `slm embed` on the GPU and on the CPU of the GPU-trained run (TEXT): the same vectors, and
 #     windows/s each; `slm embed eval` on the GPU; `slm search` with the GPU embedding queries.
 #  7. Throughput against PyTorch on the same GPU (bench/train_compare.sh, DEVICE=cuda): the tiny
@@ -100,6 +101,10 @@ if on 5; then
 echo "== 5. compute profile of gpt2 on this GPU (what the planner reads)"
 timeout 300 "$SLM" profile -c configs/gpt2.toml --set data.dir="$DATA" --set system.precision=bf16 --micro-batches 4,8,16 \
   -o "$OUT/profile-gpt2.json" 2>&1 | tail -3
+echo "  2 ranks on this GPU under Gloo: the pair's block split over tp 2 (RankProfile::tp2_*)"
+timeout 300 "$SLM" launch -n 2 -- "$SLM" profile "${T[@]}" --set system.device=cuda --set system.precision=bf16 \
+  --set dist.backend=gloo --micro-batches 2,8 -o "$OUT/profile-tp2.json" > "$OUT/profile-tp2.log" 2>&1
+echo "  rc $?; $(python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["ranks"]; print("tp2 fwd+bwd ms:", [[round((f+b)*1e3,2) for f,b in zip(q["tp2_fwd_s"],q["tp2_bwd_s"])] for q in r], "block:", [[round((f+b)*1e3,2) for f,b in zip(q["block_fwd_s"],q["block_bwd_s"])] for q in r], "alone:", [q["tp2_alone_s"] for q in r])' "$OUT/profile-tp2.json" 2>&1 | tail -1)"
 fi
 if on 6; then
 echo "== 6. embeddings on the GPU"

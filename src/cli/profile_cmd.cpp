@@ -58,7 +58,7 @@ void add_profile_command(CLI::App& app) {
     train::ProfileRequest req{cfg.model, T, device, precision, sizes, a->repeats, !a->no_cache, w.env.local_world};
     planner::ComputeProfile p;
     p.shape = train::profile_shape(cfg.model, T, precision);
-    p.ranks = train::profile_job(req, w.world);
+    p.ranks = train::profile_job(req, w);
     const planner::RankProfile& mine = p.ranks[static_cast<size_t>(w.world.rank)];
     if (w.world.rank != 0) return;
     write_file_atomic(a->out, planner::profile_to_json(p));
@@ -68,10 +68,14 @@ void add_profile_command(CLI::App& app) {
     for (size_t r = 0; r < p.ranks.size(); ++r) {
       const planner::RankProfile& q = p.ranks[r];
       const size_t k = q.micro_batch.size() - 1;
-      std::printf("  rank %zu: block fwd+bwd %.2f ms at micro-batch %lld, head %.2f ms, AdamW %.2f ns/param, "
+      std::string tp2;  // the pair's block split over tp 2, where the rank has a partner
+      if (!q.tp2_fwd_s.empty())
+        tp2 = fmt::format(", over tp 2 {:.2f} ms{}", 1e3 * (q.tp2_fwd_s[k] + q.tp2_bwd_s[k]),
+                          q.tp2_alone_s.empty() ? "" : fmt::format(" ({:.2f} alone)", 1e3 * q.tp2_alone_s[k]));
+      std::printf("  rank %zu: block fwd+bwd %.2f ms at micro-batch %lld%s, head %.2f ms, AdamW %.2f ns/param, "
                   "runtime %.0f MiB, alone %.2fx faster%s, blocks in a row x%.2f, communication %.2f ns of CPU per "
                   "byte (%s)\n",
-                  r, 1e3 * (q.block_fwd_s[k] + q.block_bwd_s[k]), static_cast<long long>(q.micro_batch[k]),
+                  r, 1e3 * (q.block_fwd_s[k] + q.block_bwd_s[k]), static_cast<long long>(q.micro_batch[k]), tp2.c_str(),
                   1e3 * (q.head_fwd_s[k] + q.head_bwd_s[k]), 1e9 * q.optim_s_per_param, q.overhead_bytes / (1 << 20),
                   q.solo_speedup, q.alone_cores < 1 ? fmt::format(" (on {:.2f} cores)", q.alone_cores).c_str() : "",
                   q.block_scale, 1e9 * q.comm_cpu_s_per_byte, q.device.c_str());

@@ -69,6 +69,12 @@ std::map<int, Pool> pools_of(const ComputeProfile& p) {
   return out;
 }
 
+// A tp pair's block as its pool measured it (tp2_block below).
+struct Tp2Block {
+  bool measured = false;
+  double fwd = 0, bwd = 0, shared = 1;  // per rank, s; the share that speeds up when cores free
+};
+
 struct Ctx {
   const Candidate& c;
   const CostInputs& in;
@@ -109,6 +115,7 @@ struct Ctx {
   // all-reduces, small and between compute, do pay the quota (stage_time).
   double comm_cores(const RankProfile& rp) const { return rp.host_ranks / pool(rp.host).speedup; }
   mutable std::map<int, CommCpu> comm_cpus;
+  mutable std::map<std::pair<int, double>, Tp2Block> tp2_blocks;  // per (pool, micro-batch): tp2_block's
   CommCpu comm_cpu(int host) const {
     if (comm_cpus.empty()) comm_cpus = comm_cpu_of(*in.profile, cl);
     auto it = comm_cpus.find(host);
@@ -285,13 +292,46 @@ Reduce outer_sync(const Ctx& x, const std::vector<int>& group, double bytes, int
   return out;
 }
 
+// A tp group of two ranks of one pool whose ranks timed a block split over tp 2 as it runs
+// (RankProfile::tp2_*): one block's forward and backward per rank with its all-reduces, the
+// means over the pool's pairs (two pairs of one testbed site differed by up to 35%, with the
+// same work), and the share of them that runs faster when the pool's cores free. Alone a pair
+// ran s = busy / alone times faster; the core-sharing simulator runs CPU work of a pair alone at
+// r = min(pool ranks / 2, the pool's speed-up) (planner/core_sharing.h), so a share φ with
+// s = 1 / (φ / r + 1 - φ) is CPU work and the rest waits on the all-reduces.
+Tp2Block tp2_block(const Ctx& x, const std::vector<int>& group, double b) {
+  if (group.size() != 2) return {};
+  const RankProfile &a = x.prof(group[0]), &c = x.prof(group[1]);
+  if (a.host != c.host || a.tp2_fwd_s.empty() || c.tp2_fwd_s.empty()) return {};
+  auto [it, fresh] = x.tp2_blocks.try_emplace({a.host, b});
+  Tp2Block& out = it->second;
+  if (!fresh) return out;
+  double n = 0, busy = 0, alone = 0;
+  for (const RankProfile& r : x.in.profile->ranks)
+    if (r.host == a.host && !r.tp2_fwd_s.empty()) {
+      const double f = at_batch(r.micro_batch, r.tp2_fwd_s, b), w = at_batch(r.micro_batch, r.tp2_bwd_s, b);
+      out.fwd += f, out.bwd += w, n += 1;
+      if (!r.tp2_alone_s.empty()) busy += f + w, alone += at_batch(r.micro_batch, r.tp2_alone_s, b);
+    }
+  out.measured = true, out.fwd /= n, out.bwd /= n;
+  if (alone > 0 && x.pool_of(group[0]) >= 0) {
+    const Pool& p = x.pool(a.host);
+    const double rate = std::clamp(p.ranks / 2, 1.0, std::max(1.0, p.speedup)), speedup = busy / alone;
+    out.shared = rate > 1 ? std::clamp((1 - 1 / speedup) / (1 - 1 / rate), 0.0, 1.0) : 1.0;
+  }
+  return out;
+}
+
 // Forward and backward time of virtual stage k for replica `rep` (its slowest tp rank), with the
 // tp all-reduces and, for ZeRO-3, the per-block parameter gathers and gradient reductions.
 struct StageTime {
   double fwd = 0, bwd = 0, cross_bytes = 0;
   double compute_fwd = 0, compute_bwd = 0;  // the compute share of fwd and bwd (cores can speed it up)
   double cpu_fwd = 0, cpu_bwd = 0;          // communication that is CPU work on shared cores (the same)
+  double shared_fwd = -1, shared_bwd = -1;  // what speeds up when cores free, where measured (a tp
+                                            // pair's blocks); -1: compute + cpu
 };
+
 StageTime stage_time(const Ctx& x, int k, int rep, double b) {
   const Plan& p = x.c.plan;
   const StagePlan& s = p.stages[static_cast<size_t>(k)];
@@ -332,9 +372,18 @@ StageTime stage_time(const Ctx& x, int k, int rep, double b) {
       if (pr.shares_cores) cpu = std::max(cpu, pr.comm_cpu_s_per_byte * 2 * 2 * (t - 1) / t * act * pr.host_ranks / x.pool_cores(pr));
     }
     const double n_fwd = 2 * L + (first ? 1 : 0), n_bwd = 2 * L;
-    st.fwd += n_fwd * std::max(ar, cpu) + (last ? 3 * loss_ar : 0);
-    st.bwd += n_bwd * std::max(ar, cpu);
-    if (cpu > ar) st.cpu_fwd = n_fwd * cpu, st.cpu_bwd = n_bwd * cpu;
+    if (const Tp2Block m = tp2_block(x, tp_group, b); m.measured) {
+      // The blocks as the pair ran them; the embedding's all-reduce at a block forward's (2 each).
+      const double rest_f = st.fwd - L * block_f, rest_b = st.bwd - L * (block_b + (x.c.recompute ? block_f : 0));
+      const double blocks_f = L * m.fwd, blocks_b = L * (m.bwd + (x.c.recompute ? m.fwd : 0));
+      st.fwd = rest_f + blocks_f + (first ? std::max(ar, (m.fwd - block_f) / 2) : 0) + (last ? 3 * loss_ar : 0);
+      st.bwd = rest_b + blocks_b;
+      st.shared_fwd = rest_f + m.shared * blocks_f, st.shared_bwd = rest_b + m.shared * blocks_b;
+    } else {
+      st.fwd += n_fwd * std::max(ar, cpu) + (last ? 3 * loss_ar : 0);
+      st.bwd += n_bwd * std::max(ar, cpu);
+      if (cpu > ar) st.cpu_fwd = n_fwd * cpu, st.cpu_bwd = n_bwd * cpu;
+    }
     st.cross_bytes += ring.site_edges * 2.0 * (s.tp - 1) / s.tp * act * (4 * L + (first ? 1 : 0));
   }
   if (p.zero == 3 && p.dp > 1) {
@@ -386,7 +435,8 @@ SharedReplica replica_costs(const Ctx& x, int rep, double b, double* cross) {
     const int K = static_cast<int>(k);
     const StageTime st = stage_time(x, K, rep, b);
     sc.fwd.push_back(st.fwd), sc.bwd.push_back(st.bwd);
-    out.cpu_fwd.push_back(st.compute_fwd + st.cpu_fwd), out.cpu_bwd.push_back(st.compute_bwd + st.cpu_bwd);
+    out.cpu_fwd.push_back(st.shared_fwd >= 0 ? st.shared_fwd : st.compute_fwd + st.cpu_fwd);
+    out.cpu_bwd.push_back(st.shared_bwd >= 0 ? st.shared_bwd : st.compute_bwd + st.cpu_bwd);
     *cross += st.cross_bytes * M;
     double send = 0, notice = 0;
     if (k + 1 < S) {  // the activation to the next stage (its gradient back): 1/tp each with equal tp
@@ -593,7 +643,7 @@ void memory_per_rank(const Ctx& x, Prediction* out) {
 
 Prediction predict(const Candidate& c, const CostInputs& in) {
   Ctx x{c, in, *in.cluster, static_cast<double>(in.model.n_embd), static_cast<double>(in.seq_len),
-        static_cast<double>(in.model.vocab_padded), {}, {}};
+        static_cast<double>(in.model.vocab_padded), {}, {}, {}};
   const Plan& p = c.plan;
   const size_t S = p.stages.size();
   const int P = p.pp, v = p.virtual_stages, M = static_cast<int>(p.micro_batches);
@@ -756,7 +806,7 @@ std::vector<int> representative_of(const Candidate& c, const CostInputs& in) {
 
 double stage_compute_s(const Candidate& c, const CostInputs& in, int k, int replica) {
   Ctx x{c, in, *in.cluster, static_cast<double>(in.model.n_embd), static_cast<double>(in.seq_len),
-        static_cast<double>(in.model.vocab_padded), {}, {}};
+        static_cast<double>(in.model.vocab_padded), {}, {}, {}};
   const StageTime st = stage_time(x, k, replica, static_cast<double>(c.plan.micro_batch[static_cast<size_t>(replica)]));
   return st.fwd + st.bwd;
 }

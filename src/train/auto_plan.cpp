@@ -71,7 +71,7 @@ AutoPlan plan_at_start(Config& cfg, comm::World& w, const comm::ProbeResult& pro
     ProfileRequest req{cfg.model, seq_len, device, precision, profile_sizes(cfg.batch.batch_size, cfg.batch.micro_batch, device),
                        3, true, w.env.local_world};
     prof.shape = shape;
-    prof.ranks = profile_job(req, w.world);
+    prof.ranks = profile_job(req, w);
     a.profile_source = prof.ranks[0].source;
   }
   a.profile_s = std::chrono::duration<double>(Clock::now() - t0).count();

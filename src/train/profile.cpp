@@ -18,6 +18,7 @@
 
 #include "comm/collectives.h"
 #include "parallel/flat.h"
+#include "parallel/tensor/layers.h"
 #include "train/hardware.h"
 #include "train/optim.h"
 #include "train/precision.h"
@@ -29,6 +30,9 @@ namespace slm::train {
 namespace {
 using Clock = std::chrono::steady_clock;
 constexpr double kSharedMinSampleS = 0.25;  // the shortest timing where ranks time-share cores
+constexpr double kTp2MinSampleS = 0.1;      // and of a tp pair anywhere: timed one run at a time,
+                                            // 2 ranks with 2 cores of their own gave 19-27 ms per
+                                            // block at b = 2 in three profiles
 
 void sync(const std::string& device) {
   if (device != "cpu") torch::cuda::synchronize();
@@ -258,7 +262,7 @@ namespace {
 // Every rank's profile on every rank (fixed-width doubles summed over g).
 std::vector<planner::RankProfile> gather_profile(const planner::RankProfile& mine, const comm::Group& g) {
   constexpr size_t kName = 80;
-  const size_t n = mine.micro_batch.size(), width = kName + 5 * n + 6;
+  const size_t n = mine.micro_batch.size(), width = kName + 8 * n + 6;
   std::vector<double> all(width * static_cast<size_t>(g.size), 0.0);
   double* me = all.data() + width * static_cast<size_t>(g.rank);
   for (size_t i = 0; i < kName && i < mine.device.size(); ++i) me[i] = static_cast<unsigned char>(mine.device[i]);
@@ -269,6 +273,9 @@ std::vector<planner::RankProfile> gather_profile(const planner::RankProfile& min
   me[kName + 5 * n] = mine.optim_s_per_param, me[kName + 5 * n + 1] = mine.overhead_bytes;
   me[kName + 5 * n + 2] = mine.solo_speedup, me[kName + 5 * n + 3] = mine.block_scale;
   me[kName + 5 * n + 4] = mine.comm_cpu_s_per_byte, me[kName + 5 * n + 5] = mine.alone_cores;
+  double* tp2 = me + kName + 5 * n + 6;  // zeros: not measured
+  for (size_t k = 0; k < mine.tp2_fwd_s.size(); ++k) tp2[k] = mine.tp2_fwd_s[k], tp2[n + k] = mine.tp2_bwd_s[k];
+  for (size_t k = 0; k < mine.tp2_alone_s.size(); ++k) tp2[2 * n + k] = mine.tp2_alone_s[k];
   all = comm::sum(all, g);
   std::vector<planner::RankProfile> out;
   for (int r = 0; r < g.size; ++r) {
@@ -284,6 +291,9 @@ std::vector<planner::RankProfile> gather_profile(const planner::RankProfile& min
     p.optim_s_per_param = v[kName + 5 * n], p.overhead_bytes = v[kName + 5 * n + 1];
     p.solo_speedup = v[kName + 5 * n + 2], p.block_scale = v[kName + 5 * n + 3];
     p.comm_cpu_s_per_byte = v[kName + 5 * n + 4], p.alone_cores = v[kName + 5 * n + 5];
+    const double* tp2 = v + kName + 5 * n + 6;
+    for (size_t k = 0; k < n && tp2[0] > 0; ++k) p.tp2_fwd_s.push_back(tp2[k]), p.tp2_bwd_s.push_back(tp2[n + k]);
+    for (size_t k = 0; k < n && tp2[2 * n] > 0; ++k) p.tp2_alone_s.push_back(tp2[2 * n + k]);
     p.source = mine.source;
     out.push_back(p);
   }
@@ -326,9 +336,85 @@ double solo_block_s(const ProfileRequest& r) {
   return median_time(r.repeats, r.device, r.min_sample_s, [&] { model::block_forward(m.h[0], x, c, true).backward(g); });
 }
 
+// One block split over the pair tp (tensor parallelism of 2) at size b, forward and backward:
+// medians of `repeats` timings of the same number of runs on both ranks (their all-reduces pair
+// up), enough runs for min_sample_s (at least kTp2MinSampleS) on the slower one.
+std::pair<double, double> tp2_block_s(const ProfileRequest& r, const model::GPT2Config& c, const model::Block& local,
+                                      const comm::Group& tp, int64_t b) {
+  auto opts = torch::TensorOptions().device(r.device);
+  AutocastGuard autocast(r.precision, r.device);
+  at::Tensor x = torch::randn({b, r.seq_len, c.n_embd}, opts).requires_grad_(true);
+  at::Tensor g = torch::randn({b, r.seq_len, c.n_embd}, opts), y;
+  auto run = [&](double* fwd, double* bwd) {
+    sync(r.device);
+    const auto t0 = Clock::now();
+    y = parallel::tensor::tp_block_forward(local, x, c, tp);
+    sync(r.device);
+    const auto t1 = Clock::now();
+    y.backward(g);
+    sync(r.device);
+    *fwd += std::chrono::duration<double>(t1 - t0).count(), *bwd += std::chrono::duration<double>(Clock::now() - t1).count();
+  };
+  double f = 0, w = 0;
+  run(&f, &w);  // warm-up, and how long one run takes
+  const double min_s = std::max(r.min_sample_s, kTp2MinSampleS);
+  const int runs = static_cast<int>(comm::max(std::ceil(min_s / std::max(f + w, 1e-6)), tp));
+  std::vector<double> fs, bs;
+  for (int i = 0; i < r.repeats; ++i) {
+    f = w = 0;
+    for (int k = 0; k < std::max(1, runs); ++k) run(&f, &w);
+    fs.push_back(f / std::max(1, runs)), bs.push_back(w / std::max(1, runs));
+  }
+  std::sort(fs.begin(), fs.end()), std::sort(bs.begin(), bs.end());
+  return {fs[fs.size() / 2], bs[bs.size() / 2]};
+}
+
+// RankProfile::tp2_*: this rank's pair (its pool's ranks paired in rank order) times a tp-2 block
+// at every size with every pair busy, then (alone_too: some rank shares cores) each pair alone in
+// turn at every size. Collective over w.world; a rank without a partner only waits.
+void measure_tp2(const ProfileRequest& r, comm::World& w, const std::vector<int>& host,
+                 const std::vector<int>& index_in_host, bool alone_too, planner::RankProfile* mine) {
+  const comm::Group& g = w.world;
+  const int me = g.rank, pair = index_in_host[static_cast<size_t>(me)] / 2;
+  int partner = -1;
+  for (int q = 0; q < g.size; ++q)
+    if (q != me && host[static_cast<size_t>(q)] == host[static_cast<size_t>(me)] && index_in_host[static_cast<size_t>(q)] / 2 == pair)
+      partner = q;
+  if (r.model.n_head % 2 != 0) partner = -1;  // tp 2 needs the heads split evenly
+  int most = 0;  // pairs in the largest pool
+  for (int q = 0; q < g.size; ++q) most = std::max(most, index_in_host[static_cast<size_t>(q)] / 2 + 1);
+  comm::Group tp;
+  model::GPT2Config c = r.model;
+  c.n_layer = 1, c.dropout = 0;
+  model::Block local;
+  if (partner >= 0) {
+    tp = comm::new_group(w, "profile-tp2", {std::min(me, partner), std::max(me, partner)});
+    model::GPT2 m = model::init_gpt2(c, 1);
+    if (r.device != "cpu")
+      for (auto& [name, p] : model::named_parameters(m)) p.set_data(p.data().to(r.device));
+    local = parallel::tensor::shard_block(m.h[0], c, tp.rank, 2);
+  }
+  for (int64_t b : r.micro_batch) {
+    comm::barrier(g);  // every pair at once
+    if (partner < 0) continue;
+    const auto [f, bw] = tp2_block_s(r, c, local, tp, b);
+    mine->tp2_fwd_s.push_back(std::max(f, 1e-6)), mine->tp2_bwd_s.push_back(std::max(bw, 1e-6));
+  }
+  for (int k = 0; alone_too && k < most; ++k) {  // one pair per pool at a time alone, at every size
+    comm::barrier(g);
+    if (partner < 0 || pair != k) continue;
+    for (int64_t b : r.micro_batch) {
+      const auto [f, bw] = tp2_block_s(r, c, local, tp, b);
+      mine->tp2_alone_s.push_back(std::max(f + bw, 1e-6));
+    }
+  }
+  comm::barrier(g);
+}
+
 }  // namespace
 
-std::vector<planner::RankProfile> profile_job(const ProfileRequest& request, const comm::Group& g) {
+std::vector<planner::RankProfile> profile_job(const ProfileRequest& request, comm::World& w) {
+  const comm::Group& g = w.world;
   ProfileRequest r = request;
   if (r.min_sample_s <= 0) r.min_sample_s = 2 * quota_period_s();
   // Which ranks share a pool of cores: the machine (host name) and the cgroup a testbed site's
@@ -362,7 +448,7 @@ std::vector<planner::RankProfile> profile_job(const ProfileRequest& request, con
   // differs by where it sits (the communication CPU per byte of a rank whose ring neighbour is in
   // another site was 3x its neighbour's on the testbed): one key for all made every rank the last
   // writer's copy in the next job.
-  const std::string key = fmt::format("v5 | {} | rank {} of {} here | cpu {} | C {} H {} Vp {} T {} {} | b {}", dev.name,
+  const std::string key = fmt::format("v6 | {} | rank {} of {} here | cpu {} | C {} H {} Vp {} T {} {} | b {}", dev.name,
                                       index_in_host[static_cast<size_t>(g.rank)], ranks_on[my_host], cpu_quota(),
                                       s.n_embd, s.n_head, s.vocab_padded, s.seq_len, s.precision, fmt::join(r.micro_batch, ","));
   const nlohmann::json cache = read_cache();
@@ -393,6 +479,7 @@ std::vector<planner::RankProfile> profile_job(const ProfileRequest& request, con
     }
     comm::barrier(g);
     mine.comm_cpu_s_per_byte = comm_cpu_per_byte(g);
+    measure_tp2(r, w, host, index_in_host, comm::max(mine.solo_speedup, g) > 1.1, &mine);  // alone: where any shares
     for (int k = 0; k < most; ++k) {  // the ranks of a machine add their entries in turn (one file)
       comm::barrier(g);
       if (index_in_host[static_cast<size_t>(g.rank)] == k) store_in_cache(key, mine);

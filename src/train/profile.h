@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "comm/group.h"
+#include "comm/world.h"
 #include "model/gpt2.h"
 #include "planner/profile.h"
 
@@ -28,11 +28,13 @@ struct ProfileRequest {
                                      // 0: profile_job takes two periods of a CPU quota if one applies
 };
 
-// Collective over g (every rank of the job): each rank times its compute with all ranks busy at
-// once (as in training), then, where ranks share a machine's cores, each alone in turn (its
-// solo_speedup); returns every rank's profile, by rank, on every rank (device names cut to 80
-// characters). Measured again unless every rank finds its entry in the cache.
-std::vector<planner::RankProfile> profile_job(const ProfileRequest& r, const comm::Group& g);
+// Collective over w.world (every rank of the job): each rank times its compute with all ranks busy
+// at once (as in training), then, where ranks share a machine's cores, each alone in turn (its
+// solo_speedup); then the ranks of a machine in pairs time a block split over tp 2, all pairs at
+// once and, sharing cores, each pair alone (RankProfile::tp2_*); returns every rank's profile, by
+// rank, on every rank (device names cut to 80 characters). Measured again unless every rank finds
+// its entry in the cache.
+std::vector<planner::RankProfile> profile_job(const ProfileRequest& r, comm::World& w);
 // The shape key of a profile for this model.
 planner::ProfileShape profile_shape(const model::GPT2Config& m, int64_t seq_len, const std::string& precision);
 

@@ -1,6 +1,6 @@
 # tests/e2e/planner.sh: the automatic layout planner end to end.
-#  1. `slm profile` under `slm launch -n 2`: one entry per rank, cached the second time (each
-#     rank's own).
+#  1. `slm profile` under `slm launch -n 2`: one entry per rank with the pair's tp-2 block,
+#     cached the second time (each rank's own).
 #  2. `slm plan auto` for a 2-site cluster file with that profile: the table, the reasons the
 #     other layouts lost, the study heuristic, a plan file with its [set] table that `slm plan
 #     check` accepts, --json; a far, slow site is left out unless --all-ranks; --measure runs
@@ -34,14 +34,18 @@ assert len(p["ranks"]) == 2 and p["shape"]["n_embd"] == 64, p["shape"]
 for r in p["ranks"]:
     assert all(t > 0 for t in r["block_fwd_s"] + r["block_bwd_s"] + r["head_fwd_s"]), r
     assert r["micro_batch"] == [1, 2, 4, 8] and r["optim_s_per_param"] > 0
-print("profile ok:", [round(r["block_fwd_s"][-1] * 1e3, 3) for r in p["ranks"]], "ms per block forward at 8")
+    # the two ranks of this machine are a pair: a block split over tp 2 timed at every size
+    assert len(r["tp2_fwd_s"]) == len(r["tp2_bwd_s"]) == 4 and min(r["tp2_fwd_s"] + r["tp2_bwd_s"]) > 0, r
+    assert len(r["tp2_alone_s"]) == (4 if any(q["shares_cores"] for q in p["ranks"]) else 0), r
+print("profile ok:", [round(r["block_fwd_s"][-1] * 1e3, 3) for r in p["ranks"]], "ms per block forward at 8,",
+      [round(r["tp2_fwd_s"][-1] * 1e3, 3) for r in p["ranks"]], "split over tp 2")
 PY
 "$SLM" launch -n 2 -- "$SLM" profile "${COMMON[@]}" -o profile2.json > prof2.log 2>&1 || fail "profile again"
 grep -q "(cached)" prof2.log || { cat prof2.log; fail "the second profile is not cached"; }
 python3 - <<'PY' || fail "the cache gives each rank of the machine its own measurement"
 import json
 a, b = (json.load(open(f))["ranks"] for f in ("profile.json", "profile2.json"))
-keys = ("block_fwd_s", "block_bwd_s", "comm_cpu_s_per_byte", "solo_speedup")
+keys = ("block_fwd_s", "block_bwd_s", "comm_cpu_s_per_byte", "solo_speedup", "tp2_fwd_s")
 for r, (x, y) in enumerate(zip(a, b)):
     assert all(x[k] == y[k] for k in keys), (r, [(k, x[k], y[k]) for k in keys if x[k] != y[k]])
 assert any(a[0][k] != a[1][k] for k in keys), "both ranks measured the same"  # else this test proves nothing

@@ -1,10 +1,10 @@
 // tests/planner/cost_model_test.cpp: each cost term against hand-computed values: α-β transfers and
 // ring collectives, the data-parallel step (compute + exposed all-reduce + optimizer), ZeRO-3's
 // per-block gathers, blocking reductions and bytes across sites, communication's CPU on shared
-// cores (the floor, tp all-reduces, the hierarchical site steps), a two-stage pipeline over a slow
-// link with the tied embedding and the gradient norm, memory against caps, hierarchical and bf16 bytes
-// across sites, the stage split DP, the profile interpolation and file checks, and the cluster file
-// with devices and a probe.
+// cores (the floor, tp all-reduces, the hierarchical site steps), tp pairs as the profile timed
+// them (busy and alone), a two-stage pipeline over a slow link with the tied embedding and the
+// gradient norm, memory against caps, hierarchical and bf16 bytes across sites, the stage split
+// DP, the profile interpolation and file checks, and the cluster file with devices and a probe.
 #include <gtest/gtest.h>
 
 #include "parallel/plan.h"
@@ -288,6 +288,53 @@ TEST(CostModel, TensorParallelAllReducesAreCpuWorkOnSharedCores) {
   EXPECT_NEAR(predict(k, in).pipeline_s - alone.pipeline_s, (5 + 4) * (2 * cpu - link), 1e-9);
 }
 
+TEST(CostModel, TensorParallelPairAsItsPoolTimedIt) {
+  // Two ranks of one machine timed a block split over tp 2 (all-reduces included): 0.2 and 0.4 s
+  // forward at b = 1, the pool's mean 0.3 (pairs of one site differed by a third with the same
+  // work); 0.5 s backward. A block of tp 2 then costs that, not half a block plus 2 all-reduces
+  // at the link's α-β; the embedding's one all-reduce half of a block's excess over its compute.
+  const Link inside{1e-5, 1e9};
+  const Cluster c = make_cluster({2}, inside, {});
+  ComputeProfile prof = make_profile(2, 0.1);  // block 0.1 / 0.2 s, head 0.2 / 0.4 s at b = 1
+  prof.ranks[0].tp2_fwd_s = {0.2, 1.6}, prof.ranks[1].tp2_fwd_s = {0.4, 3.2};
+  for (RankProfile& r : prof.ranks) r.tp2_bwd_s = {0.5, 4.0};
+  CostInputs in{&c, &prof, make_model(2), 16, 25, 0, {}};
+  Candidate k;
+  k.ranks = {0, 1};
+  k.plan = parallel::plan_from_flags({.tp = 2}, 2, 2, 1, 1);
+  const double loss_ar = ring_all_reduce_s(2, inside, 1 * 16 * 4, 1, 1, inside.alpha_s);
+  const double fwd = 2 * 0.3 + (0.3 - 0.1 / 2) / 2 + 0.2 / 2 + 3 * loss_ar, bwd = 2 * 0.5 + 0.4 / 2;
+  EXPECT_NEAR(predict(k, in).pipeline_s, fwd + bwd, 1e-9);
+  // A pair split over two machines is not what they timed: the formula again.
+  prof.ranks[1].host = 1;
+  EXPECT_LT(predict(k, in).pipeline_s, fwd + bwd - 1);
+}
+
+TEST(CostModel, TensorParallelPairsSpeedUpAsMuchAsTheyDidAlone) {
+  // pp 2 x tp 2 on one machine's 4 ranks (one alone 2x faster than all busy), gpipe with one
+  // micro-batch: each stage's pair computes while the other waits. The pairs timed their block
+  // at 0.3 + 0.5 s with all busy; alone as fast (all of it waits on their all-reduces) or twice
+  // as fast (all of it CPU work, which the free cores speed up): half of every block's time, 4
+  // blocks' worth, between the two.
+  const Cluster c = make_cluster({4}, {1e-5, 1e9}, {});
+  ComputeProfile prof = make_profile(4, 0.1);
+  for (RankProfile& r : prof.ranks) {
+    r.host = 0, r.host_ranks = 4, r.shares_cores = true, r.solo_speedup = 2;
+    r.tp2_fwd_s = {0.3, 2.4}, r.tp2_bwd_s = {0.5, 4.0}, r.tp2_alone_s = {0.8, 6.4};
+  }
+  CostInputs in{&c, &prof, make_model(2), 16, 25, 0, {}};
+  Candidate k;
+  k.ranks = {0, 1, 2, 3};
+  k.plan = parallel::plan_from_flags({.tp = 2, .pp = 2, .micro_batches = 1, .schedule = "gpipe"}, 2, 4, 1, 1);
+  const double waits = predict(k, in).pipeline_s;
+  for (RankProfile& r : prof.ranks) r.tp2_alone_s = {0.4, 3.2};
+  const double computes = predict(k, in).pipeline_s;
+  EXPECT_NEAR(waits - computes, 2 * (0.3 + 0.5) / 2, 1e-9);
+  // In between: alone 1.33x faster is a half share of CPU work (1 / (0.5 / 2 + 0.5) = 4 / 3).
+  for (RankProfile& r : prof.ranks) r.tp2_alone_s = {0.6, 4.8};
+  EXPECT_NEAR(waits - predict(k, in).pipeline_s, (0.3 + 0.5) / 2, 1e-9);
+}
+
 TEST(CostModel, HierarchicalSiteStepsAreCpuWorkOnSharedCores) {
   // 4 ranks of two sites on one machine's 2 cores (alone 2x faster), 1 ns of CPU per byte moved:
   // the site sum and the site all-gather go over loopback at CPU speed, not at the link's 7 GB/s.
@@ -399,6 +446,18 @@ TEST(Profile, InterpolatesAndChecksTheModel) {
   EXPECT_EQ(q.ranks[1].alone_cores, 0.5);
   ComputeProfile bad = p;
   bad.ranks[1].alone_cores = 0;  // no cores
+  EXPECT_THROW(parse_profile(profile_to_json(bad), "p.json"), UserError);
+  // A tp pair's times: one per size, or none.
+  p.ranks[0].tp2_fwd_s = {0.3, 2.4}, p.ranks[0].tp2_bwd_s = {0.5, 4.0}, p.ranks[0].tp2_alone_s = {0.7, 5.0};
+  const ComputeProfile t = parse_profile(profile_to_json(p), "p.json");
+  EXPECT_EQ(t.ranks[0].tp2_bwd_s, p.ranks[0].tp2_bwd_s);
+  EXPECT_EQ(t.ranks[0].tp2_alone_s, p.ranks[0].tp2_alone_s);
+  EXPECT_TRUE(t.ranks[1].tp2_fwd_s.empty());
+  bad = p;
+  bad.ranks[0].tp2_alone_s = {0.7};
+  EXPECT_THROW(parse_profile(profile_to_json(bad), "p.json"), UserError);
+  bad = p;
+  bad.ranks[0].tp2_bwd_s.clear();
   EXPECT_THROW(parse_profile(profile_to_json(bad), "p.json"), UserError);
   EXPECT_NO_THROW(check_profile(q, p.shape, 2, "p.json"));
   ProfileShape other = p.shape;
