@@ -53,10 +53,10 @@ struct RankProfile {
   // Tensor parallelism as it runs: the rank and its neighbour in the pool (its ranks paired in
   // order: 1st + 2nd, 3rd + 4th, ...) run one block split over tp 2 (parallel/tensor/layers.h: its
   // share of the compute and the 2 all-reduces forward, 2 backward), every pair at once, and where
-  // the pool's ranks share cores each pair alone; empty for a rank without a partner. On the
-  // testbed (4 ranks, 2 cores) a pair's block at b = 2 took ~22 ms all busy where the formula
-  // (half the block + 4 all-reduces at the link's α-β) says 18, and alone it ran ~1.3x faster
-  // (its all-reduces wait, they do not compute), not the 2x of one rank alone; at b = 8, 2x.
+  // ranks share cores each pair alone; empty for a rank without a partner. On the testbed (4
+  // ranks, 2 cores) a pair's block at b = 2 took 20-25 ms all busy where half a block plus 4
+  // all-reduces at the link's α-β come to 18, and about as long alone (its all-reduces wait on
+  // wake-ups, not on cores), not the 2x faster of one rank alone; at b = 8, 1.8x.
   std::vector<double> tp2_fwd_s, tp2_bwd_s;  // per size, as block_fwd_s / block_bwd_s
   std::vector<double> tp2_alone_s;           // per size, forward + backward with the pair alone
 };
