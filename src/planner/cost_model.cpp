@@ -371,7 +371,6 @@ StageTime stage_time(const Ctx& x, int k, int rep, double b) {
       const RankProfile& pr = x.prof(r);
       if (pr.shares_cores) cpu = std::max(cpu, pr.comm_cpu_s_per_byte * 2 * 2 * (t - 1) / t * act * pr.host_ranks / x.pool_cores(pr));
     }
-    const double n_fwd = 2 * L + (first ? 1 : 0), n_bwd = 2 * L;
     if (const Tp2Block m = tp2_block(x, tp_group, b); m.measured) {
       // The blocks as the pair ran them; the embedding's all-reduce at a block forward's (2 each).
       const double rest_f = st.fwd - L * block_f, rest_b = st.bwd - L * (block_b + (x.c.recompute ? block_f : 0));
@@ -380,6 +379,7 @@ StageTime stage_time(const Ctx& x, int k, int rep, double b) {
       st.bwd = rest_b + blocks_b;
       st.shared_fwd = rest_f + m.shared * blocks_f, st.shared_bwd = rest_b + m.shared * blocks_b;
     } else {
+      const double n_fwd = 2 * L + (first ? 1 : 0), n_bwd = 2 * L;
       st.fwd += n_fwd * std::max(ar, cpu) + (last ? 3 * loss_ar : 0);
       st.bwd += n_bwd * std::max(ar, cpu);
       if (cpu > ar) st.cpu_fwd = n_fwd * cpu, st.cpu_bwd = n_bwd * cpu;

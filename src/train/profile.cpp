@@ -30,6 +30,7 @@ namespace slm::train {
 namespace {
 using Clock = std::chrono::steady_clock;
 constexpr double kSharedMinSampleS = 0.25;  // the shortest timing where ranks time-share cores
+constexpr double kSharesCores = 1.1;        // a rank alone this much faster: its pool shares cores
 constexpr double kTp2MinSampleS = 0.1;      // and of a tp pair anywhere: timed one run at a time,
                                             // 2 ranks with 2 cores of their own gave 19-27 ms per
                                             // block at b = 2 in three profiles
@@ -358,12 +359,12 @@ std::pair<double, double> tp2_block_s(const ProfileRequest& r, const model::GPT2
   double f = 0, w = 0;
   run(&f, &w);  // warm-up, and how long one run takes
   const double min_s = std::max(r.min_sample_s, kTp2MinSampleS);
-  const int runs = static_cast<int>(comm::max(std::ceil(min_s / std::max(f + w, 1e-6)), tp));
+  const int runs = std::max(1, static_cast<int>(comm::max(std::ceil(min_s / std::max(f + w, 1e-6)), tp)));
   std::vector<double> fs, bs;
   for (int i = 0; i < r.repeats; ++i) {
     f = w = 0;
-    for (int k = 0; k < std::max(1, runs); ++k) run(&f, &w);
-    fs.push_back(f / std::max(1, runs)), bs.push_back(w / std::max(1, runs));
+    for (int k = 0; k < runs; ++k) run(&f, &w);
+    fs.push_back(f / runs), bs.push_back(w / runs);
   }
   std::sort(fs.begin(), fs.end()), std::sort(bs.begin(), bs.end());
   return {fs[fs.size() / 2], bs[bs.size() / 2]};
@@ -479,7 +480,7 @@ std::vector<planner::RankProfile> profile_job(const ProfileRequest& request, com
     }
     comm::barrier(g);
     mine.comm_cpu_s_per_byte = comm_cpu_per_byte(g);
-    measure_tp2(r, w, host, index_in_host, comm::max(mine.solo_speedup, g) > 1.1, &mine);  // alone: where any shares
+    measure_tp2(r, w, host, index_in_host, comm::max(mine.solo_speedup, g) > kSharesCores, &mine);  // alone: where any shares
     for (int k = 0; k < most; ++k) {  // the ranks of a machine add their entries in turn (one file)
       comm::barrier(g);
       if (index_in_host[static_cast<size_t>(g.rank)] == k) store_in_cache(key, mine);
@@ -491,7 +492,7 @@ std::vector<planner::RankProfile> profile_job(const ProfileRequest& request, com
     planner::RankProfile& p = all[static_cast<size_t>(q)];
     p.host = host[static_cast<size_t>(q)];
     p.host_ranks = ranks_on[p.host];
-    p.shares_cores = p.host_ranks > 1 && p.solo_speedup > 1.1;  // alone it runs notably faster
+    p.shares_cores = p.host_ranks > 1 && p.solo_speedup > kSharesCores;  // alone it runs notably faster
   }
   return all;
 }
