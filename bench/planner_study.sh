@@ -4,7 +4,7 @@
 # on the latency study's model (GPT-2-medium depth and heads at 256 channels, T = 128, global batch
 # 8): `slm profile` and `slm probe` on the testbed's ranks, then for each layout the planner's
 # prediction (`slm plan make/check --cluster --profile --topology`) and the measured median step
-# time (steps 2.. of STEPS),
+# time (steps 2.. of STEPS, pooled over ROUNDS rounds, default 2: the second in reverse order),
 # plus the planner's pick (`slm plan auto --all-ranks`) and the study heuristic's pick.
 # LAYOUTS="..." measures only those presets (LAYOUTS="": only the planner's and the heuristic's picks).
 # Scenarios (SCENARIOS="..." picks some):
@@ -21,6 +21,7 @@
 # Usage: sudo bench/planner_study.sh SLM DATA_DIR [OUT=docs] [STEPS=5] [LIMIT=240]
 set -euo pipefail
 SLM=$(readlink -f "$1") DATA=$(readlink -f "$2") OUT=$(readlink -f "${3:-docs}") STEPS=${4:-5} LIMIT=${5:-240}
+ROUNDS=${ROUNDS:-2}
 [ "$(id -u)" -eq 0 ] || { echo "planner_study: needs root (the testbed); run with sudo" >&2; exit 1; }
 W=$(mktemp -d); trap 'rm -rf "$W"; "$SLM" testbed down "$W/c.toml" 2>/dev/null || true' EXIT
 export HOME=$W  # a fresh profile cache: each scenario measures its own ranks
@@ -59,16 +60,25 @@ delay_ms = $(python3 -c "print($2 / 2)")
 rate_mbit = $3
 TOML
 }
-median_step() {  # run dir -> median step_s of steps 2..
+step_times() {  # run dir -> its step_s of steps 2.., comma-separated
   python3 - "$1" <<'PY'
 import json, sys
 s = [json.loads(l)["step_s"] for l in open(sys.argv[1] + "/metrics.jsonl") if '"step_s"' in l][1:]
-s.sort()
-print(f"{s[len(s) // 2]:.3f}" if s else "nan")
+print(",".join(f"{x:.4f}" for x in s))
 PY
 }
-echo "| scenario | layout | predicted s | measured s | error |" > "$W/table.md"
-echo "|---|---|---|---|---|" >> "$W/table.md"
+pooled_median() {  # "r1,r1,..;r2,..;" -> the median of all rounds' steps, and each round's median
+  python3 - "$1" <<'PY'
+import sys
+rounds = [[float(x) for x in r.split(",") if x] for r in sys.argv[1].split(";")]
+rounds = [r for r in rounds if r]
+med = lambda v: sorted(v)[len(v) // 2]
+pooled = [x for r in rounds for x in r]
+print(f"{med(pooled):.3f}" if pooled else "nan", " / ".join(f"{med(r):.3f}" for r in rounds) or "-")
+PY
+}
+echo "| scenario | layout | predicted s | measured s (median of every round's steps) | each round's median | error |" > "$W/table.md"
+echo "|---|---|---|---|---|---|" >> "$W/table.md"
 : > "$W/plot.dat"
 : > "$W/picks.md"
 for sc in "${ORDER[@]}"; do
@@ -92,29 +102,44 @@ for sc in "${ORDER[@]}"; do
   "$SLM" plan auto "${MODEL[@]}" "${P[@]}" --all-ranks --strategy study-heuristic -o "$W/heur.toml" > /dev/null 2>&1
   cp "$W/auto.toml" "$W/auto_$sc.toml"
   cp "$W/prof.json" "$OUT/planner_study_${sc}_profile.json"  # to re-predict without the testbed
-  declare -A PRED=() MEAS=()
+  declare -A PRED=() MEAS=() FL=() STEPS_OF=()
   if [ "$sc" = mem20 ]; then LAYOUTS=("${MEM_LAYOUTS[@]}"); else LAYOUTS=("${ALL_LAYOUTS[@]}"); fi
+  RUNS=()
   for l in "${LAYOUTS[@]}" auto heuristic; do
     case $l in
-      auto) f=(--set parallel.plan="$W/auto.toml"); pred=$("$SLM" plan check "$W/auto.toml" "${MODEL[@]}" --world 4 "${P[@]}" 2>&1 >/dev/null) ;;
-      heuristic) f=(--set parallel.plan="$W/heur.toml"); pred=$("$SLM" plan check "$W/heur.toml" "${MODEL[@]}" --world 4 "${P[@]}" 2>&1 >/dev/null) ;;
-      *) read -r -a f <<< "${FLAGS[$l]}"; pred=$("$SLM" plan make "${MODEL[@]}" --world 4 "${f[@]}" "${P[@]}" 2>&1 >/dev/null || true) ;;
+      auto) FL[$l]="--set parallel.plan=$W/auto.toml"; pred=$("$SLM" plan check "$W/auto.toml" "${MODEL[@]}" --world 4 "${P[@]}" 2>&1 >/dev/null) ;;
+      heuristic) FL[$l]="--set parallel.plan=$W/heur.toml"; pred=$("$SLM" plan check "$W/heur.toml" "${MODEL[@]}" --world 4 "${P[@]}" 2>&1 >/dev/null) ;;
+      *) FL[$l]=${FLAGS[$l]}; read -r -a f <<< "${FL[$l]}"; pred=$("$SLM" plan make "${MODEL[@]}" --world 4 "${f[@]}" "${P[@]}" 2>&1 >/dev/null || true) ;;
     esac
-    p=$(grep -o "predicted [0-9.]* s per step" <<< "$pred" | awk '{print $2}' || true)
+    PRED[$l]=$(grep -o "predicted [0-9.]* s per step" <<< "$pred" | awk '{print $2}' || true)
     if refused=$(grep -o "rank [0-9]* needs ~[0-9.]* [MG]iB .* > its [0-9.]* GiB" <<< "$pred"); then
       MEAS[$l]=refused
-      echo "| $sc | $l | refused: $refused | - | - |" >> "$W/table.md"
+      echo "| $sc | $l | refused: $refused | - | - | - |" >> "$W/table.md"
       echo "== $sc: $l refused ($refused)" >&2
       continue
     fi
-    echo "== $sc: $l (predicted ${p:-?} s)" >&2
-    rm -rf "$W/run"
-    timeout -s TERM "$LIMIT" "$SLM" testbed run "$W/c.toml" -- "$SLM" train "${MODEL[@]}" "${f[@]}" --set run.dir="$W/run" \
-      --set schedule.max_steps="$STEPS" > "$W/run.log" 2>&1 || true
-    m=$(median_step "$W/run" 2>/dev/null || echo nan)
-    PRED[$l]=$p MEAS[$l]=$m
+    RUNS+=("$l")
+  done
+  # ROUNDS rounds over every layout, every second one in reverse order: a slow spell of the VM (seen as
+  # the same layout 13% apart within one round) falls on different layouts, and the pooled median
+  # of all rounds' steps is what the table compares.
+  for ((round = 1; round <= ROUNDS; round++)); do
+    if ((round % 2)); then order=("${RUNS[@]}"); else order=(); for ((i = ${#RUNS[@]} - 1; i >= 0; i--)); do order+=("${RUNS[$i]}"); done; fi
+    for l in "${order[@]}"; do
+      echo "== $sc: $l, round $round of $ROUNDS (predicted ${PRED[$l]:-?} s)" >&2
+      read -r -a f <<< "${FL[$l]}"
+      rm -rf "$W/run"
+      timeout -s TERM "$LIMIT" "$SLM" testbed run "$W/c.toml" -- "$SLM" train "${MODEL[@]}" "${f[@]}" --set run.dir="$W/run" \
+        --set schedule.max_steps="$STEPS" > "$W/run.log" 2>&1 || true
+      STEPS_OF[$l]+="$(step_times "$W/run" 2>/dev/null || true);"
+    done
+  done
+  for l in "${RUNS[@]}"; do
+    read -r m rounds <<< "$(pooled_median "${STEPS_OF[$l]}")"
+    p=${PRED[$l]}
+    MEAS[$l]=$m
     err=$(python3 -c "p, m = '$p', '$m'; print(f'{100 * (float(p) / float(m) - 1):+.0f}%' if p and m != 'nan' else '-')")
-    echo "| $sc | $l | $p | $m | $err |" >> "$W/table.md"
+    echo "| $sc | $l | $p | $m | $rounds | $err |" >> "$W/table.md"
     [ "$m" != nan ] && [ -n "$p" ] && echo "$p $m $sc $l" >> "$W/plot.dat"
   done
   python3 - "$sc" "${PRED[auto]}" "${MEAS[auto]}" "${PRED[heuristic]}" "${MEAS[heuristic]}" $(for l in "${LAYOUTS[@]}"; do echo "$l=${MEAS[$l]}"; done) >> "$W/picks.md" <<'PY'
@@ -127,7 +152,7 @@ print(f"| {sc} | {ma} | {mh} | {best} {meas[best]:.3f} | {100 * (float(ma) / mea
 PY
 done
 {
-  echo "Command: \`sudo bench/planner_study.sh build/slm DATA docs $STEPS $LIMIT\` (2-vCPU VM, 4 ranks, 1 thread each)."
+  echo "Command: \`sudo ROUNDS=$ROUNDS bench/planner_study.sh build/slm DATA docs $STEPS $LIMIT\` (2-vCPU VM, 4 ranks, 1 thread each)."
   echo
   cat "$W/table.md"
   echo

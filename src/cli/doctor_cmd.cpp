@@ -79,6 +79,7 @@ std::vector<Check> speed_checks(const train::Config& cfg) {
   std::vector<Check> c;
   const std::string device = train::resolve_device(cfg.system.device, cfg.dist.backend);
   train::configure_cpu_threads(cfg.system.threads, 1);
+  c.push_back({"runtime", "ok", train::runtime_settings() + " (as `slm train` runs; set one to override it)", ""});
   for (const char* p : {"fp32", "bf16"}) {
     const train::DeviceInfo d = train::describe_device(device, p, train::cpu_threads(), 0, 0);
     c.push_back({std::string(p) + " peak", "ok",

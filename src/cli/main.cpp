@@ -17,9 +17,9 @@
 #include "util/interrupt.h"
 
 int main(int argc, char** argv) {
-  // `launch` too: its ranks inherit the settings, and an elastic launcher's c10d store logs through glog.
-  if (argc > 1 && (std::string(argv[1]) == "train" || std::string(argv[1]) == "eval" || std::string(argv[1]) == "launch"))
-    slm::train::reexec_with_blas_env(argc, argv);
+  // Every command that may compute (`launch` too: its ranks inherit the settings, and an elastic
+  // launcher's c10d store logs through glog).
+  if (argc > 1 && slm::train::runs_compute(argv[1])) slm::train::reexec_with_blas_env(argc, argv);
   slm::train::configure_process();
   CLI::App app{
       "slm: pretrain small GPT-2-class language models on your own corpus and cluster.\n"

@@ -5,7 +5,8 @@
 // their predictions and why the other layout families lost, and writes the best plan with the
 // settings it needs ([set], planner/plan_file.h). --measure K runs the top K on the real ranks
 // (the testbed when the file can be emulated and we are root, else `slm launch` on this machine)
-// for a few steps, prints predicted against measured, and writes the measured best.
+// for a few steps in --measure-rounds rounds (the order reversed each round), prints predicted
+// against measured, and writes the measured best.
 #include <unistd.h>
 
 #include <algorithm>
@@ -39,7 +40,7 @@ namespace fs = std::filesystem;
 struct AutoArgs {
   std::string config, cluster, topology, profile, out, strategy = "search", objective;
   std::vector<std::string> set;
-  int top = 5, measure = 0, measure_steps = 6;
+  int top = 5, measure = 0, measure_steps = 6, measure_rounds = 2;
   bool json = false, allow_lossy = false, all_ranks = false;
 };
 
@@ -87,8 +88,10 @@ std::string quote(const std::string& s) {
   return o + "'";
 }
 
-// Median step time (steps 2..) of a short run of `plan_file` on every rank of the cluster.
-double measure_plan(const AutoArgs& a, const std::string& plan_file, const std::string& dir, bool testbed, int world) {
+// Step times (steps 2..: the first warms up) of a short run of `plan_file` on every rank of the
+// cluster; empty when the run failed.
+std::vector<double> measure_plan(const AutoArgs& a, const std::string& plan_file, const std::string& dir, bool testbed,
+                                 int world) {
   char buf[4096];
   const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
   const std::string self = n > 0 ? std::string(buf, static_cast<size_t>(n)) : "slm";
@@ -101,17 +104,23 @@ double measure_plan(const AutoArgs& a, const std::string& plan_file, const std::
   const std::string launcher = testbed ? quote(self) + " testbed run " + quote(a.cluster) + " -- "
                                        : fmt::format("{} launch -n {} -- ", quote(self), world);
   const std::string cmd = launcher + train + " > " + quote(dir + "/log") + " 2>&1";
-  if (std::system(cmd.c_str()) != 0) return -1;
+  std::error_code ec;
+  fs::remove_all(dir + "/run", ec);
+  if (std::system(cmd.c_str()) != 0) return {};
   std::vector<double> steps;
   std::ifstream in(dir + "/run/metrics.jsonl");
   for (std::string line; std::getline(in, line);) {
     auto j = nlohmann::json::parse(line, nullptr, false);
     if (j.is_object() && j.contains("step_s")) steps.push_back(j["step_s"].get<double>());
   }
-  if (steps.size() < 2) return -1;
-  steps.erase(steps.begin());  // the first step warms up
-  std::sort(steps.begin(), steps.end());
-  return steps[steps.size() / 2];
+  if (steps.size() < 2) return {};
+  steps.erase(steps.begin());
+  return steps;
+}
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
 }
 
 }  // namespace
@@ -220,6 +229,7 @@ void run_auto(const AutoArgs& a) {
   planner::Ranked chosen = r.top.at(0);
   // Measure the top K on the real ranks, if asked.
   std::vector<double> measured(r.top.size(), -1);
+  std::vector<std::vector<double>> round_medians(r.top.size());  // each round's median, for the table
   if (a.measure > 0) {
     const bool testbed = ::geteuid() == 0 && [&] {
       try {
@@ -230,15 +240,34 @@ void run_auto(const AutoArgs& a) {
       }
     }();
     const std::string tmp = fs::temp_directory_path() / fmt::format("slm-plan-measure-{}", ::getpid());
-    for (size_t i = 0; i < r.top.size() && static_cast<int>(i) < a.measure; ++i) {
-      if (r.top[i].c.ranks.at(0) != 0) continue;  // without rank 0 (the store's host) the job cannot start
-      const std::string dir = fmt::format("{}/{}", tmp, i + 1);
-      fs::create_directories(dir);
-      write_file_atomic(dir + "/plan.toml", planner::candidate_to_toml(r.top[i].c, cl.world(), ""));
-      std::fprintf(stderr, "measure %zu/%d: %s ...\n", i + 1, a.measure, planner::describe_candidate(r.top[i].c).c_str());
-      measured[i] = measure_plan(a, dir + "/plan.toml", dir, testbed, cl.world());
-      if (measured[i] < 0) std::fprintf(stderr, "  failed (log: %s/log)\n", dir.c_str());
+    std::vector<size_t> runs;  // the candidates that can run: without rank 0 (the store's host) a job cannot start
+    for (size_t i = 0; i < r.top.size() && static_cast<int>(i) < a.measure; ++i)
+      if (r.top[i].c.ranks.at(0) == 0) runs.push_back(i);
+    // Rounds over every candidate, every second one in reverse order: a slow spell of the machine
+    // falls on different candidates, and each is judged by the median of all its rounds' steps.
+    std::vector<std::vector<double>> steps(r.top.size());
+    std::vector<bool> failed(r.top.size(), false);
+    for (int round = 0; round < a.measure_rounds; ++round) {
+      if (round > 0) std::reverse(runs.begin(), runs.end());
+      for (size_t i : runs) {
+        if (failed[i]) continue;
+        const std::string dir = fmt::format("{}/{}", tmp, i + 1);
+        fs::create_directories(dir);
+        write_file_atomic(dir + "/plan.toml", planner::candidate_to_toml(r.top[i].c, cl.world(), ""));
+        std::fprintf(stderr, "measure %zu/%d, round %d/%d: %s ...\n", i + 1, a.measure, round + 1, a.measure_rounds,
+                     planner::describe_candidate(r.top[i].c).c_str());
+        const std::vector<double> s = measure_plan(a, dir + "/plan.toml", dir, testbed, cl.world());
+        if (s.empty()) {
+          failed[i] = true;
+          std::fprintf(stderr, "  failed (log: %s/log)\n", dir.c_str());
+          continue;
+        }
+        round_medians[i].push_back(median_of(s));
+        steps[i].insert(steps[i].end(), s.begin(), s.end());
+      }
     }
+    for (size_t i : runs)
+      if (!failed[i]) measured[i] = median_of(steps[i]);
     size_t best = 0;
     for (size_t i = 0; i < measured.size(); ++i)
       if (measured[i] > 0 && (measured[best] <= 0 || measured[i] < measured[best])) best = i;
@@ -270,7 +299,10 @@ void run_auto(const AutoArgs& a) {
     j["search_s"] = r.seconds;
     for (size_t i = 0; i < r.top.size(); ++i) {
       nlohmann::json row = to_json(r.top[i], cl);
-      if (measured[i] > 0) row["measured_step_s"] = measured[i];
+      if (measured[i] > 0) {
+        row["measured_step_s"] = measured[i];
+        row["measured_round_medians_s"] = round_medians[i];
+      }
       j["top"].push_back(row);
     }
     for (const planner::Loser& l : r.losers) j["losers"].push_back({{"family", l.family}, {"why", l.why}, {"best", to_json(l.best, cl)}});
@@ -293,10 +325,13 @@ void run_auto(const AutoArgs& a) {
               static_cast<long long>(cfg.batch.batch_size), static_cast<long long>(T));
   print_table(r.top, cl);
   if (a.measure > 0) {
-    std::printf("measured (%d steps each, median of steps 2..):\n", a.measure_steps);
+    std::printf("measured (%d round(s) of %d steps each, the median of every round's steps 2..):\n", a.measure_rounds,
+                a.measure_steps);
     for (size_t i = 0; i < r.top.size() && static_cast<int>(i) < a.measure; ++i)
       std::printf("  %zu  predicted %.3f s, measured %s\n", i + 1, r.top[i].p.step_s,
-                  measured[i] > 0 ? fmt::format("{:.3f} s ({:+.0f}%)", measured[i], 100 * (r.top[i].p.step_s / measured[i] - 1)).c_str()
+                  measured[i] > 0 ? fmt::format("{:.3f} s ({:+.0f}%; rounds {:.3f})", measured[i],
+                                                100 * (r.top[i].p.step_s / measured[i] - 1),
+                                                fmt::join(round_medians[i], " / ")).c_str()
                                   : "- (not run: it leaves rank 0 out, or it failed)");
   }
   if (!r.losers.empty()) std::printf("why the other layouts lost (the best of each):\n");
@@ -330,6 +365,10 @@ void add_plan_auto_command(CLI::App& plan) {
       ->check(CLI::Range(0, 20));
   cmd->add_option("--measure-steps", a->measure_steps, "steps per measured run")->capture_default_str()
       ->check(CLI::Range(3, 1000));
+  cmd->add_option("--measure-rounds", a->measure_rounds, "rounds over the measured candidates (each judged by the "
+                                                         "median of all its rounds' steps)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 20));
   cmd->add_flag("--json", a->json, "print JSON instead of the table");
   cmd->add_option("-o,--out", a->out, "write the chosen plan (with its [set] settings) here");
   cmd->callback([a] { run_auto(*a); });

@@ -62,9 +62,9 @@ void add_profile_command(CLI::App& app) {
     const planner::RankProfile& mine = p.ranks[static_cast<size_t>(w.world.rank)];
     if (w.world.rank != 0) return;
     write_file_atomic(a->out, planner::profile_to_json(p));
-    std::printf("profile: %zu ranks, n_embd %lld, seq_len %lld, %s, micro-batches %s (%s)\n", p.ranks.size(),
+    std::printf("profile: %zu ranks, n_embd %lld, seq_len %lld, %s, micro-batches %s (%s; %s)\n", p.ranks.size(),
                 static_cast<long long>(cfg.model.n_embd), static_cast<long long>(T), precision.c_str(),
-                fmt::format("{}", fmt::join(sizes, ",")).c_str(), mine.source.c_str());
+                fmt::format("{}", fmt::join(sizes, ",")).c_str(), mine.source.c_str(), mine.runtime.c_str());
     for (size_t r = 0; r < p.ranks.size(); ++r) {
       const planner::RankProfile& q = p.ranks[r];
       const size_t k = q.micro_batch.size() - 1;

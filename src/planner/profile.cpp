@@ -22,7 +22,7 @@ std::string profile_to_json(const ComputeProfile& p) {
                           {"block_fwd_s", r.block_fwd_s}, {"block_bwd_s", r.block_bwd_s},
                           {"embed_s", r.embed_s},         {"head_fwd_s", r.head_fwd_s},
                           {"head_bwd_s", r.head_bwd_s},   {"optim_s_per_param", r.optim_s_per_param},
-                          {"overhead_bytes", r.overhead_bytes}, {"source", r.source},
+                          {"overhead_bytes", r.overhead_bytes}, {"source", r.source}, {"runtime", r.runtime},
                           {"host", r.host}, {"host_ranks", r.host_ranks}, {"shares_cores", r.shares_cores},
                           {"solo_speedup", r.solo_speedup}, {"block_scale", r.block_scale},
                           {"comm_cpu_s_per_byte", r.comm_cpu_s_per_byte}, {"alone_cores", r.alone_cores},
@@ -49,6 +49,7 @@ ComputeProfile parse_profile(const std::string& text, const std::string& where) 
       rp.optim_s_per_param = r.at("optim_s_per_param").get<double>();
       rp.overhead_bytes = r.value("overhead_bytes", 0.0);
       rp.source = r.value("source", std::string("measured"));
+      rp.runtime = r.value("runtime", std::string());
       rp.host = r.value("host", 0);
       rp.host_ranks = r.value("host_ranks", 1);
       rp.shares_cores = r.value("shares_cores", false);

@@ -36,6 +36,8 @@ struct RankProfile {
                                        // per-block overheads): multiplies the block times
   double overhead_bytes = 0;           // the runtime's memory before any model state
   std::string source = "measured";     // "measured" | "cached" | "device table"
+  std::string runtime;                 // the speed settings it ran with (train/runtime.h), e.g.
+                                       // "OPENBLAS_CORETYPE=SkylakeX OMP_WAIT_POLICY=PASSIVE ..."
   // Ranks that share a machine's cores (a testbed, several CPU ranks per node): the times above
   // were measured with all of them busy; alone a rank runs solo_speedup times faster. The cost
   // model interpolates by how many are busy (pipeline bubbles free cores) and does not overlap

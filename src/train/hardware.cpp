@@ -14,6 +14,7 @@
 #include <torch/torch.h>
 
 #include "train/cuda_info.h"
+#include "train/runtime.h"
 
 #include "util/cache_dir.h"
 #include "util/files.h"
@@ -73,7 +74,7 @@ DeviceInfo describe_device(const std::string& device, const std::string& precisi
     return d;
   }
   const std::string cache = cache_dir() + "/peak.json";
-  const std::string key = d.name + " " + precision;
+  const std::string key = d.name + " " + precision + " | " + runtime_settings();
   nlohmann::json j = nlohmann::json::object();
   try {
     if (path_exists(cache)) j = nlohmann::json::parse(read_file(cache));

@@ -13,6 +13,7 @@
 
 #include "train/hardware.h"
 #include "train/precision.h"
+#include "train/runtime.h"
 #include "util/cache_dir.h"
 #include "util/files.h"
 
@@ -56,8 +57,8 @@ PrecisionTiming time_precisions(const model::GPT2Config& shape, int64_t micro_ba
   if (m.vocab_size <= 0) m.vocab_size = 50257;  // no dataset yet (planning): GPT-2's vocabulary
   PrecisionTiming t;
   t.micro_batch = std::clamp<int64_t>(micro_batch, 1, 4);
-  const std::string key = fmt::format("{} x{} threads | C {} H {} Vp {} T {} B {}", cpu_model_name(),
-                                      torch::get_num_threads(), m.n_embd, m.n_head, m.padded_vocab(), seq_len,
+  const std::string key = fmt::format("{} x{} threads | {} | C {} H {} Vp {} T {} B {}", cpu_model_name(),
+                                      torch::get_num_threads(), runtime_settings(), m.n_embd, m.n_head, m.padded_vocab(), seq_len,
                                       t.micro_batch);
   nlohmann::json j = nlohmann::json::object();
   try {

@@ -260,13 +260,22 @@ planner::ProfileShape profile_shape(const model::GPT2Config& m, int64_t seq_len,
 
 namespace {
 
-// Every rank's profile on every rank (fixed-width doubles summed over g).
+// Every rank's profile on every rank (fixed-width doubles summed over g: the device name and the
+// runtime settings as kText characters each, then the numbers).
 std::vector<planner::RankProfile> gather_profile(const planner::RankProfile& mine, const comm::Group& g) {
-  constexpr size_t kName = 80;
+  constexpr size_t kText = 128, kName = 2 * kText;
   const size_t n = mine.micro_batch.size(), width = kName + 8 * n + 6;
   std::vector<double> all(width * static_cast<size_t>(g.size), 0.0);
   double* me = all.data() + width * static_cast<size_t>(g.rank);
-  for (size_t i = 0; i < kName && i < mine.device.size(); ++i) me[i] = static_cast<unsigned char>(mine.device[i]);
+  auto put = [](const std::string& text, double* to) {
+    for (size_t i = 0; i < kText && i < text.size(); ++i) to[i] = static_cast<unsigned char>(text[i]);
+  };
+  auto get = [](const double* from) {
+    std::string text;
+    for (size_t i = 0; i < kText && from[i] != 0; ++i) text += static_cast<char>(from[i]);
+    return text;
+  };
+  put(mine.device, me), put(mine.runtime, me + kText);
   for (size_t k = 0; k < n; ++k) {
     me[kName + k] = mine.block_fwd_s[k], me[kName + n + k] = mine.block_bwd_s[k], me[kName + 2 * n + k] = mine.embed_s[k];
     me[kName + 3 * n + k] = mine.head_fwd_s[k], me[kName + 4 * n + k] = mine.head_bwd_s[k];
@@ -282,7 +291,7 @@ std::vector<planner::RankProfile> gather_profile(const planner::RankProfile& min
   for (int r = 0; r < g.size; ++r) {
     const double* v = all.data() + width * static_cast<size_t>(r);
     planner::RankProfile p;
-    for (size_t i = 0; i < kName && v[i] != 0; ++i) p.device += static_cast<char>(v[i]);
+    p.device = get(v), p.runtime = get(v + kText);
     p.micro_batch = mine.micro_batch;
     for (size_t k = 0; k < n; ++k) {
       p.block_fwd_s.push_back(v[kName + k]), p.block_bwd_s.push_back(v[kName + n + k]);
@@ -449,8 +458,8 @@ std::vector<planner::RankProfile> profile_job(const ProfileRequest& request, com
   // differs by where it sits (the communication CPU per byte of a rank whose ring neighbour is in
   // another site was 3x its neighbour's on the testbed): one key for all made every rank the last
   // writer's copy in the next job.
-  const std::string key = fmt::format("v6 | {} | rank {} of {} here | cpu {} | C {} H {} Vp {} T {} {} | b {}", dev.name,
-                                      index_in_host[static_cast<size_t>(g.rank)], ranks_on[my_host], cpu_quota(),
+  const std::string key = fmt::format("v7 | {} | {} | rank {} of {} here | cpu {} | C {} H {} Vp {} T {} {} | b {}", dev.name,
+                                      runtime_settings(), index_in_host[static_cast<size_t>(g.rank)], ranks_on[my_host], cpu_quota(),
                                       s.n_embd, s.n_head, s.vocab_padded, s.seq_len, s.precision, fmt::join(r.micro_batch, ","));
   const nlohmann::json cache = read_cache();
   planner::RankProfile mine;
@@ -467,6 +476,7 @@ std::vector<planner::RankProfile> profile_job(const ProfileRequest& request, com
   if (comm::max(hit ? 0.0 : 1.0, g) > 0) {
     mine = measure(r, g);
     mine.device = dev.name;
+    mine.runtime = runtime_settings();
     mine.source = "measured";
     mine.solo_speedup = 1;
     int most = 0;

@@ -5,12 +5,22 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <string>
 #include <thread>
 #include <torch/torch.h>
 
 #include "util/torch_compat.h"
 
 namespace slm::train {
+
+// The variables of runtime.h's 1. that change how fast LibTorch computes, in the order set.
+static const char* const kSpeedVariables[] = {"OPENBLAS_CORETYPE", "OMP_WAIT_POLICY", "GOMP_SPINCOUNT"};
+
+bool runs_compute(const std::string& command) {
+  // Tokenizers, datasets and reports never run a LibTorch operator; every other command may
+  // (`profile`, `doctor` and `plan` time them for the planner: they must run as `train` does).
+  return !command.empty() && command[0] != '-' && command != "tokenizer" && command != "data" && command != "report";
+}
 
 void reexec_with_blas_env(int argc, char** argv) {
   if (std::getenv("SLM_NO_REEXEC")) return;
@@ -20,17 +30,26 @@ void reexec_with_blas_env(int argc, char** argv) {
     ::setenv(name, value, 1);
     changed = true;
   };
-  if (__builtin_cpu_supports("avx512f")) set_default("OPENBLAS_CORETYPE", "SkylakeX");
-  set_default("OMP_WAIT_POLICY", "PASSIVE");
+  if (__builtin_cpu_supports("avx512f")) set_default(kSpeedVariables[0], "SkylakeX");
+  set_default(kSpeedVariables[1], "PASSIVE");
   // ... but a worker spins briefly before it sleeps: ATen opens a parallel region per operator,
   // and waking sleeping workers for each cost 15-20% of a step (fp32 and bf16, both LibTorch
   // builds; docs/benchmarks.md). 10,000 spins bound the CPU a waiting worker burns (~0.5 ms).
-  set_default("GOMP_SPINCOUNT", "10000");
+  set_default(kSpeedVariables[2], "10000");
   // c10d/Gloo log their own copy of errors we report in one line (glog in 1.13; 2.x: see
   // compat::quiet_torch_logging).
   set_default("GLOG_minloglevel", "3");
   if (changed) ::execv("/proc/self/exe", argv);  // on failure carry on with the defaults
   (void)argc;
+}
+
+std::string runtime_settings() {
+  std::string out;
+  for (const char* name : kSpeedVariables) {
+    const char* v = std::getenv(name);
+    out += (out.empty() ? "" : " ") + std::string(name) + "=" + (v ? v : "unset");
+  }
+  return out;
 }
 
 void configure_process() {

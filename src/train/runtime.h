@@ -13,11 +13,21 @@
 // The OpenMP flavour of OpenBLAS is selected at link time (CMakeLists.txt, RPATH).
 #pragma once
 
+#include <string>
+
 namespace slm::train {
 
-// Call first in main with the command line. May not return (execv). No-op when both variables
+// Whether the command (argv[1]) may run LibTorch operators: all but tokenizer, data and report
+// (and --help / --version). Those that do get 1. below: `slm profile` timed fp32 blocks 3-4x
+// slower than `slm train` ran them on a VM whose OpenBLAS picked its generic kernel without it.
+bool runs_compute(const std::string& command);
+// Call first in main with the command line. May not return (execv). No-op when the variables
 // are already set or SLM_NO_REEXEC is set.
 void reexec_with_blas_env(int argc, char** argv);
+// The speed settings of 1. as this process has them, e.g. "OPENBLAS_CORETYPE=SkylakeX
+// OMP_WAIT_POLICY=PASSIVE GOMP_SPINCOUNT=10000" ("unset" where not): part of the key of every
+// cached measurement (peak, precision, profile), which holds only under the settings it was made with.
+std::string runtime_settings();
 void configure_process();
 void configure_cpu_threads(int threads, int local_ranks);  // 0 = cores / ranks on this machine
 int cpu_threads();

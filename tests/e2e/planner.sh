@@ -4,7 +4,8 @@
 #  2. `slm plan auto` for a 2-site cluster file with that profile: the table, the reasons the
 #     other layouts lost, the study heuristic, a plan file with its [set] table that `slm plan
 #     check` accepts, --json; a far, slow site is left out unless --all-ranks; --measure runs
-#     the top 2 on the emulated cluster (as root) and prints predicted against measured.
+#     the top 2 on the emulated cluster (as root) in 2 rounds, prints predicted against measured
+#     (the median of both rounds' steps) and writes the measured best.
 #  3. Training with the written plan (2 ranks) and with `parallel.plan = "auto"` on 4 local
 #     ranks: the same losses as one process (fp32, same global batch); the log names the chosen
 #     plan and its prediction, the metrics carry predicted_step_s, the run keeps plan.toml.
@@ -41,7 +42,7 @@ print("profile ok:", [round(r["block_fwd_s"][-1] * 1e3, 3) for r in p["ranks"]],
       [round(r["tp2_fwd_s"][-1] * 1e3, 3) for r in p["ranks"]], "split over tp 2")
 PY
 "$SLM" launch -n 2 -- "$SLM" profile "${COMMON[@]}" -o profile2.json > prof2.log 2>&1 || fail "profile again"
-grep -q "(cached)" prof2.log || { cat prof2.log; fail "the second profile is not cached"; }
+grep -q "(cached; " prof2.log || { cat prof2.log; fail "the second profile is not cached"; }
 python3 - <<'PY' || fail "the cache gives each rank of the machine its own measurement"
 import json
 a, b = (json.load(open(f))["ranks"] for f in ("profile.json", "profile2.json"))
@@ -49,6 +50,16 @@ keys = ("block_fwd_s", "block_bwd_s", "comm_cpu_s_per_byte", "solo_speedup", "tp
 for r, (x, y) in enumerate(zip(a, b)):
     assert all(x[k] == y[k] for k in keys), (r, [(k, x[k], y[k]) for k in keys if x[k] != y[k]])
 assert any(a[0][k] != a[1][k] for k in keys), "both ranks measured the same"  # else this test proves nothing
+PY
+# Run on its own (no launcher passing its settings on), `slm profile` times with the speed
+# settings `slm train` runs with (train/runtime.h; without them OpenBLAS's generic kernel made
+# fp32 blocks 3-4x slower in the profile than in training on one VM).
+env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT "$SLM" profile "${COMMON[@]}" --micro-batches 2 --no-cache -o solo.json \
+  > solo.log 2>&1 || { cat solo.log; fail "slm profile alone"; }
+python3 - <<'PY' || { cat solo.log; fail "slm profile without train's runtime settings"; }
+import json
+r = json.load(open("solo.json"))["ranks"][0]["runtime"]
+assert "OMP_WAIT_POLICY=PASSIVE" in r and "GOMP_SPINCOUNT=10000" in r, r
 PY
 
 # 2. plan auto for 2 sites x 1 rank, 20 ms apart
@@ -109,7 +120,22 @@ grep -q "^chosen: .*uses 1 of the 2 ranks: cluster ranks \[0\] (sites near)" far
 if [ "$(id -u)" -eq 0 ] && [ -x "$(dirname "$SLM")/slm-delayer" ] && ip netns list >/dev/null 2>&1; then
   "$SLM" plan auto "${COMMON[@]}" --cluster two.toml --profile profile.json --all-ranks --top 2 --measure 2 \
     --measure-steps 3 -o measured.toml > measure.txt 2>&1 || { cat measure.txt; fail "plan auto --measure"; }
-  [ "$(grep -c "predicted [0-9.]* s, measured [0-9.]* s" measure.txt)" -eq 2 ] || { cat measure.txt; fail "--measure table"; }
+  [ "$(grep -c "predicted [0-9.]* s, measured [0-9.]* s (.*; rounds [0-9.]* / [0-9.]*)" measure.txt)" -eq 2 ] \
+    || { cat measure.txt; fail "--measure table (2 rounds by default)"; }
+  # Each candidate's measure is the median of both rounds' steps (between the rounds' medians), and
+  # the plan written is the measured best.
+  python3 - measure.txt <<'PY' || { cat measure.txt; fail "--measure pooled median / pick"; }
+import re, sys
+text = open(sys.argv[1]).read()
+rows = re.findall(r"^  (\d+)  predicted [0-9.]+ s, measured ([0-9.]+) s \(.*; rounds ([0-9.]+) / ([0-9.]+)\)", text, re.M)
+assert len(rows) == 2, rows
+for _, m, r1, r2 in rows:
+    assert min(float(r1), float(r2)) <= float(m) <= max(float(r1), float(r2)), (m, r1, r2)
+fastest = min(float(r[1]) for r in rows)
+table = dict(re.findall(r"^  (\d+)  (.+?)\s+\d+\.\d{3}\s+\d+\s+\d+\.\d{4}\s", text, re.M))
+chosen = [r[0] for r in rows if float(r[1]) == fastest and re.search(r"^chosen: " + re.escape(table[r[0]].strip()) + ";", text, re.M)]
+assert chosen, (rows, table)
+PY
   "$SLM" plan check measured.toml "${COMMON[@]}" --world 2 > /dev/null 2>&1 || fail "plan check of the measured pick"
   echo "measure ok"
 else

@@ -440,10 +440,13 @@ TEST(Profile, InterpolatesAndChecksTheModel) {
   EXPECT_DOUBLE_EQ(at_batch({2, 4}, {1.0, 3.0}, 1), 0.5);
   ComputeProfile p = make_profile(2, 0.1);
   p.ranks[1].alone_cores = 0.5;
+  p.ranks[1].runtime = "OMP_WAIT_POLICY=PASSIVE GOMP_SPINCOUNT=10000";
   const ComputeProfile q = parse_profile(profile_to_json(p), "p.json");
   EXPECT_EQ(q.ranks.size(), 2u);
   EXPECT_EQ(q.ranks[1].block_bwd_s, p.ranks[1].block_bwd_s);
   EXPECT_EQ(q.ranks[1].alone_cores, 0.5);
+  EXPECT_EQ(q.ranks[1].runtime, p.ranks[1].runtime);  // the settings it was timed under
+  EXPECT_EQ(q.ranks[0].runtime, "");                  // a profile from before they were recorded
   ComputeProfile bad = p;
   bad.ranks[1].alone_cores = 0;  // no cores
   EXPECT_THROW(parse_profile(profile_to_json(bad), "p.json"), UserError);
