@@ -47,7 +47,8 @@ std::string runtime_settings() {
   std::string out;
   for (const char* name : kSpeedVariables) {
     const char* v = std::getenv(name);
-    out += (out.empty() ? "" : " ") + std::string(name) + "=" + (v ? v : "unset");
+    if (!out.empty()) out += ' ';
+    out.append(name).append("=").append(v ? v : "unset");
   }
   return out;
 }
