@@ -1,10 +1,11 @@
 // tests/tools/tp_check.cpp: test helper run under `slm launch -n N` (N divides 4): a 1-block GPT-2
 // computed tensor-parallel (sharded block, vocabulary-parallel embedding, LM head and
 // cross-entropy) against the same model computed whole on each rank. Checks the loss and every
-// gradient slice to 1e-5, and that tp_pieces (checkpoint coordinates) names exactly the slices
+// gradient slice to 1e-5 (relative where a value exceeds 1), and that tp_pieces (checkpoint coordinates) names exactly the slices
 // apply_tensor_parallel takes. Prints "rank R ok" or exits non-zero naming the mismatch.
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "comm/mesh.h"
@@ -46,8 +47,10 @@ int main() {
 
   int bad = 0;
   auto check = [&](const char* what, const at::Tensor& got, const at::Tensor& want) {
-    double d = (got - want).abs().max().item<double>();
-    if (!(d < 1e-5)) std::fprintf(stderr, "rank %d: %s differs by %g\n", r, what, d), bad = 1;
+    // fp32 to 1e-5 of the value's size (at least 1e-5 absolute): the loss (~4.6) came out 1.4e-5
+    // apart once in three runs with PyPI's 2.15 on an AMX Xeon (30 ulps; summation orders differ).
+    const double d = (got - want).abs().max().item<double>(), size = std::max(1.0, want.abs().max().item<double>());
+    if (!(d < 1e-5 * size)) std::fprintf(stderr, "rank %d: %s differs by %g\n", r, what, d), bad = 1;
   };
   check("loss", loss, ref);
   const int64_t C = c.n_embd, Cl = C / n, Fl = 4 * C / n;
