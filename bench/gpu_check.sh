@@ -25,13 +25,15 @@
 #  9. Where slm's gpt2 step differs from eager PyTorch's: `slm profile` of one block and the head at
 #     micro-batch 16 beside the same parts in PyTorch (bench/gpu_parts.py), and the medians of a
 #     12-step `slm train`'s metrics (what the step's time is spent on besides the parts).
-# SECTIONS="1 2 3 4 5 6 7 8 9" picks the checks that run.
+# 10. A traced run (log.trace_steps) on the GPU: gpt2 (bf16, batch 64 x 1024) and pp 2 on 2 ranks
+#     sharing the GPU under Gloo; `slm report`'s per-rank table (each span waits for the device).
+# SECTIONS="1 2 3 4 5 6 7 8 9 10" picks the checks that run.
 set -uo pipefail
 SLM=$(realpath "$1") DATA=$(realpath "$2") OUT=$3 TEXT=$(realpath "$4")
 mkdir -p "$OUT"
 BENCH=$(dirname "$(realpath "$0")")
 export PYTHONUNBUFFERED=1
-SECTIONS=" ${SECTIONS:-1 2 3 4 5 6 7 8 9} "
+SECTIONS=" ${SECTIONS:-1 2 3 4 5 6 7 8 9 10} "
 on() { [[ "$SECTIONS" == *" $1 "* ]]; }
 T=(-c /dev/null --set data.dir="$DATA" --set model.n_layer=4 --set model.n_head=4 --set model.n_embd=256
    --set model.block_size=256 --set batch.batch_size=16 --set batch.micro_batch=8 --set schedule.max_steps=20
@@ -164,4 +166,15 @@ r = [json.loads(l) for l in open(sys.argv[1]) if '"step_s"' in l][2:]
 keys = [k for k in r[0] if k.endswith("_s") or k == "tokens_per_s"]
 print("  slm train medians: " + ", ".join(f"{k} {statistics.median(x[k] for x in r if k in x):.4g}" for k in keys))
 PY
+fi
+if on 10; then
+echo "== 10. a traced step on the GPU (log.trace_steps = 3): gpt2 in bf16, then pp 2 on 2 ranks under Gloo"
+timeout 300 "$SLM" train -c configs/gpt2.toml --set data.dir="$DATA" --set batch.batch_size=64 --set batch.micro_batch=16 \
+  --set schedule.max_steps=6 --set schedule.warmup_steps=2 --set eval.every=0 --set log.every=1 --set checkpoint.every=0 \
+  --set system.precision=bf16 --set system.device=cuda --set log.trace_steps=3 --set run.dir="$OUT/trace-gpt2" \
+  > "$OUT/trace-gpt2.log" 2>&1
+echo "trace-gpt2: rc $?; $(python3 -c "import json; s=[json.loads(l)['step_s'] for l in open('$OUT/trace-gpt2/metrics.jsonl') if 'step_s' in l]; print('step_s', [round(x, 4) for x in s])")"
+"$SLM" report "$OUT/trace-gpt2" | grep -A4 '^| rank | steps'
+launch trace-pp2 2 --set system.device=cuda --set dist.backend=gloo --pp 2 --set log.trace_steps=3
+"$SLM" report "$OUT/trace-pp2" | grep -A4 '^| rank | steps'
 fi

@@ -8,7 +8,9 @@
 #   2. PyPI's LibTorch 2.x in build-pip/: builds everything, runs every unit test and every
 #      layout's loss-match test, the ecosystem tests and the cross-build checkpoint test (against
 #      build/slm); the testbed (and link-fault), job-secret, planner and WAN-collective tests
-#      (~5 min; the c10d calls they make are the ones the other tests make), the README's tour (docs_tour) and the fuzz tests
+#      (~5 min; the c10d calls they make are the ones the other tests make), DiLoCo and the elastic
+#      restarts (~3.3 min: all-reduces, and the TCPStore and lost peers that dist_failures and
+#      restarts test on both builds), the README's tour (docs_tour) and the fuzz tests
 #      (tests/fuzz: clang; the corpus CLI run) run
 #      in the first build only, to keep CI under 40 min.
 # Tests that need ../shared/data skip cleanly without it. .ci/run calls exactly this.
@@ -38,5 +40,5 @@ if [[ " $builds " == *" pip "* ]]; then
   configure build-pip -DCMAKE_PREFIX_PATH="$("$py" -c 'import torch; print(torch.utils.cmake_prefix_path)')" \
     -DSLM_OTHER_SLM="$other"
   (cd build-pip && ctest -j "$jobs" --output-on-failure --timeout 900 \
-    -E '^(e2e\.(testbed|elastic_testbed|link_faults|job_secret|planner|wan_comm|cmake_torch_check|fuzz_corpus|docs_tour)|fuzz\..*)$')
+    -E '^(e2e\.(testbed|elastic_testbed|link_faults|job_secret|planner|wan_comm|diloco|elastic|cmake_torch_check|fuzz_corpus|docs_tour)|fuzz\..*)$')
 fi

@@ -32,6 +32,7 @@
 #include "train/trainer.h"
 #include "util/error.h"
 #include "util/files.h"
+#include "util/stats.h"
 
 namespace slm::cli {
 namespace {
@@ -116,11 +117,6 @@ std::vector<double> measure_plan(const AutoArgs& a, const std::string& plan_file
   if (steps.size() < 2) return {};
   steps.erase(steps.begin());
   return steps;
-}
-
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 }  // namespace
@@ -262,12 +258,12 @@ void run_auto(const AutoArgs& a) {
           std::fprintf(stderr, "  failed (log: %s/log)\n", dir.c_str());
           continue;
         }
-        round_medians[i].push_back(median_of(s));
+        round_medians[i].push_back(upper_median(s));
         steps[i].insert(steps[i].end(), s.begin(), s.end());
       }
     }
     for (size_t i : runs)
-      if (!failed[i]) measured[i] = median_of(steps[i]);
+      if (!failed[i]) measured[i] = upper_median(steps[i]);
     size_t best = 0;
     for (size_t i = 0; i < measured.size(); ++i)
       if (measured[i] > 0 && (measured[best] <= 0 || measured[i] < measured[best])) best = i;

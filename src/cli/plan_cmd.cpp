@@ -61,6 +61,14 @@ void print_prediction(const parallel::Plan& p, const train::Config& cfg, const P
                          cfg.parallel.memory_cap_gb, {}};
   const planner::Candidate k = candidate_of(p, cfg, pi.cluster);
   std::fprintf(stderr, "  %s (%s)\n", describe_prediction(planner::predict(k, in)).c_str(), planner::describe_candidate(k).c_str());
+  // Per virtual stage, one micro-batch of replica 0: what a traced run (log.trace_steps, `slm
+  // report`) shows as its forward and backward spans.
+  for (int s = 0; s < static_cast<int>(p.stages.size()); ++s) {
+    const planner::StageSeconds t = planner::stage_seconds(k, in, s, 0);
+    std::fprintf(stderr, "  stage %d: forward %.1f ms, backward %.1f ms per micro-batch of %lld (replica 0%s)\n", s,
+                 1e3 * t.forward, 1e3 * t.backward, static_cast<long long>(p.micro_batch.front()),
+                 !pi.profile.ranks.empty() && pi.profile.ranks.front().shares_cores ? "; with every rank of its machine busy" : "");
+  }
 }
 
 void print_plan(parallel::Plan p, const train::Config& cfg, const PlanArgs& a) {

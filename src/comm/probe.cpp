@@ -12,17 +12,13 @@
 
 #include "comm/collectives.h"
 #include "comm/hierarchy.h"
+#include "util/stats.h"
 
 namespace slm::comm {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
 
 }  // namespace
 
@@ -80,7 +76,7 @@ std::vector<LinkClass> classify_links(std::vector<PairLink>& pairs) {
       a.push_back(sorted[i]->alpha_s);
       if (sorted[i]->beta_Bps > 0) b.push_back(sorted[i]->beta_Bps);
     }
-    k.alpha_s = median(a), k.beta_Bps = median(b), k.pairs = static_cast<int>(hi - lo);
+    k.alpha_s = upper_median(a), k.beta_Bps = upper_median(b), k.pairs = static_cast<int>(hi - lo);
     out.push_back(k);
   }
   return out;
@@ -147,7 +143,7 @@ ProbeResult probe_links(World& w, const ProbeConfig& c) {
     }
     all_reduce_sum(times, g);
     at::Tensor slowest = std::get<0>(times.max(0));
-    r.collectives.push_back({op, bytes, median(std::vector<double>(slowest.data_ptr<double>(),
+    r.collectives.push_back({op, bytes, upper_median(std::vector<double>(slowest.data_ptr<double>(),
                                                                    slowest.data_ptr<double>() + c.repeats))});
   };
   for (int64_t bytes : {int64_t{4}, int64_t{1} << 20}) {

@@ -73,10 +73,20 @@ torch::autograd::variable_list ReadyHook::operator()(const torch::autograd::vari
 
 // Sum of squares in chunks (a whole-buffer pow(2) would allocate a second copy of the gradients).
 double sum_of_squares(const at::Tensor& g) {
-  constexpr int64_t kChunk = 1 << 20;
+  // Chunks of 1M floats summed in float, added in double. On a GPU 16M: CUDA's sum is a tree
+  // reduction (accurate far beyond 1M floats) and each chunk costs kernel launches (gpt2: 124
+  // chunks took 2.6 ms of a 129 ms step on an H200 with one sync, 8 of them 0.5 ms).
+  const int64_t kChunk = g.is_cuda() ? 1 << 24 : 1 << 20;
+  std::vector<at::Tensor> parts;
+  for (int64_t i = 0; i < g.numel(); i += kChunk) parts.push_back(g.narrow(0, i, std::min(kChunk, g.numel() - i)).pow(2).sum());
+  if (parts.empty()) return 0;
+  // The chunks' sums come back together: on a GPU one device sync instead of one per chunk (gpt2:
+  // 124 of them, 3.7 ms of a 139 ms step on an H200, seen in a traced step), added up in order
+  // (on a CPU the norm is what one item() per chunk gave, to the last bit).
+  const at::Tensor sums = at::stack(parts).to(at::kDouble).cpu();
+  const double* v = sums.data_ptr<double>();
   double total = 0;
-  for (int64_t i = 0; i < g.numel(); i += kChunk)
-    total += g.narrow(0, i, std::min(kChunk, g.numel() - i)).pow(2).sum().item<double>();
+  for (int64_t i = 0; i < sums.numel(); ++i) total += v[i];
   return total;
 }
 

@@ -11,18 +11,13 @@
 #include "planner/comm_cost.h"
 #include "planner/devices.h"
 #include "util/error.h"
+#include "util/stats.h"
 
 namespace slm::planner {
 namespace {
 
 Link link_of(const testbed::LinkSpec& l) {
   return {kBaseAlpha + l.delay_ms * 1e-3, l.rate_mbit > 0 ? l.rate_mbit * 1e6 / 8 : kUnlimitedBps, l.rate_mbit > 0};
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 struct ProbedPair {

@@ -804,11 +804,16 @@ std::vector<int> representative_of(const Candidate& c, const CostInputs& in) {
   return rep;
 }
 
-double stage_compute_s(const Candidate& c, const CostInputs& in, int k, int replica) {
+StageSeconds stage_seconds(const Candidate& c, const CostInputs& in, int k, int replica) {
   Ctx x{c, in, *in.cluster, static_cast<double>(in.model.n_embd), static_cast<double>(in.seq_len),
         static_cast<double>(in.model.vocab_padded), {}, {}, {}};
   const StageTime st = stage_time(x, k, replica, static_cast<double>(c.plan.micro_batch[static_cast<size_t>(replica)]));
-  return st.fwd + st.bwd;
+  return {st.fwd, st.bwd};
+}
+
+double stage_compute_s(const Candidate& c, const CostInputs& in, int k, int replica) {
+  const StageSeconds s = stage_seconds(c, in, k, replica);
+  return s.forward + s.backward;
 }
 
 double stage_memory_over(const Candidate& c, const CostInputs& in, int k) {

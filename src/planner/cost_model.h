@@ -81,6 +81,12 @@ Prediction predict(const Candidate& c, const CostInputs& in);
 // Forward + backward of virtual stage k for one micro-batch of `replica` (its slowest tp rank:
 // compute, tp all-reduces, ZeRO-3 gathers): what the stage split balances.
 double stage_compute_s(const Candidate& c, const CostInputs& in, int k, int replica);
+// Its forward and backward apart (what `log.trace_steps` times per micro-batch in training; where
+// ranks share cores, at the profile's all-busy speed).
+struct StageSeconds {
+  double forward = 0, backward = 0;
+};
+StageSeconds stage_seconds(const Candidate& c, const CostInputs& in, int k, int replica);
 // Largest (estimate - cap) over the ranks of virtual stage k, bytes (> 0: does not fit; -inf
 // when no rank has a cap).
 double stage_memory_over(const Candidate& c, const CostInputs& in, int k);

@@ -11,6 +11,7 @@
 
 #include "util/error.h"
 #include "util/files.h"
+#include "util/stats.h"
 
 namespace slm::report {
 namespace fs = std::filesystem;
@@ -46,12 +47,6 @@ Rows read_rows(const std::string& run_dir) {
   return r;
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 }  // namespace
 
 RunSummary summarize(const std::string& run_dir) {
@@ -82,9 +77,9 @@ RunSummary summarize(const std::string& run_dir) {
       s.best_val_step = step;
     }
   }
-  s.median_tokens_per_s = median(tps);
-  s.median_tflops = median(tfl);
-  s.median_mfu = median(mfu);
+  s.median_tokens_per_s = upper_median(tps);
+  s.median_tflops = upper_median(tfl);
+  s.median_mfu = upper_median(mfu);
   s.restarts = train::read_restart_events(run_dir);
   return s;
 }
@@ -114,7 +109,7 @@ std::string summary_table(const RunSummary& s) {
   return t;
 }
 
-std::string write_report(const std::string& run_dir) {
+std::string write_report(const std::string& run_dir, std::string* no_plots) {
   Rows r = read_rows(run_dir);
   RunSummary s = summarize(run_dir);
   const std::string out = run_dir + "/report";
@@ -141,8 +136,13 @@ std::string write_report(const std::string& run_dir) {
         out, ext, out);
   }
   write_file_atomic(out + "/plots.gp", plots);
-  if (std::system("command -v gnuplot >/dev/null 2>&1") != 0)
-    throw UserError("gnuplot not found: install gnuplot-nox (scripts/setup.sh does)");
+  if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) {
+    const std::string why = "gnuplot not found: install gnuplot-nox (scripts/setup.sh does)";
+    if (!no_plots) throw UserError(why);
+    *no_plots = why;
+    write_file_atomic(out + "/summary.md", "# Run " + run_dir + "\n\n" + summary_table(s));
+    return out;
+  }
   if (std::system(fmt::format("gnuplot '{}/plots.gp' 2>'{}/gnuplot.log'", out, out).c_str()) != 0)
     throw UserError(fmt::format("gnuplot failed; see {}/gnuplot.log", out));
   write_file_atomic(out + "/summary.md", "# Run " + run_dir + "\n\n" + summary_table(s) +

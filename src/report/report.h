@@ -24,6 +24,7 @@ struct RunSummary {
 RunSummary summarize(const std::string& run_dir);  // UserError if metrics.jsonl is missing/empty
 std::string summary_table(const RunSummary& s);      // Markdown
 // Writes RUN/report/{loss,throughput}.{svg,png} and summary.md; returns the report directory.
-std::string write_report(const std::string& run_dir);
+// Without gnuplot: UserError, or where no_plots is given, summary.md alone and why in *no_plots.
+std::string write_report(const std::string& run_dir, std::string* no_plots = nullptr);
 
 }  // namespace slm::report

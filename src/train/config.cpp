@@ -64,6 +64,7 @@ std::vector<Field> fields(Config& c) {
       {"eval", "every", &c.eval.every},
       {"eval", "batches", &c.eval.batches},
       {"log", "every", &c.log.every},
+      {"log", "trace_steps", &c.log.trace_steps},
       {"checkpoint", "every", &c.checkpoint.every},
       {"checkpoint", "every_minutes", &c.checkpoint.every_minutes},
       {"checkpoint", "keep", &c.checkpoint.keep},
@@ -289,7 +290,7 @@ void validate(const Config& c) {
        "system: loss_scale_init must be >= 1 and loss_scale_growth_interval >= 1");
   need(c.system.threads >= 0, "system: threads must be >= 0");
   need(c.eval.every >= 0 && c.eval.batches >= 1, "eval: every must be >= 0 and batches >= 1");
-  need(c.log.every >= 1, "log: every must be >= 1");
+  need(c.log.every >= 1 && c.log.trace_steps >= 0, "log: every must be >= 1 and trace_steps >= 0");
   need(c.checkpoint.every >= 0 && c.checkpoint.keep >= 1 && c.checkpoint.every_minutes >= 0,
        "checkpoint: every and every_minutes must be >= 0 and keep >= 1");
   need(!c.data.dir.empty(), "data: dir is not set (a dataset from `slm data prepare`)");

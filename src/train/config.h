@@ -74,6 +74,8 @@ struct EvalConfig {
 
 struct LogConfig {
   int64_t every = 10;  // plain progress line every N steps when stderr is not a terminal
+  int64_t trace_steps = 0;  // > 0: each rank's timeline of this many steps after the session's first
+                            // (run.dir/trace/rank_K.json, Chrome trace events; util/trace.h)
 };
 
 struct CheckpointConfig {

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <torch/cuda.h>
 
 #include "comm/collectives.h"
 #include "comm/hierarchy.h"
@@ -26,6 +27,7 @@
 #include "util/files.h"
 #include "util/interrupt.h"
 #include "util/progress.h"
+#include "util/trace.h"
 
 namespace slm::train {
 namespace fs = std::filesystem;
@@ -98,6 +100,16 @@ static Agreed finish_agree(Agreement& a) {
   const int n = a.n;
   return {v[0], v[1] > 0, v[2] > 0, v[3], v[4], v[5] / n, v[6] / n, v[7], v[8], v[9], v[10],
           std::vector<double>(v.end() - n, v.end())};
+}
+
+// log.trace_steps: this rank's timeline of the traced steps, in RUN/trace/rank_K.json.
+static void write_trace(const Trainer& t, const std::string& run) {
+  const parallel::RankRole& r = t.pipe->role;
+  const int rank = t.world.world.rank;
+  const std::string name = fmt::format("rank {}: pipeline rank {}, replica {}, tp rank {}", rank, r.pipe, r.replica, r.tp_rank);
+  fs::create_directories(run + "/trace");
+  write_file_atomic(fmt::format("{}/trace/rank_{}.json", run, rank),
+                    trace::trace_file_json(trace::take_events(rank), rank, name));
 }
 
 static void print_header(const Trainer& t, const std::string& run, const DeviceInfo& dev) {
@@ -328,12 +340,18 @@ int run_training(const Config& cfg_in, bool resume, int64_t stop_at) {
       std::fprintf(stderr, "checkpoint %s (saved by rank 0 alone after losing a peer)\n",
                    save_checkpoint(*t, run, cfg.checkpoint.keep, /*solo=*/true).c_str());
   };
+  if (cfg.log.trace_steps > 0 && t->device != "cpu") trace::set_sync([] { torch::cuda::synchronize(); });
   while (t->step < end) {
     const data::LoaderState before = t->train_loader->state();
     const int64_t step_before = t->step;
     try {
       const ByteCounts bytes = byte_counts(*t);
+      const int64_t traced_end = first + 1 + cfg.log.trace_steps;  // the session's first step is warm-up
+      trace::set_recording(t->step > first && t->step < traced_end);
       StepStats s = train_step(*t);
+      trace::set_recording(false);
+      if (cfg.log.trace_steps > 0 && (t->step == traced_end || (t->step < traced_end && t->step == end)))
+        write_trace(*t, run);
       agreeing.push_back(begin_agree(*t, s, bytes, ask_to_save(), async_status(async_ckpt)));
       const bool last = t->step == cfg.schedule.max_steps;
       const bool eval_due = cfg.eval.every > 0 && (t->step % cfg.eval.every == 0 || last);

@@ -32,6 +32,7 @@
 #include "train/trainer.h"
 #include "util/error.h"
 #include "util/files.h"
+#include "util/trace.h"
 
 namespace slm::train {
 using Clock = std::chrono::steady_clock;
@@ -345,11 +346,17 @@ static void inner_step(Trainer& t, std::vector<parallel::pipeline::MicroBatch>& 
   s.loss += t.groups.tp.rank == 0 ? run.loss * share : 0.0;
   s.compute_s += run.compute_s, s.schedule_s += run.wall_s;
   seconds_since(clock);
-  parallel::finish_grads(*t.dp);
+  {
+    trace::Span span("reduce gradients", trace::kWait);
+    parallel::finish_grads(*t.dp);
+  }
   at::Tensor grad = parallel::grad_shard(*t.dp);
   s.loss_scale = t.scaler.enabled ? t.scaler.scale : 0.0;
   if (t.scaler.enabled) grad.mul_(1.0 / t.scaler.scale);  // unscale before any norm (no overflow)
-  s.grad_norm = std::sqrt(parallel::pipeline::pipeline_grad_norm_sq(*t.pipe, *t.dp, norm));  // same on every rank
+  {
+    trace::Span span("gradient norm", trace::kWait);
+    s.grad_norm = std::sqrt(parallel::pipeline::pipeline_grad_norm_sq(*t.pipe, *t.dp, norm));  // same on every rank
+  }
   s.comm_s += seconds_since(clock);
   s.lr = lr_at(t.cfg.schedule, t.cfg.optim.lr, t.step);
   const bool skipped = !update_loss_scale(t.scaler, std::isfinite(s.grad_norm));
@@ -357,8 +364,12 @@ static void inner_step(Trainer& t, std::vector<parallel::pipeline::MicroBatch>& 
   if (!skipped) {
     const double clip = t.cfg.optim.grad_clip;
     if (clip > 0 && s.grad_norm > clip) grad.mul_(clip / (s.grad_norm + 1e-6));
-    adamw_step(t.adam, parallel::param_shard(*t.dp), grad, t.cfg.optim, s.lr);
+    {
+      trace::Span span("optimizer");
+      adamw_step(t.adam, parallel::param_shard(*t.dp), grad, t.cfg.optim, s.lr);
+    }
     s.optim_s += seconds_since(clock);
+    trace::Span span("gather parameters", trace::kWait);
     parallel::gather_params(*t.dp);  // the tied head follows at the start of the next action list
     s.comm_s += seconds_since(clock);
   }
@@ -397,10 +408,15 @@ static void next_round(Trainer& t) {
 
 StepStats train_step(Trainer& t) {
   StepStats s;
+  trace::Span step_span("step", trace::kStep, -1, -1, t.step + 1);
   auto clock = Clock::now();
   const std::vector<int64_t> q = replica_steps(t);
   int64_t samples = 0;
-  auto batches = next_micro_batches(t, q, &samples);
+  std::vector<std::vector<parallel::pipeline::MicroBatch>> batches;
+  {
+    trace::Span span("data");
+    batches = next_micro_batches(t, q, &samples);
+  }
   s.data_s = seconds_since(clock);
   const double share = static_cast<double>(t.pipe->plan.micro_batch[static_cast<size_t>(t.pipe->role.replica)]) /
                        static_cast<double>(samples);

@@ -66,8 +66,11 @@ same_vectors ref n2 1e-4
 "$SLM" "${TUNE[@]}" --threads 2 --out rs --stop-at 4 2> /dev/null || fail "stop at 4"
 grep -q '"step": *4\|"step":4' rs/model/tune_state.json || fail "stop-at did not save step 4"
 "$SLM" "${TUNE[@]}" --threads 2 --out rs --resume 2> rs.log || { cat rs.log; fail "resume"; }
-same_losses ref rs 1e-6
-same_vectors ref rs 1e-6
+# A resumed run equals the uninterrupted one up to rounding: bit for bit on LibTorch 1.13; on 2.x
+# the reloaded tensors' kernels may round differently (seen: one ulp of the loss, 5.7e-6 of a
+# grad norm of ~16), so the tolerance is a few ulps, far below what a lost state would change.
+same_losses ref rs 2e-5
+same_vectors ref rs 1e-5
 "$SLM" embed tune run "${T[@]}" --batch 8 --steps 100000 --lr 1e-4 --threads 2 --out sig 2> sig.log &
 pid=$!
 for _ in $(seq 300); do [ -s sig/metrics.jsonl ] && break; sleep 0.1; done

@@ -98,7 +98,33 @@ printf 'micro_batch = [4]\nmicro_batches = 4\nschedule = "1f1b"\n[[stage]]\nlaye
 train_as uneven 2 --set parallel.plan=uneven.toml
 train_as interleaved 2 --pp 2 --virtual-stages 2
 grep -q "schedule interleaved" interleaved.log || fail "interleaved plan line"
-train_as pp2tp2 4 --pp 2 --tp 2
+train_as pp2tp2 4 --pp 2 --tp 2 --set log.trace_steps=3  # traced: the same losses
+# log.trace_steps: each rank's timeline of steps 2-4 (4 micro-batches: 4 forwards and 4 backwards
+# a step, tp all-reduces inside them), and `slm report`'s table and merged trace.
+python3 - <<'PY' || fail "pp2tp2: trace files"
+import json
+for r in range(4):
+    ev = json.load(open(f"pp2tp2/trace/rank_{r}.json"))["traceEvents"]
+    x = [e for e in ev if e["ph"] == "X"]
+    steps = sorted(e["args"]["step"] for e in x if e["tid"] == 2)
+    assert steps == [2, 3, 4], steps
+    assert sum(e["name"].startswith("F ") for e in x) == 12 and sum(e["name"].startswith("B ") for e in x) == 12, r
+    assert any(e["name"] == "tp all-reduce" and e["tid"] == 3 for e in x), r
+    assert any(e["name"] == "optimizer" for e in x) and all(e["dur"] >= 0 for e in x), r
+    assert any(e["name"] == "process_name" and e["args"]["name"].startswith(f"rank {r}: pipeline rank {r // 2}") for e in ev)
+PY
+"$SLM" report pp2tp2 > report.txt || fail "slm report of a traced run"
+[ "$(grep -c '^| rank [0-3]: pipeline rank' report.txt)" -eq 4 ] && grep -q "timeline of the traced steps" report.txt \
+  || { cat report.txt; fail "slm report: trace table"; }
+python3 -c "
+import json; ev = json.load(open('pp2tp2/report/trace.json'))['traceEvents']
+assert {e['pid'] for e in ev} == {0, 1, 2, 3}" || fail "report/trace.json"
+# Without gnuplot: the tables, and why there are no plots.
+PATH=/nonexistent "$SLM" report pp2tp2 > noplot.txt || fail "slm report without gnuplot"
+grep -q "plots: none (gnuplot not found" noplot.txt && grep -q "timeline of the traced steps" noplot.txt \
+  || { cat noplot.txt; fail "slm report without gnuplot: output"; }
+echo "not json" > pp2tp2/trace/rank_9.json
+expect_error "rank_9.json: not a trace written by \`slm train\`" "$SLM" report pp2tp2
 train_as pp2tp2dp2 8 --pp 2 --tp 2 --zero 1
 train_as het 8 --set parallel.plan=het.toml
 # NCCL pairs messages by the order both sides post them, not by tag: the same plans in that order

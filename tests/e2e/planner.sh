@@ -84,6 +84,13 @@ grep -q "why the other layouts lost" auto.txt || fail "plan auto: no reasons"
 grep -q "^study heuristic: " auto.txt || fail "plan auto: no heuristic"
 grep -q "^\[set.dist\]" plan.toml && grep -q "^channels = " plan.toml || fail "plan file lacks [set]"
 "$SLM" plan check plan.toml "${COMMON[@]}" --world 2 > /dev/null 2>&1 || fail "plan check of plan auto's output"
+# With the cluster and profile: the prediction, and each stage's forward and backward per
+# micro-batch (what a traced run's spans show).
+"$SLM" plan make "${COMMON[@]}" --world 2 --pp 2 -o pp2.toml 2> /dev/null || fail "plan make --pp 2"
+"$SLM" plan check pp2.toml "${COMMON[@]}" --world 2 --cluster two.toml --profile profile.json > /dev/null 2> check.txt \
+  || { cat check.txt; fail "plan check --cluster"; }
+grep -q "predicted [0-9.]* s per step" check.txt && grep -q "stage 0: forward [0-9.]* ms, backward [0-9.]* ms per micro-batch of 2" check.txt \
+  && grep -q "stage 1: forward" check.txt || { cat check.txt; fail "plan check: per-stage prediction"; }
 "$SLM" plan auto "${COMMON[@]}" --cluster two.toml --profile profile.json --all-ranks --json > auto.json || fail "--json"
 python3 - <<'PY' || fail "plan auto --json"
 import json

@@ -8,6 +8,7 @@
 
 #include "comm/collectives.h"
 #include "parallel/data_parallel.h"
+#include "util/trace.h"
 
 namespace slm::parallel::pipeline {
 namespace {
@@ -105,13 +106,18 @@ ScheduleResult run_actions(Pipeline& p, DataParallel& d, const std::vector<Actio
   auto take = [&](size_t i) {
     post(i);
     auto it = posted.find(i);
-    it->second.second.wait();
+    {
+      trace::Span span(actions[i].op == Action::F ? "wait activations" : "wait gradient", trace::kWait, actions[i].micro,
+                       actions[i].chunk);
+      it->second.second.wait();
+    }
     at::Tensor buf = it->second.first;
     posted.erase(it);
     const Action& a = actions[i];
     const int from = p.chunks[static_cast<size_t>(a.chunk)].stage + (a.op == Action::F ? -1 : 1);
     if (scatter_gather(p, from, buf.numel())) {
       at::Tensor flat = buf.view({-1}), mine = flat.view({p.tp.size, -1})[p.tp.rank].clone();
+      trace::Span span("tp gather", trace::kWait);
       comm::all_gather_into(flat, mine, p.tp);
     }
     return buf;
@@ -146,6 +152,7 @@ ScheduleResult run_actions(Pipeline& p, DataParallel& d, const std::vector<Actio
       at::Tensor w = at::empty_like(p.model->head);
       comm::Pending in = comm::recv_async(w, rank_at(p.plan, 0, p.role.replica, p.role.tp_rank), kTiedWeightTag, p.p2p);
       post_first();
+      trace::Span span("wait tied weights", trace::kWait);
       in.wait();
       torch::NoGradGuard no_grad;
       p.model->head.detach().copy_(w);
@@ -163,6 +170,7 @@ ScheduleResult run_actions(Pipeline& p, DataParallel& d, const std::vector<Actio
       const auto t = Clock::now();
       at::Tensor out;
       {
+        trace::Span span("F", trace::kCompute, a.micro, a.chunk);
         at::AutoGradMode grad_mode(train);
         out = chunk_forward(d, *p.model, c, in, mb.y, p.tp, train);
       }
@@ -179,14 +187,18 @@ ScheduleResult run_actions(Pipeline& p, DataParallel& d, const std::vector<Actio
     post(i + ahead);
     if (i == final_first_b && train && holds_first(p) && !holds_last(p)) {  // the head's share of the tied embedding gradient
       if (!head_grad.defined()) post_head_grad();
+      trace::Span span("wait tied gradient", trace::kWait);
       head_grad_in.wait();
       at::Tensor& g = p.model->wte.mutable_grad();
       g.defined() ? g.add_(head_grad) : (g = head_grad);
     }
     begin_backward(d, /*last=*/i == final_b);
     const auto t = Clock::now();
-    if (c.last) (l.out * (weight * scale)).backward();
-    else l.out.backward(grad);
+    {
+      trace::Span span("B", trace::kCompute, a.micro, a.chunk);
+      if (c.last) (l.out * (weight * scale)).backward();
+      else l.out.backward(grad);
+    }
     r.compute_s += since(t);
     if (!c.first) send(l.in.grad(), c.stage - 1, tag_of(p, a.micro, c.stage, 1));
   }
@@ -196,7 +208,10 @@ ScheduleResult run_actions(Pipeline& p, DataParallel& d, const std::vector<Actio
     sends.push_back(comm::send_async(wire, rank_at(p.plan, 0, p.role.replica, p.role.tp_rank), kTiedGradTag, p.p2p));
     g = at::Tensor();
   }
-  for (comm::Pending& s : sends) s.wait();
+  {
+    trace::Span span("wait sends", trace::kWait);
+    for (comm::Pending& s : sends) s.wait();
+  }
   if (loss_sum.defined()) r.loss = loss_sum.item<double>();  // one device sync per step, not per micro-batch
   r.wall_s = since(started);
   return r;

@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include "comm/collectives.h"
+#include "util/trace.h"
 
 namespace slm::parallel::tensor {
 namespace {
@@ -17,6 +18,7 @@ const comm::Group& group_of(AutogradContext* ctx) {
 
 at::Tensor summed(const at::Tensor& x, const comm::Group& tp) {
   at::Tensor y = x.contiguous().clone();
+  trace::Span span("tp all-reduce", trace::kInside);
   comm::all_reduce_sum(y, tp);
   return y;
 }
