@@ -24,7 +24,7 @@ SLM=$(readlink -f "$1") DATA=$(readlink -f "$2") OUT=$(readlink -f "${3:-docs}")
 ROUNDS=${ROUNDS:-2}
 [ "$(id -u)" -eq 0 ] || { echo "planner_study: needs root (the testbed); run with sudo" >&2; exit 1; }
 W=$(mktemp -d); trap 'rm -rf "$W"; "$SLM" testbed down "$W/c.toml" 2>/dev/null || true' EXIT
-export HOME=$W  # a fresh profile cache: each scenario measures its own ranks
+export HOME=$W  # a profile cache of its own
 MODEL=(-c /dev/null --set data.dir="$DATA" --set model.n_layer=24 --set model.n_head=16 --set model.n_embd=256
        --set model.block_size=128 --set batch.batch_size=8 --set batch.micro_batch=2 --set optim.lr=1e-3
        --set schedule.warmup_steps=2 --set eval.every=0 --set checkpoint.every=0 --set log.every=1
@@ -92,7 +92,10 @@ for sc in "${ORDER[@]}"; do
     *) echo "unknown scenario $sc" >&2; exit 2 ;;
   esac
   echo "== $sc: profile" >&2
-  "$SLM" testbed run "$W/c.toml" -- "$SLM" profile "${MODEL[@]}" --micro-batches 1,2,4,8 -o "$W/prof.json" > "$W/prof.log" 2>&1 \
+  # Measured afresh for every scenario (not from the cache): a VM's speed moves over hours (the
+  # tenth look, docs/planner.md: a third slower than the ninth run's profile), and a cached profile
+  # would hand every scenario the first one's minutes.
+  "$SLM" testbed run "$W/c.toml" -- "$SLM" profile "${MODEL[@]}" --micro-batches 1,2,4,8 --no-cache -o "$W/prof.json" > "$W/prof.log" 2>&1 \
     || { cat "$W/prof.log"; exit 1; }
   # The links as `slm probe` measures them on the running testbed (as on a real cluster).
   "$SLM" testbed run "$W/c.toml" -- "$SLM" probe -o "$W/topo.json" > "$W/probe.log" 2>&1 || { cat "$W/probe.log"; exit 1; }

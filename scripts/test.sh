@@ -5,7 +5,7 @@
 #   1. Debian's LibTorch 1.13 in build/: builds everything, runs every CTest test but the one
 #      that belongs to the second build (cross_build; torchrun checks that 1.13 refuses torchrun
 #      2.x's agent store in one line);
-#   2. PyPI's LibTorch 2.x in build-pip/: builds everything, runs every unit test and every
+#   2. PyPI's LibTorch 2.x in build-pip/: builds everything but the bench programs, runs every unit test and every
 #      layout's loss-match test, the ecosystem tests and the cross-build checkpoint test (against
 #      build/slm); the testbed (and link-fault), job-secret, planner and WAN-collective tests
 #      (~5 min; the c10d calls they make are the ones the other tests make), DiLoCo and the elastic
@@ -38,7 +38,7 @@ if [[ " $builds " == *" pip "* ]]; then
   echo "== PyPI's LibTorch $("$py" -c 'import torch; print(torch.__version__)') (build-pip/)"
   other=""; [ -x build/slm ] && other=$PWD/build/slm
   configure build-pip -DCMAKE_PREFIX_PATH="$("$py" -c 'import torch; print(torch.utils.cmake_prefix_path)')" \
-    -DSLM_OTHER_SLM="$other"
+    -DSLM_OTHER_SLM="$other" -DSLM_BENCH=OFF  # the bench programs compile in the first build
   (cd build-pip && ctest -j "$jobs" --output-on-failure --timeout 900 \
     -E '^(e2e\.(testbed|elastic_testbed|link_faults|job_secret|planner|wan_comm|diloco|elastic|cmake_torch_check|fuzz_corpus|docs_tour)|fuzz\..*)$')
 fi

@@ -66,11 +66,24 @@ same_vectors ref n2 1e-4
 "$SLM" "${TUNE[@]}" --threads 2 --out rs --stop-at 4 2> /dev/null || fail "stop at 4"
 grep -q '"step": *4\|"step":4' rs/model/tune_state.json || fail "stop-at did not save step 4"
 "$SLM" "${TUNE[@]}" --threads 2 --out rs --resume 2> rs.log || { cat rs.log; fail "resume"; }
-# A resumed run equals the uninterrupted one up to rounding: bit for bit on LibTorch 1.13; on 2.x
-# the reloaded tensors' kernels may round differently (seen: one ulp of the loss, 5.7e-6 of a
-# grad norm of ~16), so the tolerance is a few ulps, far below what a lost state would change.
-same_losses ref rs 2e-5
-same_vectors ref rs 1e-5
+# A resumed run equals the uninterrupted one: bit for bit on LibTorch 1.13. On 2.x two runs of the
+# same command differ in rounding that the steps amplify (in CI: losses 6e-7 and 5.5e-6 apart, grad
+# norms of ~16 5.7e-6 and 2.5e-4), so there the resumed run is held to the 2-rank run's tolerances.
+if "$SLM" --version | grep -q "LibTorch 1\."; then
+  same_losses ref rs 1e-6
+  same_vectors ref rs 1e-6
+else
+  python3 - <<'PY' || fail "rs: losses differ from ref"
+import json
+rows = lambda d: [json.loads(l) for l in open(d + "/metrics.jsonl")]
+a, b = rows("ref"), rows("rs")
+dl = [abs(x["loss"] - y["loss"]) for x, y in zip(a, b)]
+dg = [abs(x["grad_norm"] - y["grad_norm"]) / x["grad_norm"] for x, y in zip(a, b)]
+print(f"rs: {len(b)} steps, max |loss diff| {max(dl):.1e}, max relative grad norm diff {max(dg):.1e}")
+assert len(a) == len(b) == 8 and max(dl) < 2e-4 and max(dg) < 5e-4
+PY
+  same_vectors ref rs 1e-4
+fi
 "$SLM" embed tune run "${T[@]}" --batch 8 --steps 100000 --lr 1e-4 --threads 2 --out sig 2> sig.log &
 pid=$!
 for _ in $(seq 300); do [ -s sig/metrics.jsonl ] && break; sleep 0.1; done
