@@ -5,9 +5,7 @@
 #include <cctype>
 #include <filesystem>
 #include <fmt/format.h>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "util/error.h"
 #include "util/files.h"
@@ -22,9 +20,8 @@ std::vector<std::pair<int, fs::path>> trace_files(const std::string& run_dir) {
   const fs::path dir = fs::path(run_dir) / "trace";
   if (!fs::is_directory(dir)) return out;
   for (const auto& e : fs::directory_iterator(dir)) {
-    const std::string f = e.path().filename().string();
     int rank = -1;
-    if (f.rfind("rank_", 0) == 0 && e.path().extension() == ".json" && std::sscanf(f.c_str(), "rank_%d.json", &rank) == 1)
+    if (e.path().extension() == ".json" && std::sscanf(e.path().filename().c_str(), "rank_%d.json", &rank) == 1)
       out.emplace_back(rank, e.path());
   }
   std::sort(out.begin(), out.end());
@@ -39,11 +36,8 @@ std::string kind_of(const std::string& name) {
 }
 
 json read_trace(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
   try {
-    json j = json::parse(ss.str());
+    json j = json::parse(read_file(p.string()));
     if (!j.contains("traceEvents") || !j["traceEvents"].is_array()) throw std::runtime_error("no traceEvents");
     return j;
   } catch (const std::exception& e) {
