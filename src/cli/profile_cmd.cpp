@@ -70,7 +70,8 @@ void add_profile_command(CLI::App& app) {
       const size_t k = q.micro_batch.size() - 1;
       std::string tp2;  // the pair's block split over tp 2, where the rank has a partner
       if (!q.tp2_fwd_s.empty())
-        tp2 = fmt::format(", over tp 2 {:.2f} ms{}", 1e3 * (q.tp2_fwd_s[k] + q.tp2_bwd_s[k]),
+        tp2 = fmt::format(", over tp 2 {:.2f} ms{}{}", 1e3 * (q.tp2_fwd_s[k] + q.tp2_bwd_s[k]),
+                          q.tp2_pipe_fwd_s.empty() ? "" : fmt::format(" ({:.2f} as pipeline stages)", 1e3 * (q.tp2_pipe_fwd_s[k] + q.tp2_pipe_bwd_s[k])),
                           q.tp2_alone_s.empty() ? "" : fmt::format(" ({:.2f} alone)", 1e3 * q.tp2_alone_s[k]));
       std::printf("  rank %zu: block fwd+bwd %.2f ms at micro-batch %lld%s, head %.2f ms, AdamW %.2f ns/param, "
                   "runtime %.0f MiB, alone %.2fx faster%s, blocks in a row x%.2f, communication %.2f ns of CPU per "

@@ -299,6 +299,10 @@ Reduce outer_sync(const Ctx& x, const std::vector<int>& group, double bytes, int
 // ran s = busy / alone times faster; the core-sharing simulator runs CPU work of a pair alone at
 // r = min(pool ranks / 2, the pool's speed-up) (planner/core_sharing.h), so a share φ with
 // s = 1 / (φ / r + 1 - φ) is CPU work and the rest waits on the all-reduces.
+// In a pipeline the pairs as timed as pipeline stages (tp2_pipe_*, where measured; in phase they
+// interleave), and the slowest pair's: stages wait on each other, so the slower pair's pace is
+// both stages' (the planner study's rtt0 testbed: two pairs timed 25.7 and 21.3 ms per split
+// block at b = 2 a forward apart, training ran both stages' at 26).
 Tp2Block tp2_block(const Ctx& x, const std::vector<int>& group, double b) {
   if (group.size() != 2) return {};
   const RankProfile &a = x.prof(group[0]), &c = x.prof(group[1]);
@@ -306,12 +310,21 @@ Tp2Block tp2_block(const Ctx& x, const std::vector<int>& group, double b) {
   auto [it, fresh] = x.tp2_blocks.try_emplace({a.host, b});
   Tp2Block& out = it->second;
   if (!fresh) return out;
+  const bool lagged = x.c.plan.pp > 1 && !a.tp2_pipe_fwd_s.empty() && !c.tp2_pipe_fwd_s.empty();
   double n = 0, busy = 0, alone = 0;
   for (const RankProfile& r : x.in.profile->ranks)
     if (r.host == a.host && !r.tp2_fwd_s.empty()) {
-      const double f = at_batch(r.micro_batch, r.tp2_fwd_s, b), w = at_batch(r.micro_batch, r.tp2_bwd_s, b);
-      out.fwd += f, out.bwd += w, n += 1;
-      if (!r.tp2_alone_s.empty()) busy += f + w, alone += at_batch(r.micro_batch, r.tp2_alone_s, b);
+      const bool lag = lagged && !r.tp2_pipe_fwd_s.empty();
+      const double f = at_batch(r.micro_batch, lag ? r.tp2_pipe_fwd_s : r.tp2_fwd_s, b);
+      const double w = at_batch(r.micro_batch, lag ? r.tp2_pipe_bwd_s : r.tp2_bwd_s, b);
+      if (lagged && f + w < out.fwd + out.bwd) continue;
+      if (lagged) out.fwd = f, out.bwd = w, n = 1;
+      else out.fwd += f, out.bwd += w, n += 1;
+      if (!r.tp2_alone_s.empty()) {
+        const double solo = at_batch(r.micro_batch, r.tp2_alone_s, b);
+        if (lagged) busy = f + w, alone = solo;
+        else busy += f + w, alone += solo;
+      }
     }
   out.measured = true, out.fwd /= n, out.bwd /= n;
   if (alone > 0 && x.pool_of(group[0]) >= 0) {

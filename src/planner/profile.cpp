@@ -26,7 +26,8 @@ std::string profile_to_json(const ComputeProfile& p) {
                           {"host", r.host}, {"host_ranks", r.host_ranks}, {"shares_cores", r.shares_cores},
                           {"solo_speedup", r.solo_speedup}, {"block_scale", r.block_scale},
                           {"comm_cpu_s_per_byte", r.comm_cpu_s_per_byte}, {"alone_cores", r.alone_cores},
-                          {"tp2_fwd_s", r.tp2_fwd_s}, {"tp2_bwd_s", r.tp2_bwd_s}, {"tp2_alone_s", r.tp2_alone_s}});
+                          {"tp2_fwd_s", r.tp2_fwd_s}, {"tp2_bwd_s", r.tp2_bwd_s}, {"tp2_alone_s", r.tp2_alone_s},
+                          {"tp2_pipe_fwd_s", r.tp2_pipe_fwd_s}, {"tp2_pipe_bwd_s", r.tp2_pipe_bwd_s}});
   return j.dump(1) + "\n";
 }
 
@@ -60,6 +61,8 @@ ComputeProfile parse_profile(const std::string& text, const std::string& where) 
       rp.tp2_fwd_s = r.value("tp2_fwd_s", std::vector<double>{});
       rp.tp2_bwd_s = r.value("tp2_bwd_s", std::vector<double>{});
       rp.tp2_alone_s = r.value("tp2_alone_s", std::vector<double>{});
+      rp.tp2_pipe_fwd_s = r.value("tp2_pipe_fwd_s", std::vector<double>{});
+      rp.tp2_pipe_bwd_s = r.value("tp2_pipe_bwd_s", std::vector<double>{});
       if (rp.solo_speedup < 1 || rp.host_ranks < 1 || rp.block_scale <= 0 || rp.comm_cpu_s_per_byte < 0 ||
           !(rp.alone_cores > 0 && rp.alone_cores <= 1))
         throw UserError(fmt::format("{}: rank {}: solo_speedup must be >= 1, host_ranks >= 1, block_scale > 0, "
@@ -67,12 +70,13 @@ ComputeProfile parse_profile(const std::string& text, const std::string& where) 
       const size_t n = rp.micro_batch.size();
       for (const auto* v : {&rp.block_fwd_s, &rp.block_bwd_s, &rp.embed_s, &rp.head_fwd_s, &rp.head_bwd_s})
         if (v->size() != n) throw UserError(fmt::format("{}: rank {}: one time per micro-batch size expected", where, p.ranks.size()));
-      for (const auto* v : {&rp.tp2_fwd_s, &rp.tp2_bwd_s, &rp.tp2_alone_s})
+      for (const auto* v : {&rp.tp2_fwd_s, &rp.tp2_bwd_s, &rp.tp2_alone_s, &rp.tp2_pipe_fwd_s, &rp.tp2_pipe_bwd_s})
         if (!v->empty() && (v->size() != n || rp.tp2_fwd_s.size() != n || *std::min_element(v->begin(), v->end()) <= 0))
-          throw UserError(fmt::format("{}: rank {}: tp2_alone_s needs tp2_fwd_s, and each of tp2_fwd_s, tp2_bwd_s, "
-                                      "tp2_alone_s one positive time per micro-batch size (or none)", where, p.ranks.size()));
-      if (rp.tp2_bwd_s.size() != rp.tp2_fwd_s.size())
-        throw UserError(fmt::format("{}: rank {}: tp2_fwd_s and tp2_bwd_s go together", where, p.ranks.size()));
+          throw UserError(fmt::format("{}: rank {}: tp2_alone_s and tp2_pipe_* need tp2_fwd_s, and each tp2_* list one "
+                                      "positive time per micro-batch size (or none)", where, p.ranks.size()));
+      if (rp.tp2_bwd_s.size() != rp.tp2_fwd_s.size() || rp.tp2_pipe_bwd_s.size() != rp.tp2_pipe_fwd_s.size())
+        throw UserError(fmt::format("{}: rank {}: tp2_fwd_s and tp2_bwd_s go together, as tp2_pipe_fwd_s and tp2_pipe_bwd_s",
+                                    where, p.ranks.size()));
       if (n == 0 || !std::is_sorted(rp.micro_batch.begin(), rp.micro_batch.end()) || rp.micro_batch[0] < 1)
         throw UserError(fmt::format("{}: rank {}: micro_batch must be ascending sizes >= 1", where, p.ranks.size()));
       p.ranks.push_back(rp);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <deque>
 #include <cstdlib>
 #include <filesystem>
 #include <fmt/format.h>
@@ -264,7 +265,7 @@ namespace {
 // runtime settings as kText characters each, then the numbers).
 std::vector<planner::RankProfile> gather_profile(const planner::RankProfile& mine, const comm::Group& g) {
   constexpr size_t kText = 128, kName = 2 * kText;
-  const size_t n = mine.micro_batch.size(), width = kName + 8 * n + 6;
+  const size_t n = mine.micro_batch.size(), width = kName + 10 * n + 6;
   std::vector<double> all(width * static_cast<size_t>(g.size), 0.0);
   double* me = all.data() + width * static_cast<size_t>(g.rank);
   auto put = [](const std::string& text, double* to) {
@@ -286,6 +287,7 @@ std::vector<planner::RankProfile> gather_profile(const planner::RankProfile& min
   double* tp2 = me + kName + 5 * n + 6;  // zeros: not measured
   for (size_t k = 0; k < mine.tp2_fwd_s.size(); ++k) tp2[k] = mine.tp2_fwd_s[k], tp2[n + k] = mine.tp2_bwd_s[k];
   for (size_t k = 0; k < mine.tp2_alone_s.size(); ++k) tp2[2 * n + k] = mine.tp2_alone_s[k];
+  for (size_t k = 0; k < mine.tp2_pipe_fwd_s.size(); ++k) tp2[3 * n + k] = mine.tp2_pipe_fwd_s[k], tp2[4 * n + k] = mine.tp2_pipe_bwd_s[k];
   all = comm::sum(all, g);
   std::vector<planner::RankProfile> out;
   for (int r = 0; r < g.size; ++r) {
@@ -304,6 +306,7 @@ std::vector<planner::RankProfile> gather_profile(const planner::RankProfile& min
     const double* tp2 = v + kName + 5 * n + 6;
     for (size_t k = 0; k < n && tp2[0] > 0; ++k) p.tp2_fwd_s.push_back(tp2[k]), p.tp2_bwd_s.push_back(tp2[n + k]);
     for (size_t k = 0; k < n && tp2[2 * n] > 0; ++k) p.tp2_alone_s.push_back(tp2[2 * n + k]);
+    for (size_t k = 0; k < n && tp2[3 * n] > 0; ++k) p.tp2_pipe_fwd_s.push_back(tp2[3 * n + k]), p.tp2_pipe_bwd_s.push_back(tp2[4 * n + k]);
     p.source = mine.source;
     out.push_back(p);
   }
@@ -379,9 +382,70 @@ std::pair<double, double> tp2_block_s(const ProfileRequest& r, const model::GPT2
   return {fs[fs.size() / 2], bs[bs.size() / 2]};
 }
 
+// The pairs of a pool as a pipeline's stages run them (1F1B): pair k runs `ahead` = pairs - 1 - k
+// forwards first, waits for pair k - 1's forward before each of its own and for pair k + 1's
+// backward before each of its own (a 1-element token stands for the activation and the gradient:
+// their transfer is the cost model's p2p term); prev / next: this rank's counterpart in those
+// pairs (ranks of g), -1 at the ends. A forward runs the block `blocks` times in a row (a stage
+// of several: its compute per token long beside the link's round trip, as in training). Medians
+// of `repeats` means of `runs` steady-state forwards and backwards per block (each timed without
+// its wait); then `tail` = k more (every pair runs as many forwards) and the last backwards.
+std::pair<double, double> tp2_pipeline_s(const ProfileRequest& r, const model::GPT2Config& c, const model::Block& local,
+                                         const comm::Group& tp, const comm::Group& g, int prev, int next, int ahead,
+                                         int tail, int blocks, int runs, int64_t b) {
+  auto opts = torch::TensorOptions().device(r.device);
+  AutocastGuard autocast(r.precision, r.device);
+  at::Tensor x = torch::randn({b, r.seq_len, c.n_embd}, opts).requires_grad_(true);
+  at::Tensor grad = torch::randn({b, r.seq_len, c.n_embd}, opts);
+  const at::Tensor token = torch::zeros({1});
+  at::Tensor got = torch::zeros({1});
+  std::deque<at::Tensor> ys;
+  std::vector<comm::Pending> sends;  // waited at the end: a send may wait for its receive
+  constexpr int kTag = 1 << 20;
+  int forwards = 0, backwards = 0;
+  auto forward = [&] {
+    if (prev >= 0) comm::recv_async(got, prev, kTag + 2 * forwards, g).wait();
+    sync(r.device);
+    const auto t0 = Clock::now();
+    at::Tensor y = x;
+    for (int k = 0; k < blocks; ++k) y = parallel::tensor::tp_block_forward(local, y, c, tp);
+    ys.push_back(y);
+    sync(r.device);
+    const double t = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (next >= 0) sends.push_back(comm::send_async(token, next, kTag + 2 * forwards, g));
+    ++forwards;
+    return t;
+  };
+  auto backward = [&] {
+    if (next >= 0) comm::recv_async(got, next, kTag + 2 * backwards + 1, g).wait();
+    sync(r.device);
+    const auto t0 = Clock::now();
+    ys.front().backward(grad);
+    ys.pop_front();
+    sync(r.device);
+    const double t = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (prev >= 0) sends.push_back(comm::send_async(token, prev, kTag + 2 * backwards + 1, g));
+    ++backwards;
+    return t;
+  };
+  for (int k = 0; k < ahead; ++k) forward();
+  std::vector<double> fs, bs;
+  for (int i = 0; i < r.repeats; ++i) {
+    double f = 0, w = 0;
+    for (int k = 0; k < runs; ++k) f += forward(), w += backward();
+    fs.push_back(f / runs / blocks), bs.push_back(w / runs / blocks);
+  }
+  for (int k = 0; k < tail; ++k) forward(), backward();  // every pair runs as many forwards
+  while (!ys.empty()) backward();
+  for (comm::Pending& p : sends) p.wait();
+  std::sort(fs.begin(), fs.end()), std::sort(bs.begin(), bs.end());
+  return {fs[fs.size() / 2], bs[bs.size() / 2]};
+}
+
 // RankProfile::tp2_*: this rank's pair (its pool's ranks paired in rank order) times a tp-2 block
-// at every size with every pair busy, then (alone_too: some rank shares cores) each pair alone in
-// turn at every size. Collective over w.world; a rank without a partner only waits.
+// at every size with every pair busy, then (alone_too: some rank shares cores) a pool's pairs as a
+// pipeline's stages (tp2_pipeline_s), then each pair alone in turn at every size. Collective over
+// w.world; a rank without a partner only waits.
 void measure_tp2(const ProfileRequest& r, comm::World& w, const std::vector<int>& host,
                  const std::vector<int>& index_in_host, bool alone_too, planner::RankProfile* mine) {
   const comm::Group& g = w.world;
@@ -409,6 +473,45 @@ void measure_tp2(const ProfileRequest& r, comm::World& w, const std::vector<int>
     if (partner < 0) continue;
     const auto [f, bw] = tp2_block_s(r, c, local, tp, b);
     mine->tp2_fwd_s.push_back(std::max(f, 1e-6)), mine->tp2_bwd_s.push_back(std::max(bw, 1e-6));
+  }
+  // In phase, the pairs of a pool interleave: one computes while the other waits in its
+  // all-reduces (the planner study's rtt0 testbed: 21 ms per split block at b = 2 with both
+  // pairs busy, as one pair alone); a pipeline's stages run out of phase (one's forward beside
+  // the other's backward), and pipeshard's split blocks took 29-33 ms in training there.
+  int pool_size = 0;
+  for (int q = 0; q < g.size; ++q) pool_size += host[static_cast<size_t>(q)] == host[static_cast<size_t>(me)];
+  const int paired = pool_size / 2 * 2;  // the pool's ranks that have a partner
+  const int index = index_in_host[static_cast<size_t>(me)];
+  auto rank_of = [&](int i) {  // the rank of this pool with index i
+    for (int q = 0; q < g.size; ++q)
+      if (host[static_cast<size_t>(q)] == host[static_cast<size_t>(me)] && index_in_host[static_cast<size_t>(q)] == i) return q;
+    return -1;
+  };
+  const bool staged = partner >= 0 && alone_too && most >= 2 && paired >= 4;
+  const int prev = staged && index >= 2 ? rank_of(index - 2) : -1, next = staged && index + 2 < paired ? rank_of(index + 2) : -1;
+  // The tokens' round trip (the testbed's sites 100 ms apart: 100 ms, beside a split block's 22 ms
+  // at b = 2: one block per token would leave the pairs mostly apart).
+  at::Tensor token = torch::zeros({1});
+  double rtt = 0;
+  for (int i = 0; i < 3 && prev >= 0; ++i)
+    comm::recv_async(token, prev, 7, g).wait(), comm::send_async(token, prev, 8, g).wait();
+  for (int i = 0; i < 3 && next >= 0; ++i) {
+    const auto t0 = Clock::now();
+    comm::send_async(token, next, 7, g).wait(), comm::recv_async(token, next, 8, g).wait();
+    const double t = std::chrono::duration<double>(Clock::now() - t0).count();
+    rtt = i == 0 ? t : std::min(rtt, t);
+  }
+  rtt = comm::max(rtt, g);
+  for (size_t k = 0; k < r.micro_batch.size(); ++k) {
+    // as many steady-state runs and blocks per token everywhere (the coupled pairs must agree) as
+    // the slowest in-phase pair needs: a sample of min_s, compute per token twice the round trip
+    const double one = partner >= 0 ? mine->tp2_fwd_s[k] + mine->tp2_bwd_s[k] : 0;
+    const int blocks = std::max(1, static_cast<int>(comm::max(one > 0 ? std::ceil(2 * rtt / one) : 1, g)));
+    const double min_s = std::max(r.min_sample_s, kTp2MinSampleS);
+    const int runs = std::max(1, static_cast<int>(comm::max(one > 0 ? std::ceil(min_s / (blocks * one)) : 1, g)));
+    if (!staged) continue;
+    const auto [f, bw] = tp2_pipeline_s(r, c, local, tp, g, prev, next, paired / 2 - 1 - pair, pair, blocks, runs, r.micro_batch[k]);
+    mine->tp2_pipe_fwd_s.push_back(std::max(f, 1e-6)), mine->tp2_pipe_bwd_s.push_back(std::max(bw, 1e-6));
   }
   for (int k = 0; alone_too && k < most; ++k) {  // one pair per pool at a time alone, at every size
     comm::barrier(g);
@@ -458,7 +561,7 @@ std::vector<planner::RankProfile> profile_job(const ProfileRequest& request, com
   // differs by where it sits (the communication CPU per byte of a rank whose ring neighbour is in
   // another site was 3x its neighbour's on the testbed): one key for all made every rank the last
   // writer's copy in the next job.
-  const std::string key = fmt::format("v7 | {} | {} | rank {} of {} here | cpu {} | C {} H {} Vp {} T {} {} | b {}", dev.name,
+  const std::string key = fmt::format("v8 | {} | {} | rank {} of {} here | cpu {} | C {} H {} Vp {} T {} {} | b {}", dev.name,
                                       runtime_settings(), index_in_host[static_cast<size_t>(g.rank)], ranks_on[my_host], cpu_quota(),
                                       s.n_embd, s.n_head, s.vocab_padded, s.seq_len, s.precision, fmt::join(r.micro_batch, ","));
   const nlohmann::json cache = read_cache();

@@ -31,7 +31,8 @@ struct ProfileRequest {
 // Collective over w.world (every rank of the job): each rank times its compute with all ranks busy
 // at once (as in training), then, where ranks share a machine's cores, each alone in turn (its
 // solo_speedup); then the ranks of a machine in pairs time a block split over tp 2, all pairs at
-// once and, sharing cores, each pair alone (RankProfile::tp2_*); returns every rank's profile, by
+// once and, sharing cores, as a pipeline's stages and each pair alone (RankProfile::tp2_*);
+// returns every rank's profile, by
 // rank, on every rank (device names cut to 80 characters). Measured again unless every rank finds
 // its entry in the cache.
 std::vector<planner::RankProfile> profile_job(const ProfileRequest& r, comm::World& w);

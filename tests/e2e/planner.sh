@@ -38,6 +38,7 @@ for r in p["ranks"]:
     # the two ranks of this machine are a pair: a block split over tp 2 timed at every size
     assert len(r["tp2_fwd_s"]) == len(r["tp2_bwd_s"]) == 4 and min(r["tp2_fwd_s"] + r["tp2_bwd_s"]) > 0, r
     assert len(r["tp2_alone_s"]) == (4 if any(q["shares_cores"] for q in p["ranks"]) else 0), r
+    assert r["tp2_pipe_fwd_s"] == r["tp2_pipe_bwd_s"] == [], r  # one pair: nothing to lag behind
 print("profile ok:", [round(r["block_fwd_s"][-1] * 1e3, 3) for r in p["ranks"]], "ms per block forward at 8,",
       [round(r["tp2_fwd_s"][-1] * 1e3, 3) for r in p["ranks"]], "split over tp 2")
 PY
@@ -50,6 +51,20 @@ keys = ("block_fwd_s", "block_bwd_s", "comm_cpu_s_per_byte", "solo_speedup", "tp
 for r, (x, y) in enumerate(zip(a, b)):
     assert all(x[k] == y[k] for k in keys), (r, [(k, x[k], y[k]) for k in keys if x[k] != y[k]])
 assert any(a[0][k] != a[1][k] for k in keys), "both ranks measured the same"  # else this test proves nothing
+PY
+# Four ranks: two pairs. Where they share cores, the pairs also time their split block as the
+# stages of a pipeline (coupled 1F1B, tp2_pipe_*): the profile must finish (no pair left waiting).
+"$SLM" launch -n 4 -- "$SLM" profile "${COMMON[@]}" --micro-batches 1,2 --no-cache -o profile4.json > prof4.log 2>&1 \
+  || { cat prof4.log; fail "slm profile on 4 ranks"; }
+python3 - <<'PY' || fail "profile4.json"
+import json
+p = json.load(open("profile4.json"))["ranks"]
+shared = any(r["shares_cores"] for r in p)
+for r in p:
+    assert len(r["tp2_fwd_s"]) == 2, r
+    assert len(r["tp2_pipe_fwd_s"]) == len(r["tp2_pipe_bwd_s"]) == (2 if shared else 0), r
+    assert min(r["tp2_pipe_fwd_s"] + r["tp2_pipe_bwd_s"] + [1]) > 0, r
+print("4 ranks:", "pairs timed as pipeline stages" if shared else "no shared cores: no pipeline timing")
 PY
 # Run on its own (no launcher passing its settings on), `slm profile` times with the speed
 # settings `slm train` runs with (train/runtime.h; without them OpenBLAS's generic kernel made

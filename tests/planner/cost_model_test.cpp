@@ -310,6 +310,30 @@ TEST(CostModel, TensorParallelPairAsItsPoolTimedIt) {
   EXPECT_LT(predict(k, in).pipeline_s, fwd + bwd - 1);
 }
 
+TEST(CostModel, PipelineStagesTakeTheSlowestPairAsTimedAForwardApart) {
+  // 4 ranks of one machine in two pairs timed a split block at 0.3 + 0.5 s in phase, and a forward
+  // apart (as a pipeline's stages run) 0.4 + 0.6 (first pair) and 0.5 + 0.7 (second). pp 2 x tp 2
+  // (one block per stage, gpipe, one micro-batch): both stages at the second pair's pace, each
+  // 0.4 s more than in phase, the first stage's embedding all-reduce (half a block forward's
+  // excess over its compute) 0.1 more.
+  const Cluster c = make_cluster({4}, {1e-5, 1e9}, {});
+  ComputeProfile prof = make_profile(4, 0.1);
+  for (RankProfile& r : prof.ranks) r.tp2_fwd_s = {0.3, 2.4}, r.tp2_bwd_s = {0.5, 4.0};
+  CostInputs in{&c, &prof, make_model(2), 16, 25, 0, {}};
+  Candidate pipe;
+  pipe.ranks = {0, 1, 2, 3};
+  pipe.plan = parallel::plan_from_flags({.tp = 2, .pp = 2, .micro_batches = 1, .schedule = "gpipe"}, 2, 4, 1, 1);
+  Candidate replicas = pipe;  // tp 2 x dp 2: the pairs run in phase
+  replicas.plan = parallel::plan_from_flags({.tp = 2}, 2, 4, 2, 1);
+  const double in_phase = predict(pipe, in).pipeline_s, replicas_in_phase = predict(replicas, in).pipeline_s;
+  for (int r = 0; r < 4; ++r) {
+    prof.ranks[static_cast<size_t>(r)].tp2_pipe_fwd_s = r < 2 ? std::vector<double>{0.4, 3.2} : std::vector<double>{0.5, 4.0};
+    prof.ranks[static_cast<size_t>(r)].tp2_pipe_bwd_s = r < 2 ? std::vector<double>{0.6, 4.8} : std::vector<double>{0.7, 5.6};
+  }
+  EXPECT_NEAR(predict(pipe, in).pipeline_s - in_phase, 2 * 0.4 + 0.1, 1e-9);
+  EXPECT_NEAR(predict(replicas, in).pipeline_s, replicas_in_phase, 1e-12);
+}
+
 TEST(CostModel, TensorParallelPairsSpeedUpAsMuchAsTheyDidAlone) {
   // pp 2 x tp 2 on one machine's 4 ranks (one alone 2x faster than all busy), gpipe with one
   // micro-batch: each stage's pair computes while the other waits. The pairs timed their block
@@ -461,6 +485,14 @@ TEST(Profile, InterpolatesAndChecksTheModel) {
   EXPECT_THROW(parse_profile(profile_to_json(bad), "p.json"), UserError);
   bad = p;
   bad.ranks[0].tp2_bwd_s.clear();
+  EXPECT_THROW(parse_profile(profile_to_json(bad), "p.json"), UserError);
+  p.ranks[0].tp2_pipe_fwd_s = {0.4, 3.0}, p.ranks[0].tp2_pipe_bwd_s = {0.6, 4.5};  // timed as pipeline stages
+  EXPECT_EQ(parse_profile(profile_to_json(p), "p.json").ranks[0].tp2_pipe_bwd_s, p.ranks[0].tp2_pipe_bwd_s);
+  bad = p;
+  bad.ranks[0].tp2_pipe_bwd_s = {0.6};
+  EXPECT_THROW(parse_profile(profile_to_json(bad), "p.json"), UserError);
+  bad = p;
+  bad.ranks[0].tp2_pipe_fwd_s.clear();
   EXPECT_THROW(parse_profile(profile_to_json(bad), "p.json"), UserError);
   EXPECT_NO_THROW(check_profile(q, p.shape, 2, "p.json"));
   ProfileShape other = p.shape;
