@@ -310,23 +310,27 @@ Tp2Block tp2_block(const Ctx& x, const std::vector<int>& group, double b) {
   auto [it, fresh] = x.tp2_blocks.try_emplace({a.host, b});
   Tp2Block& out = it->second;
   if (!fresh) return out;
-  const bool lagged = x.c.plan.pp > 1 && !a.tp2_pipe_fwd_s.empty() && !c.tp2_pipe_fwd_s.empty();
-  double n = 0, busy = 0, alone = 0;
+  const bool staged = x.c.plan.pp > 1 && !a.tp2_pipe_fwd_s.empty() && !c.tp2_pipe_fwd_s.empty();
+  struct Timed {
+    double fwd, bwd, alone;  // alone 0: not timed
+  };
+  std::vector<Timed> pairs;  // every rank of the pool that timed one
   for (const RankProfile& r : x.in.profile->ranks)
     if (r.host == a.host && !r.tp2_fwd_s.empty()) {
-      const bool lag = lagged && !r.tp2_pipe_fwd_s.empty();
-      const double f = at_batch(r.micro_batch, lag ? r.tp2_pipe_fwd_s : r.tp2_fwd_s, b);
-      const double w = at_batch(r.micro_batch, lag ? r.tp2_pipe_bwd_s : r.tp2_bwd_s, b);
-      if (lagged && f + w < out.fwd + out.bwd) continue;
-      if (lagged) out.fwd = f, out.bwd = w, n = 1;
-      else out.fwd += f, out.bwd += w, n += 1;
-      if (!r.tp2_alone_s.empty()) {
-        const double solo = at_batch(r.micro_batch, r.tp2_alone_s, b);
-        if (lagged) busy = f + w, alone = solo;
-        else busy += f + w, alone += solo;
-      }
+      const bool pipe = staged && !r.tp2_pipe_fwd_s.empty();
+      pairs.push_back({at_batch(r.micro_batch, pipe ? r.tp2_pipe_fwd_s : r.tp2_fwd_s, b),
+                       at_batch(r.micro_batch, pipe ? r.tp2_pipe_bwd_s : r.tp2_bwd_s, b),
+                       r.tp2_alone_s.empty() ? 0 : at_batch(r.micro_batch, r.tp2_alone_s, b)});
     }
-  out.measured = true, out.fwd /= n, out.bwd /= n;
+  if (staged)  // the slowest (the first of equals)
+    pairs = {*std::max_element(pairs.begin(), pairs.end(),
+                               [](const Timed& p, const Timed& q) { return p.fwd + p.bwd < q.fwd + q.bwd; })};
+  double busy = 0, alone = 0;
+  for (const Timed& t : pairs) {
+    out.fwd += t.fwd / pairs.size(), out.bwd += t.bwd / pairs.size();
+    if (t.alone > 0) busy += t.fwd + t.bwd, alone += t.alone;
+  }
+  out.measured = true;
   if (alone > 0 && x.pool_of(group[0]) >= 0) {
     const Pool& p = x.pool(a.host);
     const double rate = std::clamp(p.ranks / 2, 1.0, std::max(1.0, p.speedup)), speedup = busy / alone;

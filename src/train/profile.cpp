@@ -487,7 +487,7 @@ void measure_tp2(const ProfileRequest& r, comm::World& w, const std::vector<int>
       if (host[static_cast<size_t>(q)] == host[static_cast<size_t>(me)] && index_in_host[static_cast<size_t>(q)] == i) return q;
     return -1;
   };
-  const bool staged = partner >= 0 && alone_too && most >= 2 && paired >= 4;
+  const bool staged = partner >= 0 && alone_too && paired >= 4;
   const int prev = staged && index >= 2 ? rank_of(index - 2) : -1, next = staged && index + 2 < paired ? rank_of(index + 2) : -1;
   // The tokens' round trip (the testbed's sites 100 ms apart: 100 ms, beside a split block's 22 ms
   // at b = 2: one block per token would leave the pairs mostly apart).
