@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <fmt/format.h>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "planner/devices.h"
@@ -85,7 +86,17 @@ ComputeProfile parse_profile(const std::string& text, const std::string& where) 
     throw UserError(fmt::format("{}: not a profile of `slm profile` ({})", where, e.what()));
   }
   if (p.ranks.empty()) throw UserError(where + ": the profile has no ranks");
+  settle_shared_pools(p.ranks);
   return p;
+}
+
+void settle_shared_pools(std::vector<RankProfile>& ranks) {
+  std::map<int, std::pair<double, int>> pools;  // host -> sum of solo speed-ups, ranks
+  for (const RankProfile& r : ranks) pools[r.host].first += r.solo_speedup, ++pools[r.host].second;
+  for (RankProfile& r : ranks) {
+    const auto [sum, n] = pools[r.host];
+    r.shares_cores = r.host_ranks > 1 && sum / n > kSharesCoresSpeedup;
+  }
 }
 
 void check_profile(const ComputeProfile& p, const ProfileShape& w, int world, const std::string& where) {

@@ -45,7 +45,8 @@ struct RankProfile {
   int host = 0;                        // CPU pool: the machine (host name), or a cgroup on it (a
                                        // testbed site's cpus)
   int host_ranks = 1;                  // ranks of this job in that pool
-  bool shares_cores = false;           // they share its cores: alone a rank runs > 1.1x faster
+  bool shares_cores = false;           // they share its cores: alone its ranks run > 1.1x faster
+                                       // (on average: settle_shared_pools)
   double solo_speedup = 1;             // block time with all busy / alone
   double comm_cpu_s_per_byte = 0;      // CPU time (Gloo threads + kernel) per byte the rank sends
                                        // or receives, measured during an all-reduce; 0 = unknown
@@ -73,6 +74,17 @@ struct ComputeProfile {
   ProfileShape shape;
   std::vector<RankProfile> ranks;  // by global rank
 };
+
+// A pool's ranks alone this much faster (on average) than with all of them busy: they share its
+// cores (RankProfile::shares_cores).
+constexpr double kSharesCoresSpeedup = 1.1;
+
+// Sets every rank's shares_cores from its pool (host) as a whole: more than one rank there and the
+// mean of their solo speed-ups above kSharesCoresSpeedup. One rank's solo run is noisy (1.00
+// where the others of its pool measured 1.4-2.4, in three of the five profiles of the planner
+// study of 2026-11-27c): judged alone, such a rank left the pool it time-shares, and the cost
+// model stopped counting it among the pool's busy ranks and its communication as the pool's CPU.
+void settle_shared_pools(std::vector<RankProfile>& ranks);
 
 std::string profile_to_json(const ComputeProfile& p);
 // UserError (one line, with `where`) for malformed JSON or inconsistent lengths.

@@ -31,7 +31,6 @@ namespace slm::train {
 namespace {
 using Clock = std::chrono::steady_clock;
 constexpr double kSharedMinSampleS = 0.25;  // the shortest timing where ranks time-share cores
-constexpr double kSharesCores = 1.1;        // a rank alone this much faster: its pool shares cores
 constexpr double kTp2MinSampleS = 0.1;      // and of a tp pair anywhere: timed one run at a time,
                                             // 2 ranks with 2 cores of their own gave 19-27 ms per
                                             // block at b = 2 in three profiles
@@ -593,7 +592,7 @@ std::vector<planner::RankProfile> profile_job(const ProfileRequest& request, com
     }
     comm::barrier(g);
     mine.comm_cpu_s_per_byte = comm_cpu_per_byte(g);
-    measure_tp2(r, w, host, index_in_host, comm::max(mine.solo_speedup, g) > kSharesCores, &mine);  // alone: where any shares
+    measure_tp2(r, w, host, index_in_host, comm::max(mine.solo_speedup, g) > planner::kSharesCoresSpeedup, &mine);  // alone: where any shares
     for (int k = 0; k < most; ++k) {  // the ranks of a machine add their entries in turn (one file)
       comm::barrier(g);
       if (index_in_host[static_cast<size_t>(g.rank)] == k) store_in_cache(key, mine);
@@ -605,8 +604,8 @@ std::vector<planner::RankProfile> profile_job(const ProfileRequest& request, com
     planner::RankProfile& p = all[static_cast<size_t>(q)];
     p.host = host[static_cast<size_t>(q)];
     p.host_ranks = ranks_on[p.host];
-    p.shares_cores = p.host_ranks > 1 && p.solo_speedup > kSharesCores;  // alone it runs notably faster
   }
+  planner::settle_shared_pools(all);  // alone its ranks run notably faster (on average)
   return all;
 }
 

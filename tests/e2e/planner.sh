@@ -8,7 +8,8 @@
 #     (the median of both rounds' steps) and writes the measured best.
 #  3. Training with the written plan (2 ranks) and with `parallel.plan = "auto"` on 4 local
 #     ranks: the same losses as one process (fp32, same global batch); the log names the chosen
-#     plan and its prediction, the metrics carry predicted_step_s, the run keeps plan.toml.
+#     plan and its prediction, the metrics carry predicted_step_s, the run keeps plan.toml; its
+#     4-rank profile timed the two tp pairs as pipeline stages where the ranks share cores.
 #     plan = auto on the far cluster leaves the far rank out (it exits 0 saying why) and trains
 #     the same losses on the other; a site's memory_gb in planner.cluster caps its ranks.
 #     A profile made with precision "auto" is planned in its own precision.
@@ -51,20 +52,6 @@ keys = ("block_fwd_s", "block_bwd_s", "comm_cpu_s_per_byte", "solo_speedup", "tp
 for r, (x, y) in enumerate(zip(a, b)):
     assert all(x[k] == y[k] for k in keys), (r, [(k, x[k], y[k]) for k in keys if x[k] != y[k]])
 assert any(a[0][k] != a[1][k] for k in keys), "both ranks measured the same"  # else this test proves nothing
-PY
-# Four ranks: two pairs. Where they share cores, the pairs also time their split block as the
-# stages of a pipeline (coupled 1F1B, tp2_pipe_*): the profile must finish (no pair left waiting).
-"$SLM" launch -n 4 -- "$SLM" profile "${COMMON[@]}" --micro-batches 1,2 --no-cache -o profile4.json > prof4.log 2>&1 \
-  || { cat prof4.log; fail "slm profile on 4 ranks"; }
-python3 - <<'PY' || fail "profile4.json"
-import json
-p = json.load(open("profile4.json"))["ranks"]
-shared = any(r["shares_cores"] for r in p)
-for r in p:
-    assert len(r["tp2_fwd_s"]) == 2, r
-    assert len(r["tp2_pipe_fwd_s"]) == len(r["tp2_pipe_bwd_s"]) == (2 if shared else 0), r
-    assert min(r["tp2_pipe_fwd_s"] + r["tp2_pipe_bwd_s"] + [1]) > 0, r
-print("4 ranks:", "pairs timed as pipeline stages" if shared else "no shared cores: no pipeline timing")
 PY
 # Run on its own (no launcher passing its settings on), `slm profile` times with the speed
 # settings `slm train` runs with (train/runtime.h; without them OpenBLAS's generic kernel made
@@ -176,6 +163,20 @@ same_losses ref auto "$TOL"
 [ -f auto/plan.toml ] || fail "auto run keeps no plan.toml"
 grep -q '"predicted_step_s"' auto/metrics.jsonl || fail "metrics lack predicted_step_s"
 "$SLM" plan check auto/plan.toml "${COMMON[@]}" --world 4 > /dev/null 2>&1 || fail "the auto run's plan.toml"
+# Its profile (4 ranks: two pairs, each rank's entry in the cache): where the ranks share cores, the
+# pairs also timed their split block as a pipeline's stages (coupled 1F1B, tp2_pipe_*) and finished
+# (no pair left waiting); with cores of their own, no such timing.
+python3 - "$HOME/.cache/slmtrain/profile.json" <<'PY' || fail "the 4-rank profile in the cache"
+import json, sys
+entries = [v for k, v in json.load(open(sys.argv[1])).items() if " of 4 here " in k]
+assert len(entries) == 4, len(entries)
+shared = max(r["solo_speedup"] for r in entries) > 1.1  # alone_too in train/profile.cpp
+for r in entries:
+    assert len(r["tp2_fwd_s"]) == len(r["micro_batch"]), r
+    assert len(r["tp2_pipe_fwd_s"]) == len(r["tp2_pipe_bwd_s"]) == (len(r["micro_batch"]) if shared else 0), r
+    assert min(r["tp2_pipe_fwd_s"] + r["tp2_pipe_bwd_s"] + [1]) > 0, r
+print("4 ranks:", "pairs timed as pipeline stages" if shared else "no shared cores: no pipeline timing")
+PY
 # The study's rule on one site (a cluster file: one site of 4 CPU ranks): data parallel, same losses.
 printf '[[site]]\nname = "here"\nranks = 4\n' > one.toml
 "$SLM" launch -n 4 -- "$SLM" train "${COMMON[@]}" --set run.dir=heur --set parallel.plan=auto \

@@ -508,6 +508,25 @@ TEST(Profile, InterpolatesAndChecksTheModel) {
   EXPECT_THROW(parse_profile("not json", "p.json"), UserError);
 }
 
+TEST(Profile, APoolSharesItsCoresAsAWhole) {
+  // Four ranks of one 2-core machine, one of whose solo runs came out no faster than all busy (the
+  // planner study's 2026-11-27c profiles, three times of five): the pool shares its cores, so
+  // every rank of it does; a rank of its own (another host) does not, whatever its solo run says.
+  ComputeProfile p = make_profile(5, 0.1);
+  const double solo[] = {2.1, 2.4, 1.46, 1.0, 3.0};
+  for (size_t r = 0; r < 5; ++r) {
+    p.ranks[r].host = r < 4 ? 0 : 1, p.ranks[r].host_ranks = r < 4 ? 4 : 1;
+    p.ranks[r].solo_speedup = solo[r], p.ranks[r].shares_cores = solo[r] > kSharesCoresSpeedup;
+  }
+  const ComputeProfile q = parse_profile(profile_to_json(p), "p.json");
+  for (size_t r = 0; r < 4; ++r) EXPECT_TRUE(q.ranks[r].shares_cores) << r;
+  EXPECT_FALSE(q.ranks[4].shares_cores);
+  // A pool whose ranks are, on average, no faster alone does not share (its cores are enough).
+  for (size_t r = 0; r < 4; ++r) p.ranks[r].solo_speedup = r == 0 ? 1.3 : 1.0;
+  settle_shared_pools(p.ranks);
+  for (size_t r = 0; r < 4; ++r) EXPECT_FALSE(p.ranks[r].shares_cores) << r;
+}
+
 TEST(Cluster, FromTheTestbedFileWithDevicesAndAProbe) {
   const std::string toml =
       "[[site]]\nname = \"utah\"\nranks = 2\ndevice = \"T4\"\n"
