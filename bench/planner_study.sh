@@ -5,7 +5,8 @@
 # 8): `slm profile` and `slm probe` on the testbed's ranks, then for each layout the planner's
 # prediction (`slm plan make/check --cluster --profile --topology`) and the measured median step
 # time (steps 2.. of STEPS, pooled over ROUNDS rounds, default 2: the second in reverse order),
-# plus the planner's pick (`slm plan auto --all-ranks`) and the study heuristic's pick.
+# plus the planner's pick (`slm plan auto --all-ranks`) and the study heuristic's pick (a pick that is a
+# preset's plan is one plan: the picks table pools its slots' steps).
 # LAYOUTS="..." measures only those presets (LAYOUTS="": only the planner's and the heuristic's picks).
 # Scenarios (SCENARIOS="..." picks some):
 #   rtt0, rtt20, rtt100  homogeneous, 1 Gbit/s between the sites (the latency study's)
@@ -105,7 +106,7 @@ for sc in "${ORDER[@]}"; do
   "$SLM" plan auto "${MODEL[@]}" "${P[@]}" --all-ranks --strategy study-heuristic -o "$W/heur.toml" > /dev/null 2>&1
   cp "$W/auto.toml" "$W/auto_$sc.toml"
   cp "$W/prof.json" "$OUT/planner_study_${sc}_profile.json"  # to re-predict without the testbed
-  declare -A PRED=() MEAS=() FL=() STEPS_OF=()
+  declare -A PRED=() MEAS=() FL=() STEPS_OF=() PLAN_OF=()
   if [ "$sc" = mem20 ]; then LAYOUTS=("${MEM_LAYOUTS[@]}"); else LAYOUTS=("${ALL_LAYOUTS[@]}"); fi
   RUNS=()
   for l in "${LAYOUTS[@]}" auto heuristic; do
@@ -115,6 +116,7 @@ for sc in "${ORDER[@]}"; do
       *) FL[$l]=${FLAGS[$l]}; read -r -a f <<< "${FL[$l]}"; pred=$("$SLM" plan make "${MODEL[@]}" --world 4 "${f[@]}" "${P[@]}" 2>&1 >/dev/null || true) ;;
     esac
     PRED[$l]=$(grep -o "predicted [0-9.]* s per step" <<< "$pred" | awk '{print $2}' || true)
+    PLAN_OF[$l]=$pred  # the plan in words and its prediction: alike only for the same plan
     if refused=$(grep -o "rank [0-9]* needs ~[0-9.]* [MG]iB .* > its [0-9.]* GiB" <<< "$pred"); then
       MEAS[$l]=refused
       echo "| $sc | $l | refused: $refused | - | - | - |" >> "$W/table.md"
@@ -145,13 +147,32 @@ for sc in "${ORDER[@]}"; do
     echo "| $sc | $l | $p | $m | $rounds | $err |" >> "$W/table.md"
     [ "$m" != nan ] && [ -n "$p" ] && echo "$p $m $sc $l" >> "$W/plot.dat"
   done
-  python3 - "$sc" "${PRED[auto]}" "${MEAS[auto]}" "${PRED[heuristic]}" "${MEAS[heuristic]}" $(for l in "${LAYOUTS[@]}"; do echo "$l=${MEAS[$l]}"; done) >> "$W/picks.md" <<'PY'
+  # A pick that is a preset's plan (or the other pick's) was measured in each of their slots: one
+  # plan, so its steps are pooled and it is compared with the other plans only (rtt100, 2026-11-27d:
+  # the pick was the pp2-dp2 preset, measured 1.465 s in one slot and 1.270 s in the other).
+  same=()  # pick=the slots of its plan, comma-separated
+  for pick in auto heuristic; do
+    slots=$pick steps=${STEPS_OF[$pick]}
+    for l in "${RUNS[@]}"; do
+      [ "$l" != "$pick" ] && [ "${PLAN_OF[$l]}" == "${PLAN_OF[$pick]}" ] && slots+=",$l" && steps+=${STEPS_OF[$l]}
+    done
+    read -r pooled _ <<< "$(pooled_median "$steps")"
+    same+=("$pick=$slots=$pooled")
+  done
+  python3 - "$sc" "${same[@]}" $(for l in "${LAYOUTS[@]}"; do echo "$l=${MEAS[$l]}"; done) >> "$W/picks.md" <<'PY'
 import sys
-sc, pa, ma, ph, mh = sys.argv[1:6]
-meas = {k: float(v) for k, v in (a.split("=") for a in sys.argv[6:]) if v not in ("nan", "", "refused")}
-meas["auto"], meas["heuristic"] = float(ma), float(mh)
+sc, picks, rest = sys.argv[1], [a.split("=") for a in sys.argv[2:4]], sys.argv[4:]
+meas = {k: float(v) for k, v in (a.split("=") for a in rest) if v not in ("nan", "", "refused")}
+shown = {}
+for pick, slots, pooled in picks:
+    slots = slots.split(",")
+    for s in slots:
+        meas.pop(s, None)  # one plan, one entry: the pooled one
+    meas[pick] = float(pooled)
+    shown[pick] = f"{float(pooled):.3f}" + (f" (the plan of {' and '.join(slots[1:])}: every slot's steps)" if len(slots) > 1 else "")
 best = min(meas, key=meas.get)
-print(f"| {sc} | {ma} | {mh} | {best} {meas[best]:.3f} | {100 * (float(ma) / meas[best] - 1):+.0f}% | {100 * (float(mh) / meas[best] - 1):+.0f}% |")
+ma, mh = meas.get("auto", meas.get("heuristic")), meas.get("heuristic", meas.get("auto"))
+print(f"| {sc} | {shown['auto']} | {shown['heuristic']} | {best} {meas[best]:.3f} | {100 * (ma / meas[best] - 1):+.0f}% | {100 * (mh / meas[best] - 1):+.0f}% |")
 PY
 done
 {
