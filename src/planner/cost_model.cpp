@@ -299,7 +299,7 @@ Reduce outer_sync(const Ctx& x, const std::vector<int>& group, double bytes, int
 // ran s = busy / alone times faster; the core-sharing simulator runs CPU work of a pair alone at
 // r = min(pool ranks / 2, the pool's speed-up) (planner/core_sharing.h), so a share φ with
 // s = 1 / (φ / r + 1 - φ) is CPU work and the rest waits on the all-reduces.
-// In a pipeline the pairs as timed as pipeline stages (tp2_pipe_*, where measured; in phase they
+// In a pipeline the pairs' times as pipeline stages (tp2_pipe_*, where measured; in phase they
 // interleave), and the slowest pair's: stages wait on each other, so the slower pair's pace is
 // both stages' (the planner study's rtt0 testbed: two pairs timed 25.7 and 21.3 ms per split
 // block at b = 2 a forward apart, training ran both stages' at 26).

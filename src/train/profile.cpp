@@ -3,8 +3,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <deque>
 #include <cstdlib>
+#include <deque>
 #include <filesystem>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -477,8 +477,7 @@ void measure_tp2(const ProfileRequest& r, comm::World& w, const std::vector<int>
   // all-reduces (the planner study's rtt0 testbed: 21 ms per split block at b = 2 with both
   // pairs busy, as one pair alone); a pipeline's stages run out of phase (one's forward beside
   // the other's backward), and pipeshard's split blocks took 29-33 ms in training there.
-  int pool_size = 0;
-  for (int q = 0; q < g.size; ++q) pool_size += host[static_cast<size_t>(q)] == host[static_cast<size_t>(me)];
+  const int pool_size = static_cast<int>(std::count(host.begin(), host.end(), host[static_cast<size_t>(me)]));
   const int paired = pool_size / 2 * 2;  // the pool's ranks that have a partner
   const int index = index_in_host[static_cast<size_t>(me)];
   auto rank_of = [&](int i) {  // the rank of this pool with index i
