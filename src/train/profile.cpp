@@ -39,32 +39,43 @@ void sync(const std::string& device) {
   if (device != "cpu") torch::cuda::synchronize();
 }
 
-// Medians of the two phases of `repeats` runs of first() then second() after one warm-up, timed
-// in the same runs (a forward and its backward see the same contention: timed apart, their
-// difference was noise on shared cores); each timing spans min_s, as median_time's.
+// One timing of first() then second(), each phase's mean over as many runs as span min_s (a
+// forward and its backward see the same contention: timed apart, their difference was noise on
+// shared cores).
+template <class F, class G>
+std::pair<double, double> time_split(const std::string& device, double min_s, F&& first, G&& second) {
+  double ta = 0, tb = 0;
+  int runs = 0;
+  do {
+    sync(device);
+    const auto t0 = Clock::now();
+    first();
+    sync(device);
+    const auto t1 = Clock::now();
+    second();
+    sync(device);
+    ta += std::chrono::duration<double>(t1 - t0).count();
+    tb += std::chrono::duration<double>(Clock::now() - t1).count();
+    ++runs;
+  } while (ta + tb < min_s);
+  return {ta / runs, tb / runs};
+}
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Medians of the two phases of `repeats` time_split's after one warm-up.
 template <class F, class G>
 std::pair<double, double> median_split(int repeats, const std::string& device, double min_s, F&& first, G&& second) {
   first(), second();
   std::vector<double> a, b;
   for (int i = 0; i < repeats; ++i) {
-    double ta = 0, tb = 0;
-    int runs = 0;
-    do {
-      sync(device);
-      const auto t0 = Clock::now();
-      first();
-      sync(device);
-      const auto t1 = Clock::now();
-      second();
-      sync(device);
-      ta += std::chrono::duration<double>(t1 - t0).count();
-      tb += std::chrono::duration<double>(Clock::now() - t1).count();
-      ++runs;
-    } while (ta + tb < min_s);
-    a.push_back(ta / runs), b.push_back(tb / runs);
+    const auto [ta, tb] = time_split(device, min_s, first, second);
+    a.push_back(ta), b.push_back(tb);
   }
-  std::sort(a.begin(), a.end()), std::sort(b.begin(), b.end());
-  return {a[a.size() / 2], b[b.size() / 2]};
+  return {median_of(a), median_of(b)};
 }
 
 // Median of `repeats` timings of f (as median_split's first phase, with nothing after it).
@@ -178,8 +189,8 @@ void store_in_cache(const std::string& key, const planner::RankProfile& mine) {
   }
 }
 
-// Every rank of g times each size at once (a barrier before each): "all busy" must mean all busy,
-// or a rank that starts while the others still load times its blocks alone.
+// Every rank of g times each round of sizes at once (a barrier before each): "all busy" must mean
+// all busy, or a rank that starts while the others still load times its blocks alone.
 planner::RankProfile measure(const ProfileRequest& r, const comm::Group& g) {
   planner::RankProfile out;
   out.overhead_bytes = static_cast<double>(resident_memory_bytes());  // the runtime's own share
@@ -191,23 +202,40 @@ planner::RankProfile measure(const ProfileRequest& r, const comm::Group& g) {
     for (auto& [name, p] : model::named_parameters(m)) p.set_data(p.data().to(r.device));
   const int64_t T = r.seq_len, C = c.n_embd;
   auto opts = torch::TensorOptions().device(r.device);
-  for (int64_t b : r.micro_batch) {
+  // The sizes in turn, `repeats` rounds of all of them (a barrier before each round), the median
+  // of each size's rounds: a VM's speed moves minute to minute, and timed one size after another a
+  // quick minute went to one size (the planner study of 2026-11-27d: a block at b = 4 at 4.9 ms
+  // per sequence where b = 2 took 7.0 and b = 8 4.9, its head likewise), and the search chose
+  // micro-batches of 4 for it (predicted 1.03 s, measured 1.29).
+  struct AtSize {
+    at::Tensor x, idx, out_grad, y, loss;
+    std::vector<double> block_f, block_b, embed, head_f, head_b;
+  };
+  std::vector<AtSize> at(r.micro_batch.size());
+  for (size_t k = 0; k < at.size(); ++k) {
+    const int64_t b = r.micro_batch[k];
+    at[k].x = torch::randn({b, T, C}, opts).requires_grad_(true);
+    at[k].idx = torch::randint(c.vocab_size, {b, T}, opts.dtype(torch::kLong));
+    at[k].out_grad = torch::randn({b, T, C}, opts);
+  }
+  AutocastGuard autocast(r.precision, r.device);
+  for (int round = -1; round < r.repeats; ++round) {  // round -1: the warm-up
     comm::barrier(g);
-    AutocastGuard autocast(r.precision, r.device);
-    at::Tensor x = torch::randn({b, T, C}, opts).requires_grad_(true);
-    at::Tensor idx = torch::randint(c.vocab_size, {b, T}, opts.dtype(torch::kLong));
-    at::Tensor out_grad = torch::randn({b, T, C}, opts);
-    at::Tensor y;
-    const auto [block_f, block_b] = median_split(
-        r.repeats, r.device, r.min_sample_s, [&] { y = model::block_forward(m.h[0], x, c, true); },
-        [&] { y.backward(out_grad); });
-    out.block_fwd_s.push_back(block_f), out.block_bwd_s.push_back(block_b);
-    out.embed_s.push_back(median_time(r.repeats, r.device, r.min_sample_s, [&] { model::embed(m, idx, true).sum().backward(); }));
-    at::Tensor loss;
-    const auto [head_f, head_b] = median_split(
-        r.repeats, r.device, r.min_sample_s, [&] { loss = model::head_loss(m, x, idx); }, [&] { loss.backward(); });
-    out.head_fwd_s.push_back(head_f), out.head_bwd_s.push_back(head_b);
-    for (auto* v : {&out.block_bwd_s, &out.head_bwd_s}) v->back() = std::max(v->back(), 1e-6);
+    for (AtSize& s : at) {
+      const double min_s = round < 0 ? 0 : r.min_sample_s;
+      const auto block = time_split(r.device, min_s, [&] { s.y = model::block_forward(m.h[0], s.x, c, true); },
+                                    [&] { s.y.backward(s.out_grad); });
+      const double embed = time_split(r.device, min_s, [&] { model::embed(m, s.idx, true).sum().backward(); }, [] {}).first;
+      const auto head = time_split(r.device, min_s, [&] { s.loss = model::head_loss(m, s.x, s.idx); }, [&] { s.loss.backward(); });
+      if (round < 0) continue;
+      s.block_f.push_back(block.first), s.block_b.push_back(block.second), s.embed.push_back(embed);
+      s.head_f.push_back(head.first), s.head_b.push_back(head.second);
+    }
+  }
+  for (const AtSize& s : at) {
+    out.block_fwd_s.push_back(median_of(s.block_f)), out.block_bwd_s.push_back(std::max(median_of(s.block_b), 1e-6));
+    out.embed_s.push_back(median_of(s.embed));
+    out.head_fwd_s.push_back(median_of(s.head_f)), out.head_bwd_s.push_back(std::max(median_of(s.head_b), 1e-6));
   }
   // Blocks in a row (up to 8) against one alone: weights that no longer stay in cache and
   // per-block overheads make a model slower than its blocks timed one by one; on a GPU, launches
@@ -348,37 +376,48 @@ double solo_block_s(const ProfileRequest& r) {
   return median_time(r.repeats, r.device, r.min_sample_s, [&] { model::block_forward(m.h[0], x, c, true).backward(g); });
 }
 
-// One block split over the pair tp (tensor parallelism of 2) at size b, forward and backward:
-// medians of `repeats` timings of the same number of runs on both ranks (their all-reduces pair
-// up), enough runs for min_sample_s (at least kTp2MinSampleS) on the slower one.
-std::pair<double, double> tp2_block_s(const ProfileRequest& r, const model::GPT2Config& c, const model::Block& local,
-                                      const comm::Group& tp, int64_t b) {
+// One block split over the pair tp (tensor parallelism of 2) at every size, forward and backward:
+// medians of `repeats` rounds of the sizes in turn (as measure's), each timing the same number of
+// runs on both ranks (their all-reduces pair up), enough for min_sample_s (at least
+// kTp2MinSampleS) on the slower one.
+std::vector<std::pair<double, double>> tp2_block_s(const ProfileRequest& r, const model::GPT2Config& c,
+                                                   const model::Block& local, const comm::Group& tp) {
   auto opts = torch::TensorOptions().device(r.device);
   AutocastGuard autocast(r.precision, r.device);
-  at::Tensor x = torch::randn({b, r.seq_len, c.n_embd}, opts).requires_grad_(true);
-  at::Tensor g = torch::randn({b, r.seq_len, c.n_embd}, opts), y;
-  auto run = [&](double* fwd, double* bwd) {
+  struct AtSize {
+    at::Tensor x, g, y;
+    int runs = 1;
+    std::vector<double> fs, bs;
+  };
+  std::vector<AtSize> at(r.micro_batch.size());
+  auto run = [&](AtSize& s, double* fwd, double* bwd) {
     sync(r.device);
     const auto t0 = Clock::now();
-    y = parallel::tensor::tp_block_forward(local, x, c, tp);
+    s.y = parallel::tensor::tp_block_forward(local, s.x, c, tp);
     sync(r.device);
     const auto t1 = Clock::now();
-    y.backward(g);
+    s.y.backward(s.g);
     sync(r.device);
     *fwd += std::chrono::duration<double>(t1 - t0).count(), *bwd += std::chrono::duration<double>(Clock::now() - t1).count();
   };
-  double f = 0, w = 0;
-  run(&f, &w);  // warm-up, and how long one run takes
   const double min_s = std::max(r.min_sample_s, kTp2MinSampleS);
-  const int runs = std::max(1, static_cast<int>(comm::max(std::ceil(min_s / std::max(f + w, 1e-6)), tp)));
-  std::vector<double> fs, bs;
-  for (int i = 0; i < r.repeats; ++i) {
-    f = w = 0;
-    for (int k = 0; k < runs; ++k) run(&f, &w);
-    fs.push_back(f / runs), bs.push_back(w / runs);
+  for (size_t k = 0; k < at.size(); ++k) {
+    AtSize& s = at[k];
+    s.x = torch::randn({r.micro_batch[k], r.seq_len, c.n_embd}, opts).requires_grad_(true);
+    s.g = torch::randn({r.micro_batch[k], r.seq_len, c.n_embd}, opts);
+    double f = 0, w = 0;
+    run(s, &f, &w);  // warm-up, and how long one run takes
+    s.runs = std::max(1, static_cast<int>(comm::max(std::ceil(min_s / std::max(f + w, 1e-6)), tp)));
   }
-  std::sort(fs.begin(), fs.end()), std::sort(bs.begin(), bs.end());
-  return {fs[fs.size() / 2], bs[bs.size() / 2]};
+  for (int i = 0; i < r.repeats; ++i)
+    for (AtSize& s : at) {
+      double f = 0, w = 0;
+      for (int k = 0; k < s.runs; ++k) run(s, &f, &w);
+      s.fs.push_back(f / s.runs), s.bs.push_back(w / s.runs);
+    }
+  std::vector<std::pair<double, double>> out;
+  for (const AtSize& s : at) out.emplace_back(median_of(s.fs), median_of(s.bs));
+  return out;
 }
 
 // The pairs of a pool as a pipeline's stages run them (1F1B): pair k runs `ahead` = pairs - 1 - k
@@ -437,8 +476,7 @@ std::pair<double, double> tp2_pipeline_s(const ProfileRequest& r, const model::G
   for (int k = 0; k < tail; ++k) forward(), backward();  // every pair runs as many forwards
   while (!ys.empty()) backward();
   for (comm::Pending& p : sends) p.wait();
-  std::sort(fs.begin(), fs.end()), std::sort(bs.begin(), bs.end());
-  return {fs[fs.size() / 2], bs[bs.size() / 2]};
+  return {median_of(fs), median_of(bs)};
 }
 
 // RankProfile::tp2_*: this rank's pair (its pool's ranks paired in rank order) times a tp-2 block
@@ -467,12 +505,10 @@ void measure_tp2(const ProfileRequest& r, comm::World& w, const std::vector<int>
       for (auto& [name, p] : model::named_parameters(m)) p.set_data(p.data().to(r.device));
     local = parallel::tensor::shard_block(m.h[0], c, tp.rank, 2);
   }
-  for (int64_t b : r.micro_batch) {
-    comm::barrier(g);  // every pair at once
-    if (partner < 0) continue;
-    const auto [f, bw] = tp2_block_s(r, c, local, tp, b);
-    mine->tp2_fwd_s.push_back(std::max(f, 1e-6)), mine->tp2_bwd_s.push_back(std::max(bw, 1e-6));
-  }
+  comm::barrier(g);  // every pair at once
+  if (partner >= 0)
+    for (const auto& [f, bw] : tp2_block_s(r, c, local, tp))
+      mine->tp2_fwd_s.push_back(std::max(f, 1e-6)), mine->tp2_bwd_s.push_back(std::max(bw, 1e-6));
   // In phase, the pairs of a pool interleave: one computes while the other waits in its
   // all-reduces (the planner study's rtt0 testbed: 21 ms per split block at b = 2 with both
   // pairs busy, as one pair alone); a pipeline's stages run out of phase (one's forward beside
@@ -514,10 +550,7 @@ void measure_tp2(const ProfileRequest& r, comm::World& w, const std::vector<int>
   for (int k = 0; alone_too && k < most; ++k) {  // one pair per pool at a time alone, at every size
     comm::barrier(g);
     if (partner < 0 || pair != k) continue;
-    for (int64_t b : r.micro_batch) {
-      const auto [f, bw] = tp2_block_s(r, c, local, tp, b);
-      mine->tp2_alone_s.push_back(std::max(f + bw, 1e-6));
-    }
+    for (const auto& [f, bw] : tp2_block_s(r, c, local, tp)) mine->tp2_alone_s.push_back(std::max(f + bw, 1e-6));
   }
   comm::barrier(g);
 }
