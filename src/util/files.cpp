@@ -101,6 +101,24 @@ void AtomicFile::commit() {
 }
 
 void write_file_atomic(const std::string& path, std::string_view contents) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    // A device or pipe (`-o /dev/null`, /dev/stdout, a FIFO): written in place; renaming over it
+    // would replace it by a regular file (as root, /dev/null itself).
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) throw io_error(path, "cannot open");
+    for (size_t done = 0; done < contents.size();) {
+      const ssize_t n = ::write(fd, contents.data() + done, contents.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        ::close(fd);
+        throw io_error(path, "write failed");
+      }
+      done += static_cast<size_t>(n);
+    }
+    ::close(fd);
+    return;
+  }
   AtomicFile f(path);
   f.write(contents);
   f.commit();

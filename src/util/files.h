@@ -51,6 +51,8 @@ class AtomicFile {
   bool committed_ = false;
 };
 
+// Atomically as AtomicFile, where `path` is a regular file or new; a device or pipe that exists
+// there (/dev/null, a FIFO) is written in place, not replaced.
 void write_file_atomic(const std::string& path, std::string_view contents);
 
 // An output directory built atomically. The constructor refuses an existing `path` unless

@@ -4,6 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <filesystem>
 
 #include "test_util.h"
@@ -35,6 +39,23 @@ TEST(AtomicFile, CommitReplacesAndAbortLeavesOld) {
     f.commit();
   }
   EXPECT_EQ(read_file(p), "NEW contents");
+}
+
+TEST(AtomicFile, ADeviceOrPipeIsWrittenInPlaceNotReplaced) {
+  // `slm plan auto -o /dev/null` renamed a regular file over /dev/null (run as root). A FIFO
+  // stands in for the device: it must still be one and its reader must get the bytes.
+  test::TempDir dir;
+  const std::string fifo = dir / "out";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const int reader = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+  ASSERT_GE(reader, 0);
+  write_file_atomic(fifo, "plan");
+  char buf[16] = {0};
+  const ssize_t n = ::read(reader, buf, sizeof buf);
+  ::close(reader);
+  EXPECT_EQ(std::string(buf, n > 0 ? static_cast<size_t>(n) : 0), "plan");
+  EXPECT_TRUE(fs::is_fifo(fifo));
+  EXPECT_EQ(count_entries(dir.path), 1);  // no temp file left beside it
 }
 
 TEST(AtomicDir, RefusesExistingUnlessOverwriteAndCleansUp) {
