@@ -233,8 +233,12 @@ Reduce reduce_grads(const Ctx& x, const std::vector<int>& group, double bytes, d
   double during = 0, after = 0;
   const int lanes = std::min(kGlooLanes, nb);
   if (h.S == 0) {
-    during = ring_all_reduce_s(P, ring.slowest, bb, ch, (ring.crosses_sites ? flows : 1) * lanes,
-                               x.ar_hop(ring.slowest, ring.crosses_sites, bb));
+    // At least its CPU where members share cores: a dp group inside a testbed site (pp 2 x dp 2)
+    // rings over loopback, and its reduction after a single micro-batch's backward took 90-190 ms
+    // at rtt100 (2026-11-27e), where the ring at the link's α-β alone came to 15.
+    during = std::max(ring_all_reduce_s(P, ring.slowest, bb, ch, (ring.crosses_sites ? flows : 1) * lanes,
+                                        x.ar_hop(ring.slowest, ring.crosses_sites, bb)),
+                      pool_cpu_s(x, group, 2 * 2.0 * (P - 1) / P * bb, flows));
     out.cross_bytes = ring.site_edges * 2.0 * (P - 1) / P * bytes * flows;
   } else {
     const int cross_flows = h.L * flows;  // every site position's ring shares the site link

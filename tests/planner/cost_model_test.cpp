@@ -1,7 +1,7 @@
 // tests/planner/cost_model_test.cpp: each cost term against hand-computed values: α-β transfers and
 // ring collectives, the data-parallel step (compute + exposed all-reduce + optimizer), ZeRO-3's
 // per-block gathers, blocking reductions and bytes across sites, communication's CPU on shared
-// cores (the floor, tp all-reduces, the hierarchical site steps), tp pairs as the profile timed
+// cores (the floor, tp all-reduces, the hierarchical site steps, a flat reduction in a site), tp pairs as the profile timed
 // them (busy and alone), a two-stage pipeline over a slow link with the tied embedding and the
 // gradient norm, memory against caps, hierarchical and bf16 bytes across sites, the stage split
 // DP, the profile interpolation and file checks, and the cluster file with devices and a probe.
@@ -383,6 +383,25 @@ TEST(CostModel, HierarchicalSiteStepsAreCpuWorkOnSharedCores) {
   // Half the CPU per byte: the site steps take half as long (what the test measures is theirs).
   for (RankProfile& r : prof.ranks) r.comm_cpu_s_per_byte = 0.5e-9;
   EXPECT_NEAR(predict(k, in).dp_comm_s, (sum + gather) / 2 + cross, 1e-9);
+}
+
+TEST(CostModel, AFlatReductionInsideASiteIsCpuWorkOnSharedCores) {
+  // Two ranks of one site time-sharing one core (alone 2x faster), 1 ns of CPU per byte moved: the
+  // gradient all-reduce over loopback (7 GB/s) costs what its bytes cost the CPU, after the
+  // backward (no spare core to run it beside): each rank sends and receives 2 x 1/2 of the bytes.
+  const Cluster c = make_cluster({2}, {1e-5, 7e9}, {});
+  ComputeProfile prof = make_profile(2, 0.01);
+  for (RankProfile& r : prof.ranks)
+    r.host = 0, r.host_ranks = 2, r.shares_cores = true, r.solo_speedup = 2, r.comm_cpu_s_per_byte = 1e-9;
+  CostInputs in{&c, &prof, make_model(2), 16, 25, 0, {}};
+  Candidate k;
+  k.ranks = {0, 1};
+  k.plan = parallel::plan_from_flags({.dp = 2}, 2, 2, 2, 1);
+  const double C = 64, V = 128, bytes = 4 * (2 * (12 * C * C + 13 * C) + V * C + 16 * C + 2 * C);
+  const double cpu = 1e-9 * 2 * bytes * 2 / 1.0;  // both ranks' bytes on the pool's one core
+  EXPECT_NEAR(predict(k, in).dp_comm_s, cpu, 1e-9);
+  for (RankProfile& r : prof.ranks) r.comm_cpu_s_per_byte = 0;  // not measured: the link's α-β
+  EXPECT_NEAR(predict(k, in).dp_comm_s, ring_all_reduce_s(2, {1e-5, 7e9}, bytes, 1, 1), 1e-9);
 }
 
 TEST(CostModel, BytesSentAcrossSitesCostMoreCpu) {
