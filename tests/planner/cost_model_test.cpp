@@ -1,10 +1,11 @@
 // tests/planner/cost_model_test.cpp: each cost term against hand-computed values: α-β transfers and
 // ring collectives, the data-parallel step (compute + exposed all-reduce + optimizer), ZeRO-3's
 // per-block gathers, blocking reductions and bytes across sites, communication's CPU on shared
-// cores (the floor, tp all-reduces, the hierarchical site steps, a flat reduction in a site), tp pairs as the profile timed
-// them (busy and alone), a two-stage pipeline over a slow link with the tied embedding and the
-// gradient norm, memory against caps, hierarchical and bf16 bytes across sites, the stage split
-// DP, the profile interpolation and file checks, and the cluster file with devices and a probe.
+// cores (the floor, tp all-reduces, the hierarchical site steps, a flat reduction in a site), tp
+// pairs as the profile timed them (busy and alone), a two-stage pipeline over a slow link with the
+// tied embedding and the gradient norm, memory against caps, hierarchical and bf16 bytes across
+// sites, the stage split DP, the profile interpolation and file checks, and the cluster file with
+// devices and a probe.
 #include <gtest/gtest.h>
 
 #include "parallel/plan.h"
