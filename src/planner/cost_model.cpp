@@ -234,7 +234,7 @@ Reduce reduce_grads(const Ctx& x, const std::vector<int>& group, double bytes, d
   const int lanes = std::min(kGlooLanes, nb);
   if (h.S == 0) {
     // At least its CPU where members share cores: a dp group inside a testbed site (pp 2 x dp 2)
-    // rings over loopback, and its reduction after a single micro-batch's backward took 90-190 ms
+    // rings over loopback, and its reduction after a single micro-batch's backward took 60-190 ms
     // at rtt100 (2026-11-27e), where the ring at the link's α-β alone came to 15.
     during = std::max(ring_all_reduce_s(P, ring.slowest, bb, ch, (ring.crosses_sites ? flows : 1) * lanes,
                                         x.ar_hop(ring.slowest, ring.crosses_sites, bb)),
