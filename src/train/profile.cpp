@@ -66,22 +66,14 @@ double median_of(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-// Medians of the two phases of `repeats` time_split's after one warm-up.
-template <class F, class G>
-std::pair<double, double> median_split(int repeats, const std::string& device, double min_s, F&& first, G&& second) {
-  first(), second();
-  std::vector<double> a, b;
-  for (int i = 0; i < repeats; ++i) {
-    const auto [ta, tb] = time_split(device, min_s, first, second);
-    a.push_back(ta), b.push_back(tb);
-  }
-  return {median_of(a), median_of(b)};
-}
-
-// Median of `repeats` timings of f (as median_split's first phase, with nothing after it).
+// Median of `repeats` timings of f (time_split's first phase, with nothing after it) after one
+// warm-up.
 template <class F>
 double median_time(int repeats, const std::string& device, double min_s, F&& f) {
-  return median_split(repeats, device, min_s, f, [] {}).first;
+  f();
+  std::vector<double> t;
+  for (int i = 0; i < repeats; ++i) t.push_back(time_split(device, min_s, f, [] {}).first);
+  return median_of(t);
 }
 
 // The cgroup folders whose CPU quota applies to this process: a testbed site's ranks share one

@@ -72,18 +72,23 @@ AtomicFile::~AtomicFile() {
   if (!committed_) ::unlink(tmp_.c_str());
 }
 
-void AtomicFile::write(const void* data, size_t n) {
+namespace {
+// All n bytes to fd (retrying short writes and EINTR); `path` names it in the error.
+void write_all(int fd, const void* data, size_t n, const std::string& path) {
   const char* p = static_cast<const char*>(data);
   while (n > 0) {
-    ssize_t w = ::write(fd_, p, n);
+    ssize_t w = ::write(fd, p, n);
     if (w < 0) {
       if (errno == EINTR) continue;
-      throw io_error(tmp_, "write failed");
+      throw io_error(path, "write failed");
     }
     p += w;
     n -= static_cast<size_t>(w);
   }
 }
+}  // namespace
+
+void AtomicFile::write(const void* data, size_t n) { write_all(fd_, data, n, tmp_); }
 
 void AtomicFile::write_at(int64_t offset, const void* data, size_t n) {
   if (::pwrite(fd_, data, n, offset) != static_cast<ssize_t>(n)) throw io_error(tmp_, "write failed");
@@ -107,14 +112,11 @@ void write_file_atomic(const std::string& path, std::string_view contents) {
     // would replace it by a regular file (as root, /dev/null itself).
     const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
     if (fd < 0) throw io_error(path, "cannot open");
-    for (size_t done = 0; done < contents.size();) {
-      const ssize_t n = ::write(fd, contents.data() + done, contents.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        ::close(fd);
-        throw io_error(path, "write failed");
-      }
-      done += static_cast<size_t>(n);
+    try {
+      write_all(fd, contents.data(), contents.size(), path);
+    } catch (...) {
+      ::close(fd);
+      throw;
     }
     ::close(fd);
     return;
