@@ -323,9 +323,11 @@ int run_training(const Config& cfg_in, bool resume, int64_t stop_at) {
       say(fmt::format("checkpoint {} (written in the background since step {})", *path, async_step));
     return all.stop;
   };
-  // DiLoCo: a step's agreement travels across the sites while the next step trains (one step late;
-  // every rank still sees it after the same step), so no step waits for the slow link.
-  const size_t lag = t->outer ? 1 : 0;
+  // A step's agreement travels while the next step trains (reported one step late; every rank
+  // still sees it after the same step), so no step waits for it: a world all-reduce of a few
+  // numbers that took 0.61 s at 100 ms RTT on the testbed (pp 2 x dp 2, 4 ranks), 0.13 s at 20 ms.
+  // Evaluations, saves and the last step wait for every agreement before them.
+  const size_t lag = 1;
   std::deque<Agreement> agreeing;
   bool stop = false;
   auto report_all = [&](size_t keep) {
