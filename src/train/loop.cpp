@@ -309,7 +309,7 @@ int run_training(const Config& cfg_in, bool resume, int64_t stop_at) {
     }
     if (s.loss_scale > 0) log({{"step", step}, {"loss_scale", s.loss_scale}, {"skipped", s.skipped}});
     if (s.skipped) say(fmt::format("step {}: gradients not finite, update skipped{}", step,
-                                   s.loss_scale > 0 ? fmt::format(" (loss scale {} -> {})", s.loss_scale, t->scaler.scale) : ""));
+                                   s.loss_scale > 0 ? fmt::format(" (loss scale {} -> {})", s.loss_scale, s.next_scale) : ""));
     double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     double eta = elapsed / static_cast<double>(step - first) * static_cast<double>(cfg.schedule.max_steps - step);
     std::string line = fmt::format("step {}/{} | loss {:.4f} | lr {:.2e} | {:.0f} tok/s | {:.3f} TFLOP/s "

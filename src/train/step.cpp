@@ -360,6 +360,7 @@ static void inner_step(Trainer& t, std::vector<parallel::pipeline::MicroBatch>& 
   s.comm_s += seconds_since(clock);
   s.lr = lr_at(t.cfg.schedule, t.cfg.optim.lr, t.step);
   const bool skipped = !update_loss_scale(t.scaler, std::isfinite(s.grad_norm));
+  s.next_scale = t.scaler.enabled ? t.scaler.scale : 0.0;
   s.skipped = s.skipped || skipped;
   if (!skipped) {
     const double clip = t.cfg.optim.grad_clip;

@@ -75,6 +75,7 @@ struct StepStats {
   double comm_s = 0;   // waiting for gradient reduction and parameter gathering (not hidden)
   bool skipped = false;   // gradients were not finite: no update (loss scale lowered)
   double loss_scale = 0;  // the scale this step used (0 = no loss scaling)
+  double next_scale = 0;  // the scale after it (lowered where skipped; the step reports a step later)
   int outer_merged = 0;   // DiLoCo: fragments whose outer sync was merged after this step
   double outer_s = 0;     // DiLoCo: time in the outer sync (starting, waiting, merging)
 };
