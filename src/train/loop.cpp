@@ -228,7 +228,7 @@ int run_training(const Config& cfg_in, bool resume, int64_t stop_at) {
   using Clock = std::chrono::steady_clock;
   Clock::time_point last_save = Clock::now();
   bool save_by_time = false, asked = false;
-  auto ask_to_save = [&] {  // on rank 0, once per interval (under DiLoCo the answer comes a step later)
+  auto ask_to_save = [&] {  // on rank 0, once per interval (the answer comes a step later)
     if (asked || !main_rank || cfg.checkpoint.every_minutes <= 0) return false;
     asked = std::chrono::duration<double>(Clock::now() - last_save).count() >= 60 * cfg.checkpoint.every_minutes;
     return asked;
