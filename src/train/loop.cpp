@@ -8,14 +8,15 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
-#include <deque>
 #include <filesystem>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <torch/cuda.h>
 
 #include "comm/collectives.h"
 #include "comm/hierarchy.h"
+#include "train/agreement.h"
 #include "train/async_checkpoint.h"
 #include "train/checkpoint.h"
 #include "train/events.h"
@@ -48,59 +49,6 @@ struct MetricsLog {
 };
 
 }  // namespace
-
-// What every rank learns after a step, in one small all-reduce: the global mean loss (the sum of
-// the ranks' shares), whether any rank was asked to stop (so that all stop and save after the same
-// step), whether rank 0's clock says a checkpoint is due (checkpoint.every_minutes), how many ranks
-// have written the background checkpoint in flight (checkpoint.async), and for the metrics: mean
-// compute and schedule time, bytes sent per link type, and each rank's peak memory.
-struct Agreed {
-  double loss = 0;
-  bool stop = false;
-  bool save = false;  // checkpoint.every_minutes passed on rank 0
-  double ckpt_written = 0, ckpt_failed = 0;  // checkpoint.async: ranks done writing the one in flight
-  double compute_s = 0, schedule_s = 0;            // means over ranks
-  double bytes_pp = 0, bytes_tp = 0, bytes_dp = 0, bytes_outer = 0;  // this step, all ranks together
-  std::vector<double> peak_mem;                    // per rank, bytes
-};
-
-struct ByteCounts {
-  int64_t pp = 0, tp = 0, dp = 0, outer = 0;
-};
-static ByteCounts byte_counts(const Trainer& t) {
-  return {comm::bytes_sent(t.groups.pp), comm::bytes_sent(t.groups.tp), comm::bytes_sent(t.groups.dp),
-          comm::bytes_sent(t.groups.outer)};
-}
-
-// One step's agreement in flight, with what the step measured locally.
-struct Agreement {
-  comm::PendingSum sum;
-  StepStats s;
-  int64_t step = 0;
-  double time = 0;  // unix time at the end of the step
-  int n = 1;
-};
-
-static Agreement begin_agree(const Trainer& t, const StepStats& s, const ByteCounts& before, bool save_due,
-                             const std::vector<double>& ckpt) {
-  const int n = t.groups.world.size;
-  const ByteCounts now = byte_counts(t);
-  std::vector<double> v = {s.loss, interrupted() ? 1.0 : 0.0, save_due ? 1.0 : 0.0, ckpt[0], ckpt[1],
-                           s.compute_s, s.schedule_s,
-                           static_cast<double>(now.pp - before.pp), static_cast<double>(now.tp - before.tp),
-                           static_cast<double>(now.dp - before.dp), static_cast<double>(now.outer - before.outer)};
-  v.resize(v.size() + static_cast<size_t>(n), 0.0);
-  v[v.size() - static_cast<size_t>(n) + static_cast<size_t>(t.groups.world.rank)] = static_cast<double>(peak_memory_bytes());
-  const double now_unix = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-  return {comm::sum_async(v, t.groups.world), s, t.step, now_unix, n};
-}
-
-static Agreed finish_agree(Agreement& a) {
-  const std::vector<double> v = a.sum.get();
-  const int n = a.n;
-  return {v[0], v[1] > 0, v[2] > 0, v[3], v[4], v[5] / n, v[6] / n, v[7], v[8], v[9], v[10],
-          std::vector<double>(v.end() - n, v.end())};
-}
 
 // log.trace_steps: this rank's timeline of the traced steps, in RUN/trace/rank_K.json.
 static void write_trace(const Trainer& t, const std::string& run) {
@@ -228,7 +176,7 @@ int run_training(const Config& cfg_in, bool resume, int64_t stop_at) {
   using Clock = std::chrono::steady_clock;
   Clock::time_point last_save = Clock::now();
   bool save_by_time = false, asked = false;
-  auto ask_to_save = [&] {  // on rank 0, once per interval (the answer comes a step later)
+  auto ask_to_save = [&] {  // on rank 0, once per interval (the answer comes a block later)
     if (asked || !main_rank || cfg.checkpoint.every_minutes <= 0) return false;
     asked = std::chrono::duration<double>(Clock::now() - last_save).count() >= 60 * cfg.checkpoint.every_minutes;
     return asked;
@@ -266,12 +214,11 @@ int run_training(const Config& cfg_in, bool resume, int64_t stop_at) {
   };
   const int64_t end = stop_at > 0 ? std::min(stop_at, cfg.schedule.max_steps) : cfg.schedule.max_steps;
   // What one step reports once every rank has agreed on it: the metrics line, the progress line,
-  // the check against the planner's prediction. Returns whether a rank was asked to stop.
-  auto report = [&](Agreement& a) {
-    const Agreed all = finish_agree(a);
-    StepStats& s = a.s;
-    const int64_t step = a.step;
-    s.loss = all.loss;
+  // the check against the planner's prediction.
+  auto report_step = [&](const LocalStep& l, const AgreedStep& g, const Agreed& all, size_t block) {
+    StepStats s = l.s;
+    const int64_t step = l.step;
+    s.loss = g.loss;
     diverged = std::isfinite(s.loss) ? 0 : diverged + 1;
     double step_s = s.data_s + s.schedule_s + s.optim_s + s.comm_s + s.outer_s;
     // sync.by = "time": faster sites take more inner steps, so a step may hold more than one global batch.
@@ -279,13 +226,14 @@ int run_training(const Config& cfg_in, bool resume, int64_t stop_at) {
     double tflops = step_flop / step_s / 1e12;
     spent_usd += step_s / 3600.0 * dev.price_per_hour * devices;  // this session's steps
     if (first_loss < 0) first_loss = s.loss;
-    nlohmann::json line_json = {{"step", step}, {"time", a.time}, {"loss", s.loss}, {"lr", s.lr}, {"grad_norm", s.grad_norm},
+    nlohmann::json line_json = {{"step", step}, {"time", l.time}, {"loss", s.loss}, {"lr", s.lr}, {"grad_norm", s.grad_norm},
          {"tokens", s.tokens}, {"tokens_per_s", s.tokens / step_s}, {"step_s", step_s},
          {"data_s", s.data_s}, {"compute_s", s.compute_s}, {"schedule_s", s.schedule_s},
          {"optim_s", s.optim_s}, {"comm_s", s.comm_s}, {"tflops_per_device", tflops},
-         {"bubble", all.schedule_s > 0 ? 1.0 - all.compute_s / all.schedule_s : 0.0},
-         {"bubble_theory", bubble_theory}, {"bytes_pp", all.bytes_pp}, {"bytes_tp", all.bytes_tp},
-         {"bytes_dp", all.bytes_dp}, {"bytes_outer", all.bytes_outer}, {"peak_mem_per_rank", all.peak_mem},
+         {"bubble", g.schedule_s > 0 ? 1.0 - g.compute_s / g.schedule_s : 0.0},
+         {"bubble_theory", bubble_theory}, {"bytes_pp", g.bytes_pp}, {"bytes_tp", g.bytes_tp},
+         {"bytes_dp", g.bytes_dp}, {"bytes_outer", g.bytes_outer}, {"peak_mem_per_rank", all.peak_mem},
+         {"agree_steps", block}, {"agree_wait_s", g.wait_s},
          {"mfu", step_flop / step_s / dev.peak_flops}, {"peak_mem_bytes", peak_memory_bytes()},
          {"cost_usd", spent_usd},
          {"tokens_per_usd", s.tokens / (step_s / 3600.0 * dev.price_per_hour * devices)},
@@ -318,20 +266,53 @@ int run_training(const Config& cfg_in, bool resume, int64_t stop_at) {
                                    tflops, 100 * step_flop / step_s / dev.peak_flops, spent_usd, format_duration(eta));
     if (tty) std::fprintf(stderr, "\r%s\033[K", line.c_str());
     else if (main_rank && (step % cfg.log.every == 0 || step == first + 1)) std::fprintf(stderr, "%s\n", line.c_str());
+  };
+  // Steps are agreed in blocks (agreement.h): a block's all-reduce travels while the next block
+  // trains, so no step waits for it where a block lasts longer than the all-reduce's latency, and
+  // the block grows until it does (a world all-reduce of a few numbers took 0.61 s at 100 ms RTT on
+  // the testbed, 4 ranks, while a small model's step may take 20 ms). Every rank sees a block's sums
+  // after the same step, so all stop, save and resize blocks together. Evaluations, saves, the last
+  // step and a signal's stop wait for every agreement before them.
+  int64_t block = 1;              // steps per agreement from now on
+  std::vector<LocalStep> filling; // this block's steps, not sent yet
+  std::optional<Agreement> in_flight;
+  int64_t last_agreed = first;    // the last step reported
+  bool stop = false;
+  auto report = [&](const Agreement& a, const Agreed& all) {
+    double step_s = 0, paced_wait_s = 0;
+    for (size_t i = 0; i < a.steps.size(); ++i) {
+      report_step(a.steps[i], all.steps[i], all, a.steps.size());
+      step_s += all.steps[i].step_s / static_cast<double>(a.steps.size());
+      paced_wait_s += all.steps[i].paced_wait_s;
+    }
+    last_agreed = a.steps.back().step;
+    block = steps_per_agreement(block, step_s, paced_wait_s);
     save_by_time = save_by_time || all.save;
     if (const auto path = on_agreed(async_ckpt, all.ckpt_written, all.ckpt_failed, devices))
       say(fmt::format("checkpoint {} (written in the background since step {})", *path, async_step));
-    return all.stop;
+    stop = stop || all.stop;
   };
-  // A step's agreement travels while the next step trains (reported one step late; every rank
-  // still sees it after the same step), so no step waits for it: a world all-reduce of a few
-  // numbers that took 0.61 s at 100 ms RTT on the testbed (pp 2 x dp 2, 4 ranks), 0.13 s at 20 ms.
-  // Evaluations, saves and the last step wait for every agreement before them.
-  const size_t lag = 1;
-  std::deque<Agreement> agreeing;
-  bool stop = false;
-  auto report_all = [&](size_t keep) {
-    for (; agreeing.size() > keep; agreeing.pop_front()) stop = report(agreeing.front()) || stop;
+  // After each step: when the block is full (or `flush`), wait for the block before it, report it,
+  // and send this one; with `flush` (or a stop just agreed) wait for this one too.
+  auto agree = [&](bool flush) {
+    if (static_cast<int64_t>(filling.size()) < block && !flush) return;
+    if (in_flight) {
+      const auto t0 = std::chrono::steady_clock::now();
+      Agreement prev = std::move(*in_flight);
+      in_flight.reset();
+      const Agreed all = finish_agree(prev);
+      filling.back().wait_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      filling.back().paced = !flush;
+      report(prev, all);
+    }
+    in_flight = begin_agree(std::move(filling), interrupted(), ask_to_save(), async_status(async_ckpt),
+                            t->groups.world);
+    filling.clear();
+    if (flush || stop) {
+      Agreement now = std::move(*in_flight);
+      in_flight.reset();
+      report(now, finish_agree(now));
+    }
   };
   // Plain data parallelism: every rank holds the whole state, so when a peer is lost (in the step or
   // in the evaluation or save after it) rank 0 keeps the last finished step. Not under DiLoCo: the
@@ -354,17 +335,18 @@ int run_training(const Config& cfg_in, bool resume, int64_t stop_at) {
       trace::set_recording(false);
       if (cfg.log.trace_steps > 0 && (t->step == traced_end || (t->step < traced_end && t->step == end)))
         write_trace(*t, run);
-      agreeing.push_back(begin_agree(*t, s, bytes, ask_to_save(), async_status(async_ckpt)));
+      const double now_unix = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+      const ByteCounts after = byte_counts(*t);
+      filling.push_back({s, t->step, now_unix,
+                         {after.pp - bytes.pp, after.tp - bytes.tp, after.dp - bytes.dp, after.outer - bytes.outer}});
       const bool last = t->step == cfg.schedule.max_steps;
       const bool eval_due = cfg.eval.every > 0 && (t->step % cfg.eval.every == 0 || last);
       const bool save_due = (cfg.checkpoint.every > 0 && t->step % cfg.checkpoint.every == 0) || t->step == end;
-      report_all(eval_due || save_due || last ? 0 : lag);
-      if (stop) report_all(0);
+      agree(eval_due || save_due || last);
       if (diverged >= kDivergedSteps)
         throw UserError(fmt::format("loss not finite at steps {}..{}: training diverged (learning rate too "
                                     "high?); the last checkpoint with a finite loss is kept",
-                                    t->step - static_cast<int64_t>(agreeing.size()) - diverged + 1,
-                                    t->step - static_cast<int64_t>(agreeing.size())));
+                                    last_agreed - diverged + 1, last_agreed));
     } catch (const comm::PeerLost&) {
       if (t->step == step_before) t->train_loader->restore(before);
       keep_alone();

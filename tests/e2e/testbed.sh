@@ -3,7 +3,8 @@
 #  1. Two sites x 2 ranks, 20 ms one-way between the sites (RTT 40 ms), 500 Mbit/s: `slm probe`
 #     under `slm testbed run` measures every cross-site round trip within 10% of 40 ms, the
 #     inside-site ones below 5 ms, and finds two link classes; the topology file is written.
-#  2. Data-parallel training runs across the testbed (2 steps).
+#  2. Data-parallel training runs across the testbed (2 steps); DiLoCo's steps are agreed in blocks
+#     that grow with the link's latency, with the losses of a local run.
 #  3. Teardown: nothing is left behind after a run, after a failing command, and after `down`.
 #  4. A slower site (`cpus`, a cgroup CPU quota): its ranks get the configured share; no cgroup left;
 #     DiLoCo with sync.by = "time" lets the faster site take more inner steps per sync.
@@ -53,6 +54,27 @@ make_dataset "$(real_corpus)" 512 0.02
 grep -q "\[0\] checkpoint .*step_00000002" train.log || { cat train.log; fail "training on the testbed did not finish"; }
 grep -q "4 ranks" train.log || fail "not 4 ranks"
 left_behind "after training"
+# Steps agreed in blocks: at 40 ms RTT a small DiLoCo's inner steps are far shorter than the world
+# all-reduce of the steps' numbers, so blocks grow (agree_steps > 1); every step is still reported
+# once, in order, with the loss of the same run launched on one machine (where blocks stay short).
+DL=(-c /dev/null --set data.dir="$WORK/data" --set model.n_layer=2 --set model.n_embd=64 --set model.n_head=2
+    --set model.block_size=64 --set batch.batch_size=8 --set batch.micro_batch=2 --set schedule.max_steps=24
+    --set eval.every=0 --set checkpoint.every=0 --set system.threads=1 --set sync.mode=diloco
+    --set dist.ranks_per_site=2 --set sync.inner_steps=8)
+"$SLM" testbed run geo.toml -- "$SLM" train "${DL[@]}" --set run.dir="$WORK/blocks" > blocks.log 2>&1 \
+  || { cat blocks.log; fail "DiLoCo on the testbed"; }
+"$SLM" launch -n 4 -- "$SLM" train "${DL[@]}" --set run.dir="$WORK/blocks_local" > blocks_local.log 2>&1 \
+  || { cat blocks_local.log; fail "DiLoCo launched locally"; }
+python3 - blocks blocks_local <<'PY' || fail "steps agreed in blocks"
+import json, sys
+rows = lambda d: [json.loads(l) for l in open(d + "/metrics.jsonl") if '"loss"' in l]
+wan, local = rows(sys.argv[1]), rows(sys.argv[2])
+print("testbed blocks:", [r["agree_steps"] for r in wan], "local:", [r["agree_steps"] for r in local])
+assert [r["step"] for r in wan] == list(range(1, 25)), [r["step"] for r in wan]
+assert [r["loss"] for r in wan] == [r["loss"] for r in local], ([r["loss"] for r in wan], [r["loss"] for r in local])
+assert max(r["agree_steps"] for r in wan) > 2
+PY
+left_behind "after DiLoCo in blocks"
 rc=0
 "$SLM" testbed run geo.toml -- false > fail.log 2>&1 || rc=$?
 [ "$rc" -ne 0 ] || fail "a failing command should fail the run"
