@@ -353,6 +353,23 @@ double comm_cpu_per_byte(const comm::Group& g) {
   return std::max(0.0, used / moved);
 }
 
+// Whether the ranks of some pool share its cores, by the rule the planner reads the profile with
+// (planner::settle_shared_pools: the pool's mean solo speed-up), so that the pairs are timed alone
+// exactly where the cost model uses those timings. Collective over g.
+static bool any_pool_shares(double solo_speedup, const std::vector<int>& host, const comm::Group& g) {
+  std::vector<double> speedups(static_cast<size_t>(g.size), 0.0);
+  speedups[static_cast<size_t>(g.rank)] = solo_speedup;
+  speedups = comm::sum(speedups, g);
+  std::vector<planner::RankProfile> ranks(static_cast<size_t>(g.size));
+  for (size_t q = 0; q < ranks.size(); ++q) {
+    ranks[q].host = host[q];
+    ranks[q].host_ranks = static_cast<int>(std::count(host.begin(), host.end(), host[q]));
+    ranks[q].solo_speedup = speedups[q];
+  }
+  planner::settle_shared_pools(ranks);
+  return std::any_of(ranks.begin(), ranks.end(), [](const planner::RankProfile& p) { return p.shares_cores; });
+}
+
 // Block forward + backward at the largest size, alone (the others wait at a barrier).
 double solo_block_s(const ProfileRequest& r) {
   model::GPT2Config c = r.model;
@@ -472,7 +489,7 @@ std::pair<double, double> tp2_pipeline_s(const ProfileRequest& r, const model::G
 }
 
 // RankProfile::tp2_*: this rank's pair (its pool's ranks paired in rank order) times a tp-2 block
-// at every size with every pair busy, then (alone_too: some rank shares cores) a pool's pairs as a
+// at every size with every pair busy, then (alone_too: some pool shares cores) a pool's pairs as a
 // pipeline's stages (tp2_pipeline_s), then each pair alone in turn at every size. Collective over
 // w.world; a rank without a partner only waits.
 void measure_tp2(const ProfileRequest& r, comm::World& w, const std::vector<int>& host,
@@ -616,7 +633,7 @@ std::vector<planner::RankProfile> profile_job(const ProfileRequest& request, com
     }
     comm::barrier(g);
     mine.comm_cpu_s_per_byte = comm_cpu_per_byte(g);
-    measure_tp2(r, w, host, index_in_host, comm::max(mine.solo_speedup, g) > planner::kSharesCoresSpeedup, &mine);  // alone: where any shares
+    measure_tp2(r, w, host, index_in_host, any_pool_shares(mine.solo_speedup, host, g), &mine);
     for (int k = 0; k < most; ++k) {  // the ranks of a machine add their entries in turn (one file)
       comm::barrier(g);
       if (index_in_host[static_cast<size_t>(g.rank)] == k) store_in_cache(key, mine);
