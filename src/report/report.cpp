@@ -52,7 +52,8 @@ Rows read_rows(const std::string& run_dir) {
 RunSummary summarize(const std::string& run_dir) {
   Rows r = read_rows(run_dir);
   RunSummary s;
-  std::vector<double> losses, tps, tfl, mfu;
+  std::vector<double> losses, tps, tfl, mfu, step_s, wall;
+  const json* prev = nullptr;
   for (const auto& [step, j] : r.train) {
     losses.push_back(j.value("loss", 0.0));
     tps.push_back(j.value("tokens_per_s", 0.0));
@@ -60,6 +61,10 @@ RunSummary summarize(const std::string& run_dir) {
     mfu.push_back(j.value("mfu", 0.0));
     s.tokens += j.value("tokens", int64_t{0});
     s.train_seconds += j.value("step_s", 0.0);
+    step_s.push_back(j.value("step_s", 0.0));
+    if (prev && prev->value("step", int64_t{0}) == step - 1 && j.contains("time") && prev->contains("time"))
+      wall.push_back(j.value("time", 0.0) - prev->value("time", 0.0));
+    prev = &j;
     s.peak_mem_bytes = std::max(s.peak_mem_bytes, j.value("peak_mem_bytes", int64_t{0}));
     if (j.value("tokens_per_usd", 0.0) > 0) s.cost_usd += j.value("tokens", 0.0) / j.value("tokens_per_usd", 0.0);
   }
@@ -80,6 +85,8 @@ RunSummary summarize(const std::string& run_dir) {
   s.median_tokens_per_s = upper_median(tps);
   s.median_tflops = upper_median(tfl);
   s.median_mfu = upper_median(mfu);
+  s.median_step_s = upper_median(step_s);
+  s.median_wall_step_s = wall.empty() ? 0 : upper_median(wall);
   s.restarts = train::read_restart_events(run_dir);
   return s;
 }
@@ -96,6 +103,8 @@ std::string summary_table(const RunSummary& s) {
                    s.median_tokens_per_s, s.median_tflops);
   t += fmt::format("| median MFU | {} |\n", s.median_mfu > 0 ? fmt::format("{:.1f}%", 100 * s.median_mfu) : none);
   t += fmt::format("| training time (steps only) | {:.1f} s |\n", s.train_seconds);
+  t += fmt::format("| time per step (median) | {:.3f} s in the step (step_s), {} from one step's end to the next |\n",
+                   s.median_step_s, s.median_wall_step_s > 0 ? fmt::format("{:.3f} s", s.median_wall_step_s) : none);
   t += fmt::format("| cost | {} |\n", s.cost_usd > 0 ? fmt::format("${:.4f} ({:.3g} tokens per $)", s.cost_usd,
                                                                       s.tokens / s.cost_usd) : none);
   t += fmt::format("| peak memory | {} |\n", s.peak_mem_bytes > 0 ? fmt::format("{:.0f} MB", s.peak_mem_bytes / 1e6) : none);

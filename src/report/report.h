@@ -17,6 +17,9 @@ struct RunSummary {
   int64_t best_val_step = -1;
   double median_tokens_per_s = 0, median_tflops = 0, median_mfu = 0;
   double train_seconds = 0, cost_usd = 0;
+  // Per step: `step_s` (the step's own work), and the wall time from one step's end to the next
+  // (consecutive steps only): more than step_s where the ranks wait between steps.
+  double median_step_s = 0, median_wall_step_s = 0;
   int64_t peak_mem_bytes = 0;
   std::vector<train::RestartEvent> restarts;  // RUN/events.jsonl
 };

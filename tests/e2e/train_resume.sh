@@ -40,7 +40,7 @@ g1=$("$SLM" generate r40 -p "The" -n 20 --seed 5 --top-k 20 --top-p 0.9); g2=$("
 "$SLM" generate r40 -n 5 --temperature 0 >/dev/null || fail "greedy generate"
 echo "ok: eval matches the final val_loss ($want); generate deterministic"
 "$SLM" report r40 > report.txt || fail "slm report"
-grep -q "best validation loss" report.txt && grep -q "median MFU | [0-9.]*%" report.txt || { cat report.txt; fail "report table"; }
+grep -q "best validation loss" report.txt && grep -q "median MFU | [0-9.]*%" report.txt && grep -q "time per step (median) | [0-9.]* s in the step (step_s), [0-9.]* s from" report.txt || { cat report.txt; fail "report table"; }
 for f in loss.svg loss.png throughput.svg throughput.png summary.md; do [ -s r40/report/$f ] || fail "report lacks $f"; done
 expect_error "no-run/metrics.jsonl: not found" "$SLM" report no-run
 
