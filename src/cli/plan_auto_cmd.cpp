@@ -268,8 +268,9 @@ void run_auto(const AutoArgs& a) {
     for (size_t i = 0; i < measured.size(); ++i)
       if (measured[i] > 0 && (measured[best] <= 0 || measured[i] < measured[best])) best = i;
     if (measured[best] > 0) chosen = r.top[best];
+    // The runs' folders go, unless a run failed: its message names its log there.
     std::error_code ec;
-    fs::remove_all(tmp, ec);
+    if (std::none_of(failed.begin(), failed.end(), [](bool f) { return f; })) fs::remove_all(tmp, ec);
   }
   const std::string used = chosen.c.ranks.size() == static_cast<size_t>(cl.world())
                                ? fmt::format("all {} ranks", cl.world())

@@ -5,7 +5,7 @@
 #     other layouts lost, the study heuristic, a plan file with its [set] table that `slm plan
 #     check` accepts, --json; a far, slow site is left out unless --all-ranks; --measure runs
 #     the top 2 on the emulated cluster (as root) in 2 rounds, prints predicted against measured
-#     (the median of both rounds' steps) and writes the measured best.
+#     (the median of both rounds' steps) and writes the measured best; a failed run's log is kept.
 #  3. Training with the written plan (2 ranks) and with `parallel.plan = "auto"` on 4 local
 #     ranks: the same losses as one process (fp32, same global batch); the log names the chosen
 #     plan and its prediction, the metrics carry predicted_step_s, the run keeps plan.toml; its
@@ -147,6 +147,11 @@ chosen = [r[0] for r in rows if float(r[1]) == fastest and re.search(r"^chosen: 
 assert chosen, (rows, table)
 PY
   "$SLM" plan check measured.toml "${COMMON[@]}" --world 2 > /dev/null 2>&1 || fail "plan check of the measured pick"
+  # A candidate whose run fails: the line names its log, and the log is kept.
+  "$SLM" plan auto "${COMMON[@]}" --set data.dir=no-such-data --set model.vocab_size=512 --cluster two.toml --profile profile.json --all-ranks \
+    --top 1 --measure 1 --measure-steps 3 --measure-rounds 1 > mfail.txt 2>&1 || { cat mfail.txt; fail "--measure, a failing run"; }
+  log=$(sed -n 's/^  failed (log: \(.*\))$/\1/p' mfail.txt)
+  [ -n "$log" ] && grep -q "no-such-data" "$log" || { cat mfail.txt; fail "the failed run's log is not kept"; }
   echo "measure ok"
 else
   echo "skip --measure (needs root and the testbed)"
