@@ -66,12 +66,13 @@ Agreed finish_agree(Agreement& a);
 
 // The most steps one agreement covers: bounds how late a signal's stop and the metrics come.
 constexpr int64_t kMaxStepsPerAgreement = 64;
-// Steps per block after a block whose steps took `step_s` each (the world's mean) and whose ranks
-// waited `paced_wait_s` in all, on average, for the agreement before it at the block's regular
-// turn. A block's agreement is awaited when the next block is full, so it has `block` steps to
-// arrive; where the ranks still waited more than 5% of that, the next blocks cover the whole
-// latency (block steps + the wait) with a quarter to spare. Never shrinks, at most
-// kMaxStepsPerAgreement.
+// Steps per block needed after a block of `block` steps that took `step_s` each (the world's mean)
+// and whose ranks waited `paced_wait_s` in all, on average, at the block's regular turn, for the
+// agreement before it. That agreement was awaited once this block was full, so it had `block`
+// steps to arrive; where the ranks still waited more than 5% of that, the next blocks cover the
+// whole latency (block steps + the wait) with a quarter to spare. Never below `block`, at most
+// kMaxStepsPerAgreement. (The loop never shrinks its blocks: it keeps the larger of this and the
+// size it has.)
 int64_t steps_per_agreement(int64_t block, double step_s, double paced_wait_s);
 
 }  // namespace slm::train

@@ -286,7 +286,13 @@ int run_training(const Config& cfg_in, bool resume, int64_t stop_at) {
       paced_wait_s += all.steps[i].paced_wait_s;
     }
     last_agreed = a.steps.back().step;
-    block = steps_per_agreement(block, step_s, paced_wait_s);
+    // The block's wait (on its last step) was for the block before, which had this block's steps to arrive.
+    const int64_t lead = static_cast<int64_t>(a.steps.size());
+    if (const int64_t next = std::max(block, steps_per_agreement(lead, step_s, paced_wait_s)); next != block) {
+      say(fmt::format("agreement: the ranks waited {:.3f} s for the steps' all-reduce (steps of {:.3f} s); one "
+                      "all-reduce per {} steps from now on", paced_wait_s, step_s, next));
+      block = next;
+    }
     save_by_time = save_by_time || all.save;
     if (const auto path = on_agreed(async_ckpt, all.ckpt_written, all.ckpt_failed, devices))
       say(fmt::format("checkpoint {} (written in the background since step {})", *path, async_step));

@@ -74,6 +74,8 @@ assert [r["step"] for r in wan] == list(range(1, 25)), [r["step"] for r in wan]
 assert [r["loss"] for r in wan] == [r["loss"] for r in local], ([r["loss"] for r in wan], [r["loss"] for r in local])
 assert max(r["agree_steps"] for r in wan) > 2
 PY
+grep -q "\[0\] agreement: the ranks waited [0-9.]* s for the steps' all-reduce (steps of [0-9.]* s); one all-reduce per [0-9]* steps from now on" \
+  blocks.log || { cat blocks.log; fail "the log does not say that the blocks grew"; }
 left_behind "after DiLoCo in blocks"
 rc=0
 "$SLM" testbed run geo.toml -- false > fail.log 2>&1 || rc=$?
