@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include <chrono>
+#include <functional>
 #include <map>
 
 #include "comm/collectives.h"
@@ -128,36 +129,61 @@ ScheduleResult run_actions(Pipeline& p, DataParallel& d, const std::vector<Actio
     for (int dst : targets_in(p, to_stage)) sends.push_back(comm::send_async(wire, dst, tag, p.p2p));
   };
   // The tied embedding, where the first and last stage are on different ranks: the first stage's
-  // wte (as the last update left it) goes to the last stage's head at the start of every action
-  // list; the first stage does not wait for that send, and the last stage waits for it only once
-  // its first receive is posted, so the rendezvous (Gloo moves a message once the receiver has
-  // posted its receive) overlaps the first forward instead of costing a round trip at the end of
-  // every step. The head's gradient comes back into a receive posted here, long before the first
-  // stage's final backward needs it.
-  // (NCCL pairs messages by order: there the receive is posted when it is needed, after the last
+  // wte (as the last update left it) goes to the last stage's head in every action list. Gloo
+  // (pairs by tag): the first stage sends it right after its first activation, and the last stage
+  // waits for it only where its head is first used, at the end of its first forward. Sent at the
+  // list's start, the weights went first on the pair's one connection, and at 50 ms one way the
+  // first activation arrived 80-120 ms after it was computed instead of ~55 (the weights move only
+  // once the last stage's receive has been posted and its notice has crossed the link; traced,
+  // docs/planner.md). The head's gradient comes back into a receive posted here, long before the
+  // first stage's final backward needs it.
+  // (NCCL pairs messages by order: there the weights go first and are taken before the first
+  // forward, and the head's gradient receive is posted when it is needed, after the last
   // activation gradient, which the last stage sends before the head's.)
+  const bool by_tag = comm::matched_by_tag(p.p2p);
+  const bool tied_out = holds_first(p) && !holds_last(p), tied_in = holds_last(p) && !holds_first(p);
   at::Tensor head_grad;
   comm::Pending head_grad_in;
   auto post_head_grad = [&] {
     head_grad = at::empty_like(p.model->wte);
     head_grad_in = comm::recv_async(head_grad, source_in(p, num_stages(p) - 1), kTiedGradTag, p.p2p);
   };
-  if (holds_first(p) != holds_last(p)) {
-    const int S = num_stages(p);
-    if (holds_first(p)) {
-      sends.push_back(comm::send_async(p.model->wte.detach().contiguous(), rank_at(p.plan, S - 1, p.role.replica, p.role.tp_rank),
-                                       kTiedWeightTag, p.p2p));
-      if (train && comm::matched_by_tag(p.p2p)) post_head_grad();
-    } else {
-      at::Tensor w = at::empty_like(p.model->head);
-      comm::Pending in = comm::recv_async(w, rank_at(p.plan, 0, p.role.replica, p.role.tp_rank), kTiedWeightTag, p.p2p);
-      post_first();
+  bool tied_sent = false;
+  auto send_tied = [&] {
+    if (!tied_out || tied_sent) return;
+    tied_sent = true;
+    sends.push_back(comm::send_async(p.model->wte.detach().contiguous(),
+                                     rank_at(p.plan, num_stages(p) - 1, p.role.replica, p.role.tp_rank), kTiedWeightTag, p.p2p));
+  };
+  at::Tensor tied_w;
+  comm::Pending tied_w_in;
+  double tied_wait_s = 0;  // inside a forward: not counted as compute (the trace's F span holds it)
+  auto take_tied = [&] {
+    if (!tied_w.defined()) return;
+    {
+      const auto t = Clock::now();
       trace::Span span("wait tied weights", trace::kWait);
-      in.wait();
-      torch::NoGradGuard no_grad;
-      p.model->head.detach().copy_(w);
+      tied_w_in.wait();
+      tied_wait_s += since(t);
     }
+    torch::NoGradGuard no_grad;
+    p.model->head.detach().copy_(tied_w);
+    tied_w = at::Tensor();
+  };
+  if (tied_out) {
+    if (!by_tag) send_tied();
+    if (train && by_tag) post_head_grad();
   }
+  if (tied_in) {
+    // Gloo: the activations' receives first, so that their notices cross before the weights' and
+    // the first stage, where both sends wait for their notices, lets the activation go first.
+    if (by_tag) post_first();
+    tied_w = at::empty_like(p.model->head);
+    tied_w_in = comm::recv_async(tied_w, rank_at(p.plan, 0, p.role.replica, p.role.tp_rank), kTiedWeightTag, p.p2p);
+    post_first();  // NCCL: in order after the weights' (a no-op where posted above)
+    if (!by_tag) take_tied();
+  }
+  const std::function<void()> before_head = take_tied;
   post_first();  // a no-op where done above (the last stage posts before it waits for the weights)
   for (size_t i = 0; i < actions.size(); ++i) {
     const Action& a = actions[i];
@@ -168,15 +194,17 @@ ScheduleResult run_actions(Pipeline& p, DataParallel& d, const std::vector<Actio
       post(i + ahead);  // later messages travel while this chunk computes
       if (!c.first && train) in.requires_grad_(true);
       const auto t = Clock::now();
+      const double waited = tied_wait_s;
       at::Tensor out;
       {
         trace::Span span("F", trace::kCompute, a.micro, a.chunk);
         at::AutoGradMode grad_mode(train);
-        out = chunk_forward(d, *p.model, c, in, mb.y, p.tp, train);
+        out = chunk_forward(d, *p.model, c, in, mb.y, p.tp, train, before_head);
       }
       if (c.last) loss_sum = loss_sum.defined() ? loss_sum + out.detach().to(at::kDouble) : out.detach().to(at::kDouble);
-      r.compute_s += since(t);
+      r.compute_s += since(t) - (tied_wait_s - waited);
       if (!c.last) send(out, c.stage + 1, tag_of(p, a.micro, c.stage + 1, 0));
+      send_tied();  // after the first activation (a no-op after that, or off the first stage)
       if (train) live[{a.micro, a.chunk}] = {in, out};
       continue;
     }
@@ -208,6 +236,8 @@ ScheduleResult run_actions(Pipeline& p, DataParallel& d, const std::vector<Actio
     sends.push_back(comm::send_async(wire, rank_at(p.plan, 0, p.role.replica, p.role.tp_rank), kTiedGradTag, p.p2p));
     g = at::Tensor();
   }
+  send_tied();  // where the list had no forward: every list carries the weights once
+  take_tied();
   {
     trace::Span span("wait sends", trace::kWait);
     for (comm::Pending& s : sends) s.wait();

@@ -35,17 +35,22 @@ std::vector<Chunk> split_pipeline(model::GPT2& m, const Plan& p, const RankRole&
 }
 
 at::Tensor chunk_forward(DataParallel& d, const model::GPT2& m, const Chunk& c, const at::Tensor& input,
-                         const at::Tensor& targets, const comm::Group& tp, bool train) {
+                         const at::Tensor& targets, const comm::Group& tp, bool train,
+                         const std::function<void()>& before_head) {
   if (c.first && c.last) return forward_loss(d, input, targets, train);
   at::Tensor x;
   if (tp.size > 1) {
     x = c.first ? tensor::embed(m, input, tp) : input;
     x = tensor::run_blocks(m, x, c.begin, c.end, tp);
-    return c.last ? tensor::head_loss(m, x, targets, tp) : x;
+    if (!c.last) return x;
+    if (before_head) before_head();
+    return tensor::head_loss(m, x, targets, tp);
   }
   x = c.first ? model::embed(m, input, train) : input;
   x = model::run_blocks(m, x, c.begin, c.end, train);
-  return c.last ? model::head_loss(m, x, targets) : x;
+  if (!c.last) return x;
+  if (before_head) before_head();
+  return model::head_loss(m, x, targets);
 }
 
 }  // namespace slm::parallel::pipeline

@@ -4,8 +4,10 @@
 // tied embedding as its head), chunk_forward (embeddings | blocks | head + loss, whole model when
 // one chunk is both first and last), with or without tensor parallelism.
 #pragma once
+
 #include <ATen/core/Tensor.h>
 
+#include <functional>
 #include <vector>
 
 #include "comm/group.h"
@@ -32,7 +34,10 @@ std::vector<Chunk> split_pipeline(model::GPT2& m, const Plan& p, const RankRole&
 
 // input: idx (B, T) for a first chunk, else activations (B, T, C). Returns activations (B, T, C),
 // or the mean loss for a last chunk. A chunk that is the whole model goes through d (ZeRO 3 etc.).
+// before_head: called in a last chunk right before the head is used (the executor takes the tied
+// weights there).
 at::Tensor chunk_forward(DataParallel& d, const model::GPT2& m, const Chunk& c, const at::Tensor& input,
-                         const at::Tensor& targets, const comm::Group& tp, bool train);
+                         const at::Tensor& targets, const comm::Group& tp, bool train,
+                         const std::function<void()>& before_head = {});
 
 }  // namespace slm::parallel::pipeline
