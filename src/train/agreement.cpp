@@ -13,6 +13,11 @@ ByteCounts byte_counts(const Trainer& t) {
           comm::bytes_sent(t.groups.outer)};
 }
 
+ByteCounts sent_since(const Trainer& t, const ByteCounts& before) {
+  const ByteCounts now = byte_counts(t);
+  return {now.pp - before.pp, now.tp - before.tp, now.dp - before.dp, now.outer - before.outer};
+}
+
 // The sum's layout: a header, then kPerStep numbers per step, then one peak memory per rank.
 namespace {
 constexpr size_t kHeader = 4, kPerStep = 10;
@@ -24,8 +29,7 @@ Agreement begin_agree(std::vector<LocalStep> steps, bool stop, bool save_due, co
   std::vector<double> v = {stop ? 1.0 : 0.0, save_due ? 1.0 : 0.0, ckpt[0], ckpt[1]};
   for (const LocalStep& l : steps) {
     const StepStats& s = l.s;
-    const double step_s = s.data_s + s.schedule_s + s.optim_s + s.comm_s + s.outer_s;
-    v.insert(v.end(), {s.loss, step_s, s.compute_s, s.schedule_s, l.wait_s, l.paced ? l.wait_s : 0.0,
+    v.insert(v.end(), {s.loss, step_seconds(s), s.compute_s, s.schedule_s, l.wait_s, l.paced ? l.wait_s : 0.0,
                        static_cast<double>(l.sent.pp), static_cast<double>(l.sent.tp),
                        static_cast<double>(l.sent.dp), static_cast<double>(l.sent.outer)});
   }

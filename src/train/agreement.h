@@ -22,6 +22,7 @@ struct ByteCounts {
   int64_t pp = 0, tp = 0, dp = 0, outer = 0;
 };
 ByteCounts byte_counts(const Trainer& t);
+ByteCounts sent_since(const Trainer& t, const ByteCounts& before);
 
 // One step as this rank measured it.
 struct LocalStep {

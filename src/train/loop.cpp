@@ -220,7 +220,7 @@ int run_training(const Config& cfg_in, bool resume, int64_t stop_at) {
     const int64_t step = l.step;
     s.loss = g.loss;
     diverged = std::isfinite(s.loss) ? 0 : diverged + 1;
-    double step_s = s.data_s + s.schedule_s + s.optim_s + s.comm_s + s.outer_s;
+    const double step_s = step_seconds(s);
     // sync.by = "time": faster sites take more inner steps, so a step may hold more than one global batch.
     const double step_flop = flops * static_cast<double>(s.tokens) / static_cast<double>(cfg.batch.batch_size * t->seq_len);
     double tflops = step_flop / step_s / 1e12;
@@ -298,27 +298,28 @@ int run_training(const Config& cfg_in, bool resume, int64_t stop_at) {
       say(fmt::format("checkpoint {} (written in the background since step {})", *path, async_step));
     stop = stop || all.stop;
   };
+  // Waits for the block in flight and reports it; returns the seconds waited.
+  auto finish_in_flight = [&] {
+    const auto t0 = std::chrono::steady_clock::now();
+    Agreement a = std::move(*in_flight);
+    in_flight.reset();
+    const Agreed all = finish_agree(a);
+    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    report(a, all);
+    return waited;
+  };
   // After each step: when the block is full (or `flush`), wait for the block before it, report it,
   // and send this one; with `flush` (or a stop just agreed) wait for this one too.
   auto agree = [&](bool flush) {
     if (static_cast<int64_t>(filling.size()) < block && !flush) return;
     if (in_flight) {
-      const auto t0 = std::chrono::steady_clock::now();
-      Agreement prev = std::move(*in_flight);
-      in_flight.reset();
-      const Agreed all = finish_agree(prev);
-      filling.back().wait_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      filling.back().wait_s = finish_in_flight();
       filling.back().paced = !flush;
-      report(prev, all);
     }
     in_flight = begin_agree(std::move(filling), interrupted(), ask_to_save(), async_status(async_ckpt),
                             t->groups.world);
     filling.clear();
-    if (flush || stop) {
-      Agreement now = std::move(*in_flight);
-      in_flight.reset();
-      report(now, finish_agree(now));
-    }
+    if (flush || stop) finish_in_flight();
   };
   // Plain data parallelism: every rank holds the whole state, so when a peer is lost (in the step or
   // in the evaluation or save after it) rank 0 keeps the last finished step. Not under DiLoCo: the
@@ -342,9 +343,7 @@ int run_training(const Config& cfg_in, bool resume, int64_t stop_at) {
       if (cfg.log.trace_steps > 0 && (t->step == traced_end || (t->step < traced_end && t->step == end)))
         write_trace(*t, run);
       const double now_unix = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-      const ByteCounts after = byte_counts(*t);
-      filling.push_back({s, t->step, now_unix,
-                         {after.pp - bytes.pp, after.tp - bytes.tp, after.dp - bytes.dp, after.outer - bytes.outer}});
+      filling.push_back({s, t->step, now_unix, sent_since(*t, bytes)});
       const bool last = t->step == cfg.schedule.max_steps;
       const bool eval_due = cfg.eval.every > 0 && (t->step % cfg.eval.every == 0 || last);
       const bool save_due = (cfg.checkpoint.every > 0 && t->step % cfg.checkpoint.every == 0) || t->step == end;

@@ -79,6 +79,8 @@ struct StepStats {
   int outer_merged = 0;   // DiLoCo: fragments whose outer sync was merged after this step
   double outer_s = 0;     // DiLoCo: time in the outer sync (starting, waiting, merging)
 };
+// The step's wall time as the metrics report it (`step_s`): its parts added up.
+inline double step_seconds(const StepStats& s) { return s.data_s + s.schedule_s + s.optim_s + s.comm_s + s.outer_s; }
 
 // One optimizer step: the plan's micro-batches through this rank's schedule (step.cpp).
 StepStats train_step(Trainer& t);
