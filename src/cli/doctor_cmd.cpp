@@ -46,6 +46,15 @@ std::vector<Check> hardware_checks(const train::MachineFacts& m) {
   std::vector<Check> c;
   const std::string build = m.torch_cuda ? (m.torch_nccl ? "with CUDA and NCCL" : "with CUDA") : "CPU-only";
   c.push_back({"slm", "ok", fmt::format("LibTorch {} ({})", m.torch_version, build), ""});
+  const train::BlasInfo& b = m.blas;
+  if (b.slow)
+    c.push_back({"blas", "warn", "fp32 matrix products run on the reference BLAS (" + b.file + "), some 40x slower per core",
+                 "sudo apt-get install libopenblas0-openmp"});
+  else if (b.shadowed)
+    c.push_back({"blas", "warn", "LibTorch's own BLAS is shadowed by " + b.file + ", loaded ahead of it",
+                 "build slm with this project's CMakeLists.txt (it links LibTorch first)"});
+  else
+    c.push_back({"blas", "ok", b.kind + " takes fp32 matrix products (" + b.file + ")", ""});
   const bool avx2 = std::find(m.cpu_features.begin(), m.cpu_features.end(), "avx2") != m.cpu_features.end();
   c.push_back({"cpu", avx2 ? "ok" : "warn",
                train::describe_cpu(m) + "; slm train uses all of them, slm launch -n N shares them" +

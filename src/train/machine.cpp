@@ -57,6 +57,7 @@ MachineFacts machine_facts() {
 #ifdef USE_C10D_NCCL
   m.torch_nccl = true;
 #endif
+  m.blas = blas_info();
   m.gpu = cuda_info();
   m.gpus = m.torch_cuda && m.gpu.ok ? static_cast<int>(torch::cuda::device_count()) : 0;
   return m;
@@ -71,8 +72,9 @@ std::string describe_cpu(const MachineFacts& m) {
 
 std::string describe_machine(const MachineFacts& m) {
   const std::string gpus = m.gpus > 0 ? fmt::format(", {} x {}", m.gpus, m.gpu.name) : "";
-  return fmt::format("{}, {:.1f} GiB, LibTorch {} {}{}", describe_cpu(m), m.memory_bytes / (1 << 30), m.torch_version,
-                     m.torch_cuda ? (m.torch_nccl ? "with CUDA and NCCL" : "with CUDA") : "CPU-only", gpus);
+  return fmt::format("{}, {:.1f} GiB, LibTorch {} {}, BLAS {}{}", describe_cpu(m), m.memory_bytes / (1 << 30),
+                     m.torch_version, m.torch_cuda ? (m.torch_nccl ? "with CUDA and NCCL" : "with CUDA") : "CPU-only",
+                     m.blas.kind, gpus);
 }
 
 }  // namespace slm::train

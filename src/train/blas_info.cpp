@@ -1,0 +1,67 @@
+// train/blas_info.cpp: see blas_info.h.
+#include "train/blas_info.h"
+
+#include <dlfcn.h>
+
+#include <ATen/Context.h>
+#include <filesystem>
+#include <fmt/format.h>
+
+namespace slm::train {
+namespace {
+
+// The file of the loaded library that defines the symbol at p ("" for a null p).
+std::string library_of(void* p) {
+  Dl_info info{};
+  if (p == nullptr || ::dladdr(p, &info) == 0 || info.dli_fname == nullptr) return "";
+  std::error_code ec;
+  const std::filesystem::path real = std::filesystem::canonical(info.dli_fname, ec);
+  return ec ? std::string(info.dli_fname) : real.string();
+}
+
+bool contains(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
+
+// OpenBLAS's own description: version, threading and the kernels it picked for this CPU.
+std::string describe_openblas() {
+  using Text = char* (*)();
+  using Number = int (*)();
+  const auto config = reinterpret_cast<Text>(::dlsym(RTLD_DEFAULT, "openblas_get_config"));
+  const auto core = reinterpret_cast<Text>(::dlsym(RTLD_DEFAULT, "openblas_get_corename"));
+  const auto parallel = reinterpret_cast<Number>(::dlsym(RTLD_DEFAULT, "openblas_get_parallel"));
+  std::string version = "OpenBLAS";
+  if (config != nullptr) {  // "OpenBLAS 0.3.21 NO_AFFINITY SkylakeX MAX_THREADS=64"
+    const std::string c = config();
+    version = c.substr(0, c.find(' ', c.find(' ') + 1));
+  }
+  const int p = parallel != nullptr ? parallel() : -1;
+  const char* threads = p == 0 ? "sequential" : p == 1 ? "pthreads" : p == 2 ? "OpenMP" : "threading unknown";
+  return fmt::format("{} ({}, {} kernels)", version, threads, core != nullptr ? core() : "unknown");
+}
+
+}  // namespace
+
+BlasInfo blas_info() {
+  BlasInfo b;
+  b.file = library_of(::dlsym(RTLD_DEFAULT, "sgemm_"));
+  if (void* torch = ::dlopen("libtorch_cpu.so", RTLD_LAZY | RTLD_NOLOAD)) {
+    // dlsym on a handle searches the library's dependencies too: LibTorch's own only if defined in it.
+    b.torch_own = contains(library_of(::dlsym(torch, "sgemm_")), "libtorch_cpu");
+    ::dlclose(torch);
+  }
+  b.shadowed = b.torch_own && !contains(b.file, "libtorch_cpu");
+  if (b.file.empty()) {
+    b.kind = "none loaded";
+  } else if (contains(b.file, "libtorch_cpu")) {
+    b.kind = at::hasMKL() ? "MKL in LibTorch" : "LibTorch's own";
+  } else if (contains(b.file, "openblas")) {
+    b.kind = describe_openblas();
+  } else if (contains(b.file, "/blas/libblas.so")) {  // Debian's libblas3 alternative
+    b.kind = "reference BLAS";
+    b.slow = true;
+  } else {
+    b.kind = std::filesystem::path(b.file).filename().string();
+  }
+  return b;
+}
+
+}  // namespace slm::train

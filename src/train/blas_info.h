@@ -1,0 +1,24 @@
+// train/blas_info.h: which BLAS computes LibTorch's fp32 matrix products on the CPU, read from the
+// running process: the library that the symbol `sgemm_` resolves to. PyPI's LibTorch carries MKL and
+// exports sgemm_ through the symbol table, so a libblas.so.3 loaded ahead of it (FAISS's) would take
+// its products: CMakeLists.txt links LibTorch first. Debian's LibTorch 1.13 calls the system's
+// libblas.so.3, which slm's RPATH points at OpenBLAS's OpenMP flavour. Debian's reference BLAS
+// (libblas3, the netlib code) is some 40x slower per core (measured: 4 against 157 GFLOP/s for
+// MKL): `slm doctor` warns about it and about a shadowed LibTorch BLAS.
+// Owns: BlasInfo, blas_info.
+#pragma once
+#include <string>
+
+namespace slm::train {
+
+struct BlasInfo {
+  std::string file;        // the library whose sgemm_ is in use ("" when none is loaded)
+  std::string kind;        // "MKL in LibTorch", "OpenBLAS 0.3.21 (OpenMP, SkylakeX kernels)", "reference BLAS", ...
+  bool torch_own = false;  // LibTorch defines sgemm_ itself (PyPI's builds)
+  bool shadowed = false;   // LibTorch defines it, yet another library's takes the calls
+  bool slow = false;       // the reference BLAS
+};
+
+BlasInfo blas_info();
+
+}  // namespace slm::train
