@@ -53,6 +53,9 @@ std::vector<Check> hardware_checks(const train::MachineFacts& m) {
   else if (b.shadowed)
     c.push_back({"blas", "warn", "LibTorch's own BLAS is shadowed by " + b.file + ", loaded ahead of it",
                  "build slm with this project's CMakeLists.txt (it links LibTorch first)"});
+  else if (b.own_threads)
+    c.push_back({"blas", "warn", b.kind + " runs its own threads beside LibTorch's (" + b.file + "): the cores are oversubscribed",
+                 "sudo apt-get install libopenblas0-openmp, then bash scripts/setup.sh --build"});
   else
     c.push_back({"blas", "ok", b.kind + " takes fp32 matrix products (" + b.file + ")", ""});
   const bool avx2 = std::find(m.cpu_features.begin(), m.cpu_features.end(), "avx2") != m.cpu_features.end();

@@ -55,6 +55,7 @@ BlasInfo blas_info() {
     b.kind = at::hasMKL() ? "MKL in LibTorch" : "LibTorch's own";
   } else if (contains(b.file, "openblas")) {
     b.kind = describe_openblas();
+    b.own_threads = contains(b.kind, "pthreads");
   } else if (contains(b.file, "/blas/libblas.so")) {  // Debian's libblas3 alternative
     b.kind = "reference BLAS";
     b.slow = true;

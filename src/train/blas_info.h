@@ -4,7 +4,8 @@
 // its products: CMakeLists.txt links LibTorch first. Debian's LibTorch 1.13 calls the system's
 // libblas.so.3, which slm's RPATH points at OpenBLAS's OpenMP flavour. Debian's reference BLAS
 // (libblas3, the netlib code) is some 40x slower per core (measured: 4 against 157 GFLOP/s for
-// MKL): `slm doctor` warns about it and about a shadowed LibTorch BLAS.
+// MKL), and OpenBLAS's pthreads flavour oversubscribes the cores: `slm doctor` warns about both and
+// about a shadowed LibTorch BLAS.
 // Owns: BlasInfo, blas_info.
 #pragma once
 #include <string>
@@ -12,11 +13,12 @@
 namespace slm::train {
 
 struct BlasInfo {
-  std::string file;        // the library whose sgemm_ is in use ("" when none is loaded)
-  std::string kind;        // "MKL in LibTorch", "OpenBLAS 0.3.21 (OpenMP, SkylakeX kernels)", "reference BLAS", ...
-  bool torch_own = false;  // LibTorch defines sgemm_ itself (PyPI's builds)
-  bool shadowed = false;   // LibTorch defines it, yet another library's takes the calls
-  bool slow = false;       // the reference BLAS
+  std::string file;          // the library whose sgemm_ is in use ("" when none is loaded)
+  std::string kind;          // "MKL in LibTorch", "OpenBLAS 0.3.21 (OpenMP, SkylakeX kernels)", "reference BLAS", ...
+  bool torch_own = false;    // LibTorch defines sgemm_ itself (PyPI's builds)
+  bool shadowed = false;     // LibTorch defines it, yet another library's takes the calls
+  bool slow = false;         // the reference BLAS
+  bool own_threads = false;  // OpenBLAS's pthreads flavour: its threads run beside LibTorch's OpenMP ones
 };
 
 BlasInfo blas_info();

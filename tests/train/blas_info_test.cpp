@@ -16,6 +16,7 @@ TEST(BlasInfo, TheIntendedBlasTakesTheProducts) {
   ASSERT_FALSE(b.file.empty()) << "no sgemm_ loaded";
   EXPECT_FALSE(b.shadowed) << "LibTorch's own sgemm_ is shadowed by " << b.file;
   EXPECT_FALSE(b.slow) << b.file;
+  EXPECT_FALSE(b.own_threads) << b.kind;
   if (b.torch_own) {
     EXPECT_NE(b.file.find("libtorch_cpu"), std::string::npos) << b.file;
     EXPECT_EQ(b.kind, at::hasMKL() ? "MKL in LibTorch" : "LibTorch's own");
