@@ -42,22 +42,25 @@ double free_bytes(const std::string& dir) {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
+// The BLAS that takes LibTorch's fp32 products on the CPU (train/blas_info.h).
+Check blas_check(const train::BlasInfo& b) {
+  if (b.slow)
+    return {"blas", "warn", "fp32 matrix products run on the reference BLAS (" + b.file + "), some 40x slower per core",
+            "sudo apt-get install libopenblas0-openmp"};
+  if (b.shadowed)
+    return {"blas", "warn", "LibTorch's own BLAS is shadowed by " + b.file + ", loaded ahead of it",
+            "build slm with this project's CMakeLists.txt (it links LibTorch first)"};
+  if (b.own_threads)
+    return {"blas", "warn", b.kind + " (" + b.file + ") runs its own threads beside LibTorch's: oversubscribed cores",
+            "sudo apt-get install libopenblas0-openmp, then bash scripts/setup.sh --build"};
+  return {"blas", "ok", b.kind + " takes fp32 matrix products (" + b.file + ")", ""};
+}
+
 std::vector<Check> hardware_checks(const train::MachineFacts& m) {
   std::vector<Check> c;
   const std::string build = m.torch_cuda ? (m.torch_nccl ? "with CUDA and NCCL" : "with CUDA") : "CPU-only";
   c.push_back({"slm", "ok", fmt::format("LibTorch {} ({})", m.torch_version, build), ""});
-  const train::BlasInfo& b = m.blas;
-  if (b.slow)
-    c.push_back({"blas", "warn", "fp32 matrix products run on the reference BLAS (" + b.file + "), some 40x slower per core",
-                 "sudo apt-get install libopenblas0-openmp"});
-  else if (b.shadowed)
-    c.push_back({"blas", "warn", "LibTorch's own BLAS is shadowed by " + b.file + ", loaded ahead of it",
-                 "build slm with this project's CMakeLists.txt (it links LibTorch first)"});
-  else if (b.own_threads)
-    c.push_back({"blas", "warn", b.kind + " runs its own threads beside LibTorch's (" + b.file + "): the cores are oversubscribed",
-                 "sudo apt-get install libopenblas0-openmp, then bash scripts/setup.sh --build"});
-  else
-    c.push_back({"blas", "ok", b.kind + " takes fp32 matrix products (" + b.file + ")", ""});
+  c.push_back(blas_check(m.blas));
   const bool avx2 = std::find(m.cpu_features.begin(), m.cpu_features.end(), "avx2") != m.cpu_features.end();
   c.push_back({"cpu", avx2 ? "ok" : "warn",
                train::describe_cpu(m) + "; slm train uses all of them, slm launch -n N shares them" +
