@@ -74,7 +74,7 @@ DeviceInfo describe_device(const std::string& device, const std::string& precisi
     return d;
   }
   const std::string cache = cache_dir() + "/peak.json";
-  const std::string key = d.name + " " + precision + " | " + runtime_settings();
+  const std::string key = d.name + " " + precision + " | " + measurement_context();
   nlohmann::json j = nlohmann::json::object();
   try {
     if (path_exists(cache)) j = nlohmann::json::parse(read_file(cache));

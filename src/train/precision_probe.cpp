@@ -58,7 +58,7 @@ PrecisionTiming time_precisions(const model::GPT2Config& shape, int64_t micro_ba
   PrecisionTiming t;
   t.micro_batch = std::clamp<int64_t>(micro_batch, 1, 4);
   const std::string key = fmt::format("{} x{} threads | {} | C {} H {} Vp {} T {} B {}", cpu_model_name(),
-                                      torch::get_num_threads(), runtime_settings(), m.n_embd, m.n_head, m.padded_vocab(), seq_len,
+                                      torch::get_num_threads(), measurement_context(), m.n_embd, m.n_head, m.padded_vocab(), seq_len,
                                       t.micro_batch);
   nlohmann::json j = nlohmann::json::object();
   try {

@@ -602,7 +602,7 @@ std::vector<planner::RankProfile> profile_job(const ProfileRequest& request, com
   // another site was 3x its neighbour's on the testbed): one key for all made every rank the last
   // writer's copy in the next job.
   const std::string key = fmt::format("v8 | {} | {} | rank {} of {} here | cpu {} | C {} H {} Vp {} T {} {} | b {}", dev.name,
-                                      runtime_settings(), index_in_host[static_cast<size_t>(g.rank)], ranks_on[my_host], cpu_quota(),
+                                      measurement_context(), index_in_host[static_cast<size_t>(g.rank)], ranks_on[my_host], cpu_quota(),
                                       s.n_embd, s.n_head, s.vocab_padded, s.seq_len, s.precision, fmt::join(r.micro_batch, ","));
   const nlohmann::json cache = read_cache();
   planner::RankProfile mine;

@@ -8,6 +8,9 @@
 #include <string>
 #include <thread>
 #include <torch/torch.h>
+#include <torch/version.h>
+
+#include "train/blas_info.h"
 
 #include "util/torch_compat.h"
 
@@ -51,6 +54,10 @@ std::string runtime_settings() {
     out.append(name).append("=").append(v ? v : "unset");
   }
   return out;
+}
+
+std::string measurement_context() {
+  return runtime_settings() + " | LibTorch " + TORCH_VERSION + ", BLAS " + blas_info().kind;
 }
 
 void configure_process() {

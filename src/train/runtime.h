@@ -25,9 +25,14 @@ bool runs_compute(const std::string& command);
 // are already set or SLM_NO_REEXEC is set.
 void reexec_with_blas_env(int argc, char** argv);
 // The speed settings of 1. as this process has them, e.g. "OPENBLAS_CORETYPE=SkylakeX
-// OMP_WAIT_POLICY=PASSIVE GOMP_SPINCOUNT=10000" ("unset" where not): part of the key of every
-// cached measurement (peak, precision, profile), which holds only under the settings it was made with.
+// OMP_WAIT_POLICY=PASSIVE GOMP_SPINCOUNT=10000" ("unset" where not): part of measurement_context(),
+// since a cached measurement holds only under the settings it was made with.
 std::string runtime_settings();
+// What a cached measurement (peak, precision, profile) holds under: runtime_settings() plus the
+// LibTorch version and the BLAS that takes its fp32 products (train/blas_info.h), e.g. "... | LibTorch
+// 2.11.0, BLAS MKL in LibTorch". The two builds time the same CPU differently (MKL against
+// OpenBLAS, oneDNN versions), and both write the same cache folder.
+std::string measurement_context();
 void configure_process();
 void configure_cpu_threads(int threads, int local_ranks);  // 0 = cores / ranks on this machine
 int cpu_threads();

@@ -1,14 +1,18 @@
 // tests/train/precision_test.cpp: dynamic loss scaling follows GradScaler's rules; precision
-// choices and their errors.
+// choices and their errors; the measurements behind them cached per build.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <unistd.h>
 
+#include <torch/version.h>
+
+#include "train/hardware.h"
 #include "train/precision.h"
 #include "train/precision_probe.h"
 #include "util/error.h"
+#include "util/files.h"
 
 using slm::train::LossScaler;
 using slm::train::update_loss_scale;
@@ -69,11 +73,35 @@ TEST(Precision, AutoOnCpuDecidesByMeasurement) {
   EXPECT_GT(t.bf16_s, 0);
   EXPECT_FALSE(t.cached);
   EXPECT_TRUE(std::filesystem::exists(home + "/.cache/slmtrain/precision.json"));
+  // Kept per build: the key names the LibTorch and its BLAS (both builds share the folder).
+  const std::string cached = slm::read_file(home + "/.cache/slmtrain/precision.json");
+  EXPECT_NE(cached.find(std::string("LibTorch ") + TORCH_VERSION + ", BLAS "), std::string::npos) << cached;
   std::string why;
   const std::string p = slm::train::resolve_precision("auto", "cpu", {m, 2, 32}, &why);
   EXPECT_EQ(p, t.bf16_s < 0.97 * t.fp32_s ? "bf16" : "fp32");
   EXPECT_NE(why.find("fp32 "), std::string::npos) << why;
   EXPECT_NE(why.find("cached"), std::string::npos) << why;  // the second call reads the cache
+  ::setenv("HOME", saved.c_str(), 1);
+  std::filesystem::remove_all(home);
+}
+
+// The measured GEMM peak (MFU's denominator) is cached per CPU, thread count, runtime settings and
+// build: LibTorch 1.13 with OpenBLAS and 2.x with MKL time the same CPU differently.
+TEST(Peak, CachedPerBuild) {
+  const std::string home = ::testing::TempDir() + "/peak_home_" + std::to_string(::getpid());
+  std::filesystem::remove_all(home);
+  std::filesystem::create_directories(home);
+  const char* old = std::getenv("HOME");
+  const std::string saved = old ? old : "";
+  ::setenv("HOME", home.c_str(), 1);
+  const slm::train::DeviceInfo first = slm::train::describe_device("cpu", "fp32", 1, 0, 0);
+  EXPECT_EQ(first.peak_source, "measured now");
+  EXPECT_GT(first.peak_flops, 0);
+  const std::string cached = slm::read_file(home + "/.cache/slmtrain/peak.json");
+  EXPECT_NE(cached.find(std::string("LibTorch ") + TORCH_VERSION + ", BLAS "), std::string::npos) << cached;
+  const slm::train::DeviceInfo again = slm::train::describe_device("cpu", "fp32", 1, 0, 0);
+  EXPECT_EQ(again.peak_source, "cached");
+  EXPECT_EQ(again.peak_flops, first.peak_flops);
   ::setenv("HOME", saved.c_str(), 1);
   std::filesystem::remove_all(home);
 }
