@@ -123,7 +123,7 @@ std::vector<Check> tool_checks() {
   std::error_code ec;
   std::filesystem::create_directories(cache, ec);
   c.push_back(::access(cache.c_str(), W_OK) == 0
-                  ? Check{"cache", "ok", cache + " (measurements are kept here, per CPU and thread count)", ""}
+                  ? Check{"cache", "ok", cache + " (measurements are kept here, per CPU, thread count and build)", ""}
                   : Check{"cache", "warn", cache + " is not writable: every run measures again",
                           "set HOME to a writable folder"});
   const double disk = free_bytes(".") / kGiB;

@@ -11,7 +11,6 @@
 #include <torch/version.h>
 
 #include "train/blas_info.h"
-
 #include "util/torch_compat.h"
 
 namespace slm::train {
