@@ -19,7 +19,8 @@
 #     the profile at start, the plan, its predicted step time against the measured steps; and
 #     `slm plan auto` for one such GPU from the device table and from that profile (DEVICE_NAME, else
 #     nvidia-smi's name).
-# Usage: bench/gpu_check.sh SLM DATA_DIR OUT_DIR TEXT   (DATA_DIR: a prepared dataset; GPT-2's
+# Usage: bench/gpu_check.sh SLM DATA_DIR OUT_DIR TEXT   (DATA_DIR: a prepared dataset, with the
+# tokenizer folder its manifest names beside it (section 4 needs it); GPT-2's
 # vocabulary size 50257 makes the gpt2 rows the real shapes: a tokenizer trained with
 # --min-frequency 1 on a few MB of text has it; TEXT: a text file to embed).
 #  9. Where slm's gpt2 step differs from eager PyTorch's: `slm profile` of one block and the head at
@@ -66,6 +67,9 @@ print(f"  {sys.argv[2].split('/')[-1]} vs {sys.argv[1].split('/')[-1]}: {len(ste
 PY
 }
 echo "== device: $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader); slm $("$SLM" --version)"
+# The CPU's BLAS first: section 1's CPU reference run ran 30x slow on a lent machine whose carried
+# libblas.so.3 was the reference BLAS and took LibTorch's products (2026-11-27).
+timeout 60 "$SLM" doctor 2>&1 | grep -E "^(ok|warn|fail) +blas"
 if on 1; then
 echo "== 1. precisions"
 train cpu-fp32 --set system.device=cpu --set system.precision=fp32
