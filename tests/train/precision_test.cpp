@@ -58,50 +58,52 @@ TEST(Precision, Fp16NeedsCuda) {
   EXPECT_EQ(why, "as configured");
 }
 
+// An empty HOME (so an empty ~/.cache/slmtrain) for one test, the old one back afterwards.
+struct TempHome {
+  std::string dir, saved;
+  explicit TempHome(const std::string& name)
+      : dir(::testing::TempDir() + "/" + name + "_home_" + std::to_string(::getpid())),
+        saved(std::getenv("HOME") ? std::getenv("HOME") : "") {
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    ::setenv("HOME", dir.c_str(), 1);
+  }
+  ~TempHome() {
+    ::setenv("HOME", saved.c_str(), 1);
+    std::filesystem::remove_all(dir);
+  }
+};
+
 // "auto" on a CPU times both precisions (then reads the cache) and picks the faster, saying so.
 TEST(Precision, AutoOnCpuDecidesByMeasurement) {
-  const std::string home = ::testing::TempDir() + "/precision_home_" + std::to_string(::getpid());
-  std::filesystem::remove_all(home);
-  std::filesystem::create_directories(home);
-  const char* old = std::getenv("HOME");
-  const std::string saved = old ? old : "";
-  ::setenv("HOME", home.c_str(), 1);
+  const TempHome home("precision");
   slm::model::GPT2Config m;
   m.n_layer = 2, m.n_head = 2, m.n_embd = 64, m.block_size = 32, m.vocab_size = 300;
   const slm::train::PrecisionTiming t = slm::train::time_precisions(m, 2, 32);
   EXPECT_GT(t.fp32_s, 0);
   EXPECT_GT(t.bf16_s, 0);
   EXPECT_FALSE(t.cached);
-  EXPECT_TRUE(std::filesystem::exists(home + "/.cache/slmtrain/precision.json"));
+  EXPECT_TRUE(std::filesystem::exists(home.dir + "/.cache/slmtrain/precision.json"));
   // Kept per build: the key names the LibTorch and its BLAS (both builds share the folder).
-  const std::string cached = slm::read_file(home + "/.cache/slmtrain/precision.json");
+  const std::string cached = slm::read_file(home.dir + "/.cache/slmtrain/precision.json");
   EXPECT_NE(cached.find(std::string("LibTorch ") + TORCH_VERSION + ", BLAS "), std::string::npos) << cached;
   std::string why;
   const std::string p = slm::train::resolve_precision("auto", "cpu", {m, 2, 32}, &why);
   EXPECT_EQ(p, t.bf16_s < 0.97 * t.fp32_s ? "bf16" : "fp32");
   EXPECT_NE(why.find("fp32 "), std::string::npos) << why;
   EXPECT_NE(why.find("cached"), std::string::npos) << why;  // the second call reads the cache
-  ::setenv("HOME", saved.c_str(), 1);
-  std::filesystem::remove_all(home);
 }
 
 // The measured GEMM peak (MFU's denominator) is cached per CPU, thread count, runtime settings and
 // build: LibTorch 1.13 with OpenBLAS and 2.x with MKL time the same CPU differently.
 TEST(Peak, CachedPerBuild) {
-  const std::string home = ::testing::TempDir() + "/peak_home_" + std::to_string(::getpid());
-  std::filesystem::remove_all(home);
-  std::filesystem::create_directories(home);
-  const char* old = std::getenv("HOME");
-  const std::string saved = old ? old : "";
-  ::setenv("HOME", home.c_str(), 1);
+  const TempHome home("peak");
   const slm::train::DeviceInfo first = slm::train::describe_device("cpu", "fp32", 1, 0, 0);
   EXPECT_EQ(first.peak_source, "measured now");
   EXPECT_GT(first.peak_flops, 0);
-  const std::string cached = slm::read_file(home + "/.cache/slmtrain/peak.json");
+  const std::string cached = slm::read_file(home.dir + "/.cache/slmtrain/peak.json");
   EXPECT_NE(cached.find(std::string("LibTorch ") + TORCH_VERSION + ", BLAS "), std::string::npos) << cached;
   const slm::train::DeviceInfo again = slm::train::describe_device("cpu", "fp32", 1, 0, 0);
   EXPECT_EQ(again.peak_source, "cached");
   EXPECT_EQ(again.peak_flops, first.peak_flops);
-  ::setenv("HOME", saved.c_str(), 1);
-  std::filesystem::remove_all(home);
 }
