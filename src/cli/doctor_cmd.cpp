@@ -44,15 +44,8 @@ constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 // The BLAS that takes LibTorch's fp32 products on the CPU (train/blas_info.h).
 Check blas_check(const train::BlasInfo& b) {
-  if (b.slow)
-    return {"blas", "warn", "fp32 matrix products run on the reference BLAS (" + b.file + "), some 40x slower per core",
-            "sudo apt-get install libopenblas0-openmp"};
-  if (b.shadowed)
-    return {"blas", "warn", "LibTorch's own BLAS is shadowed by " + b.file + ", loaded ahead of it",
-            "build slm with this project's CMakeLists.txt (it links LibTorch first)"};
-  if (b.own_threads)
-    return {"blas", "warn", b.kind + " (" + b.file + ") runs its own threads beside LibTorch's: oversubscribed cores",
-            "sudo apt-get install libopenblas0-openmp, then bash scripts/setup.sh --build"};
+  const std::string problem = train::blas_problem(b);
+  if (!problem.empty()) return {"blas", "warn", problem, train::blas_fix(b)};
   return {"blas", "ok", b.kind + " takes fp32 matrix products (" + b.file + ")", ""};
 }
 

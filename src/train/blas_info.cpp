@@ -65,4 +65,18 @@ BlasInfo blas_info() {
   return b;
 }
 
+std::string blas_problem(const BlasInfo& b) {
+  if (b.slow) return "fp32 matrix products run on the reference BLAS (" + b.file + "), some 40x slower per core";
+  if (b.shadowed) return "LibTorch's own BLAS is shadowed by " + b.file + ", loaded ahead of it";
+  if (b.own_threads) return b.kind + " (" + b.file + ") runs its own threads beside LibTorch's: oversubscribed cores";
+  return "";
+}
+
+std::string blas_fix(const BlasInfo& b) {
+  if (b.slow) return "sudo apt-get install libopenblas0-openmp";
+  if (b.shadowed) return "build slm with this project's CMakeLists.txt (it links LibTorch first)";
+  if (b.own_threads) return "sudo apt-get install libopenblas0-openmp, then bash scripts/setup.sh --build";
+  return "";
+}
+
 }  // namespace slm::train

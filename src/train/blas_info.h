@@ -22,5 +22,9 @@ struct BlasInfo {
 };
 
 BlasInfo blas_info();
+// What is wrong with it in one line ("" when nothing is), and the command that fixes it: for `slm
+// doctor` and a warning in `slm train`'s header on CPUs.
+std::string blas_problem(const BlasInfo& b);
+std::string blas_fix(const BlasInfo& b);
 
 }  // namespace slm::train

@@ -89,7 +89,10 @@ static void print_header(const Trainer& t, const std::string& run, const DeviceI
     std::fprintf(stderr, "data-parallel gradients: %s\n", wan.c_str());
   if (t.pipe->plan.stages.size() > 1 || t.pipe->plan.dp > 1 || t.groups.tp.size > 1)
     std::fprintf(stderr, "%s", parallel::describe_plan(t.pipe->plan, model_shape(cfg.model), t.seq_len).c_str());
-  std::fprintf(stderr, "machine: %s\n", describe_machine(machine_facts()).c_str());  // as `slm doctor` shows it
+  const MachineFacts machine = machine_facts();
+  std::fprintf(stderr, "machine: %s\n", describe_machine(machine).c_str());  // as `slm doctor` shows it
+  if (const std::string p = blas_problem(machine.blas); !p.empty() && t.device == "cpu")
+    std::fprintf(stderr, "warning: %s (fix: %s)\n", p.c_str(), blas_fix(machine.blas).c_str());
   std::fprintf(stderr, "device: %s, peak %.3f TFLOP/s %s (%s), $%.3f/hour (%s)\n", dev.name.c_str(),
                dev.peak_flops / 1e12, t.precision.c_str(), dev.peak_source.c_str(), dev.price_per_hour,
                dev.price_source.c_str());
