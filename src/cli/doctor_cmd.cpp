@@ -44,8 +44,8 @@ constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 // The BLAS that takes LibTorch's fp32 products on the CPU (train/blas_info.h).
 Check blas_check(const train::BlasInfo& b) {
-  const std::string problem = train::blas_problem(b);
-  if (!problem.empty()) return {"blas", "warn", problem, train::blas_fix(b)};
+  const train::BlasWarning w = train::blas_warning(b);
+  if (!w.problem.empty()) return {"blas", "warn", w.problem, w.fix};
   return {"blas", "ok", b.kind + " takes fp32 matrix products (" + b.file + ")", ""};
 }
 

@@ -6,7 +6,7 @@
 // (libblas3, the netlib code) is some 40x slower per core (measured: 4 against 157 GFLOP/s for
 // MKL), and OpenBLAS's pthreads flavour oversubscribes the cores: `slm doctor` warns about both and
 // about a shadowed LibTorch BLAS.
-// Owns: BlasInfo, blas_info.
+// Owns: BlasInfo, blas_info, BlasWarning, blas_warning.
 #pragma once
 #include <string>
 
@@ -21,10 +21,14 @@ struct BlasInfo {
   bool own_threads = false;  // OpenBLAS's pthreads flavour: its threads run beside LibTorch's OpenMP ones
 };
 
-BlasInfo blas_info();
-// What is wrong with it in one line ("" when nothing is), and the command that fixes it: for `slm
-// doctor` and a warning in `slm train`'s header on CPUs.
-std::string blas_problem(const BlasInfo& b);
-std::string blas_fix(const BlasInfo& b);
+// Read once per process (the loaded libraries do not change).
+const BlasInfo& blas_info();
+
+// What is wrong with it in one line (empty when nothing is) and the command that fixes it: for
+// `slm doctor` and a warning in `slm train`'s header on CPUs.
+struct BlasWarning {
+  std::string problem, fix;
+};
+BlasWarning blas_warning(const BlasInfo& b);
 
 }  // namespace slm::train

@@ -91,8 +91,8 @@ static void print_header(const Trainer& t, const std::string& run, const DeviceI
     std::fprintf(stderr, "%s", parallel::describe_plan(t.pipe->plan, model_shape(cfg.model), t.seq_len).c_str());
   const MachineFacts machine = machine_facts();
   std::fprintf(stderr, "machine: %s\n", describe_machine(machine).c_str());  // as `slm doctor` shows it
-  if (const std::string p = blas_problem(machine.blas); !p.empty() && t.device == "cpu")
-    std::fprintf(stderr, "warning: %s (fix: %s)\n", p.c_str(), blas_fix(machine.blas).c_str());
+  if (const BlasWarning w = blas_warning(machine.blas); !w.problem.empty() && t.device == "cpu")
+    std::fprintf(stderr, "warning: %s (fix: %s)\n", w.problem.c_str(), w.fix.c_str());
   std::fprintf(stderr, "device: %s, peak %.3f TFLOP/s %s (%s), $%.3f/hour (%s)\n", dev.name.c_str(),
                dev.peak_flops / 1e12, t.precision.c_str(), dev.peak_source.c_str(), dev.price_per_hour,
                dev.price_source.c_str());
