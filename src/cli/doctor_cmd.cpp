@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "model/kernel_threads.h"
 #include "testbed/netns.h"
 #include "train/device.h"
 #include "train/hardware.h"
@@ -88,6 +89,13 @@ std::vector<Check> speed_checks(const train::Config& cfg) {
   const std::string device = train::resolve_device(cfg.system.device, cfg.dist.backend);
   train::configure_cpu_threads(cfg.system.threads, 1);
   c.push_back({"runtime", "ok", train::runtime_settings() + " (as `slm train` runs; set one to override it)", ""});
+  const int kernel = model::kernel_threads(), threads = train::cpu_threads();
+  c.push_back(kernel == threads
+                  ? Check{"kernels", "ok", fmt::format("slm's own CPU kernels run on all {} threads", threads), ""}
+                  : Check{"kernels", "warn",
+                          fmt::format("slm's own CPU kernels run on {} of {} threads: built without OpenMP", kernel,
+                                      threads),
+                          "rebuild with scripts/setup.sh --build"});
   for (const char* p : {"fp32", "bf16"}) {
     const train::DeviceInfo d = train::describe_device(device, p, train::cpu_threads(), 0, 0);
     c.push_back({std::string(p) + " peak", "ok",

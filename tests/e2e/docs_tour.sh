@@ -66,6 +66,7 @@ grep '^tour: ' tour.log
 # What the tour promises.
 grep -q '^ok    precision .*auto picks' tour.log || fail "slm doctor printed no precision check"
 grep -q '^ok    blas .* takes fp32 matrix products' tour.log || fail "slm doctor: the BLAS check is not ok ($(grep blas tour.log))"
+grep -q '^ok    kernels .* run on all' tour.log || fail "slm doctor: the kernels check is not ok ($(grep kernels tour.log))"
 grep -q '"val_split": "tail"' data/manifest.json || fail "one big file: no held-out tail"
 grep -q 'its last .* tokens .* are the validation split' tour.log || fail "prepare did not say what it held out"
 grep -q '"val_loss"' runs/tour/metrics.jsonl || fail "no validation in the tour's run"
