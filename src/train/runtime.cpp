@@ -1,6 +1,8 @@
 // train/runtime.cpp: see runtime.h.
 #include "train/runtime.h"
 
+#include "model/gemm_bf16.h"
+
 #include <malloc.h>
 #include <unistd.h>
 
@@ -56,7 +58,8 @@ std::string runtime_settings() {
 }
 
 std::string measurement_context() {
-  return runtime_settings() + " | LibTorch " + TORCH_VERSION + ", BLAS " + blas_info().kind;
+  return runtime_settings() + " | LibTorch " + TORCH_VERSION + ", BLAS " + blas_info().kind +
+         (model::gemm_bf16_cpu() ? ", bf16 GEMM slm's" : "");
 }
 
 void configure_process() {
