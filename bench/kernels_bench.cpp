@@ -1,8 +1,7 @@
 // bench/kernels_bench.cpp: the model's CPU kernels against the ATen paths they replace, forward +
 // backward, alternating, median of repeats: causal attention (row kernels vs SDPA / the math path)
 // the head + cross-entropy (fused vs linear + cross_entropy) and GELU (ours vs at::gelu), in fp32 and bf16
-// autocast, one thread per core; then the block's four linears in bf16 autocast (model::linear on
-// slm's GEMM vs at::linear on oneDNN's), where the CPU has AVX512-BF16. Run with slm's environment (OMP_WAIT_POLICY=PASSIVE,
+// autocast, one thread per core. Run with slm's environment (OMP_WAIT_POLICY=PASSIVE,
 // ATEN_CPU_CAPABILITY=avx512 where the CPU has it). Usage: bench_kernels [B=8] [H=4] [T=256] [C=256] [V=4096] [repeats=15]
 #include <torch/torch.h>
 
@@ -19,8 +18,6 @@
 #include "util/torch_compat.h"
 #include "model/fused_head.h"
 #include "model/gelu_tanh.h"
-#include "model/gemm_bf16.h"
-#include "model/linear_bf16.h"
 #include "train/precision.h"
 
 using namespace slm;
@@ -83,29 +80,4 @@ int main(int argc, char** argv) {
                 "GELU ours %.2f ms, ATen %.2f ms\n",
                 prec, rows ? 1 / a1 : NAN, 1 / a2, 1 / h1, 1 / h2, 1 / g1, 1 / g2);
   }
-  if (!model::gemm_bf16_cpu()) return 0;
-  // The block's linears, forward + backward, bf16 autocast: fp32 weights, fp32 input (LayerNorm's).
-  const int64_t N = B * T;
-  double flops = 0, ours_ms = 0, aten_ms = 0;
-  for (auto [in, out] : {std::pair{C, 3 * C}, std::pair{C, C}, std::pair{C, 4 * C}, std::pair{4 * C, C}}) {
-    at::Tensor x = torch::randn({N, in}).requires_grad_(true), w = (torch::randn({out, in}) * 0.02).requires_grad_(true);
-    at::Tensor b = torch::zeros({out}).requires_grad_(true), dy = torch::randn({N, out}).to(at::kBFloat16);
-    auto ours = [&] {
-      train::AutocastGuard g("bf16", "cpu");
-      model::linear(x, w, b).backward(dy);
-    };
-    auto aten = [&] {
-      train::AutocastGuard g("bf16", "cpu");
-      at::linear(x, w, b).backward(dy);
-    };
-    double o = 0, a = 0;
-    for (int round = 0; round < 3; ++round)
-      o = std::max(o, 1 / median_ms(ours, repeats)), a = std::max(a, 1 / median_ms(aten, repeats));
-    const double f = 6.0 * N * in * out;
-    std::printf("linear %ld -> %ld, bf16 fwd+bwd: slm GEMM %.2f ms (%.3f TFLOP/s), ATen %.2f ms (%.3f TFLOP/s)\n", in,
-                out, 1 / o, f * o / 1e9, 1 / a, f * a / 1e9);
-    flops += f, ours_ms += 1 / o, aten_ms += 1 / a;
-  }
-  std::printf("block linears, bf16 fwd+bwd: slm GEMM %.2f ms (%.3f TFLOP/s), ATen %.2f ms (%.3f TFLOP/s): %.2fx\n",
-              ours_ms, flops / ours_ms / 1e9, aten_ms, flops / aten_ms / 1e9, aten_ms / ours_ms);
 }

@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <limits>
 
-#include "model/gemm_bf16.h"
 #include "model/recompute.h"
 #include "model/xent_rows.h"
 
@@ -38,9 +37,7 @@ int64_t chunk_rows(int64_t N, int64_t V, int64_t asked) {
 at::Tensor chunked_loss(const at::Tensor& x, const at::Tensor& w, int64_t V, int64_t width, const at::Tensor& targets,
                         int64_t rows, at::ScalarType cdt, at::Tensor* dx, at::Tensor* dw) {
   const int64_t N = x.size(0);
-  // bf16 on an AVX512-BF16 CPU: slm's GEMM, which rounds fp32 operands itself and writes dw in fp32.
-  const bool own = cdt == at::kBFloat16 && gemm_bf16_supported(x, w.t()) && (!dw || dw->scalar_type() == at::kFloat);
-  const at::Tensor wv = own ? w.narrow(0, 0, width) : w.narrow(0, 0, width).to(cdt);  // (width, C)
+  const at::Tensor wv = w.narrow(0, 0, width).to(cdt);  // (width, C)
   const at::Tensor wv_t = wv.t();
   at::Tensor dwv = dw ? dw->narrow(0, 0, width) : at::Tensor();
   const at::ScalarType acc = x.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;  // softmax's dtype
@@ -49,7 +46,7 @@ at::Tensor chunked_loss(const at::Tensor& x, const at::Tensor& w, int64_t V, int
     const int64_t n = std::min(rows, N - r);
     const at::Tensor xc = x.narrow(0, r, n).to(cdt);
     const at::Tensor t = targets.narrow(0, r, n).unsqueeze(1);
-    at::Tensor gc = own ? mm_bf16(xc, wv_t, cdt) : at::mm(xc, wv_t);  // (n, width) logits, then their gradient
+    at::Tensor gc = at::mm(xc, wv_t);  // (n, width) logits, then their gradient
     if (width > V) gc.narrow(1, V, width - V).fill_(-std::numeric_limits<double>::infinity());
     if (width == V && xent_rows_supported(gc)) {
       total += xent_rows(gc, t.squeeze(1), dx != nullptr).sum();
@@ -64,12 +61,6 @@ at::Tensor chunked_loss(const at::Tensor& x, const at::Tensor& w, int64_t V, int
       // cross_entropy's gradient has them. Head on an H100 (gpt2, micro-batch 16): docs/benchmarks.md.
       at::exp_out(gc, logp);
       gc.scatter_(1, t, logp_t.exp().sub_(1).to(cdt));
-    }
-    if (own) {
-      at::Tensor dxc = dx->narrow(0, r, n);
-      dxc.scalar_type() == at::kFloat ? gemm_bf16(gc, wv, dxc) : void(dxc.copy_(mm_bf16(gc, wv, at::kFloat)));
-      gemm_bf16(gc.t(), xc, dwv, {}, /*accumulate=*/r > 0);
-      continue;
     }
     dx->narrow(0, r, n).copy_(at::mm(gc, wv));
     const at::Tensor dw_chunk = at::mm(gc.t(), xc);

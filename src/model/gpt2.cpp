@@ -10,7 +10,6 @@
 #include "model/causal_attention.h"
 #include "model/fused_head.h"
 #include "model/gelu_tanh.h"
-#include "model/linear_bf16.h"
 #include "model/recompute.h"
 #include "util/error.h"
 
@@ -138,16 +137,16 @@ at::Tensor block_forward(const Block& b, const at::Tensor& x, const GPT2Config& 
   const int64_t B = x.size(0), T = x.size(1), C = x.size(2), H = c.n_head;
   // Attention: x + proj(attn(ln_1(x)))
   at::Tensor h = at::layer_norm(x, {C}, b.ln_1_w, b.ln_1_b, 1e-5);
-  at::Tensor qkv = model::linear(h, b.c_attn_w, b.c_attn_b);  // (B, T, 3C)
+  at::Tensor qkv = at::linear(h, b.c_attn_w, b.c_attn_b);  // (B, T, 3C)
   auto parts = qkv.split(C, -1);
   auto heads = [&](const at::Tensor& t) { return t.view({B, T, H, C / H}).transpose(1, 2); };
   at::Tensor y = causal_attention(heads(parts[0]), heads(parts[1]), heads(parts[2]), c.dropout, train);
   y = y.transpose(1, 2).reshape({B, T, C});
-  at::Tensor out = x + at::dropout(model::linear(y, b.attn_proj_w, b.attn_proj_b), c.dropout, train);
+  at::Tensor out = x + at::dropout(at::linear(y, b.attn_proj_w, b.attn_proj_b), c.dropout, train);
   // MLP: out + proj(gelu_tanh(fc(ln_2(out))))
   h = at::layer_norm(out, {C}, b.ln_2_w, b.ln_2_b, 1e-5);
-  h = gelu_tanh(model::linear(h, b.c_fc_w, b.c_fc_b));
-  return out + at::dropout(model::linear(h, b.mlp_proj_w, b.mlp_proj_b), c.dropout, train);
+  h = gelu_tanh(at::linear(h, b.c_fc_w, b.c_fc_b));
+  return out + at::dropout(at::linear(h, b.mlp_proj_w, b.mlp_proj_b), c.dropout, train);
 }
 
 at::Tensor run_blocks(const GPT2& m, at::Tensor x, size_t begin, size_t end, bool train) {
@@ -160,7 +159,7 @@ at::Tensor run_blocks(const GPT2& m, at::Tensor x, size_t begin, size_t end, boo
 
 at::Tensor head_logits(const GPT2& m, const at::Tensor& x_in) {
   at::Tensor x = at::layer_norm(x_in, {m.cfg.n_embd}, m.ln_f_w, m.ln_f_b, 1e-5);
-  at::Tensor logits = model::linear(x, m.head.defined() ? m.head : m.wte);  // (B, T, Vp), tied to wte
+  at::Tensor logits = at::linear(x, m.head.defined() ? m.head : m.wte);  // (B, T, Vp), tied to wte
   return logits.narrow(-1, 0, m.cfg.vocab_size);
 }
 

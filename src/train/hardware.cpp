@@ -13,7 +13,6 @@
 #include <torch/cuda.h>
 #include <torch/torch.h>
 
-#include "model/gemm_bf16.h"
 #include "train/cuda_info.h"
 #include "train/runtime.h"
 
@@ -30,8 +29,7 @@ std::string cpu_model_name() {
   return "unknown CPU";
 }
 
-// Best of a few n x n matmuls in the run's precision on the device: ATen's, and in bf16 on an
-// AVX512-BF16 CPU also slm's own GEMM (the model's linears run on the faster one).
+// Best of a few n x n matmuls in the run's precision on the device.
 static double measure_gemm_flops(const std::string& device, const std::string& precision) {
   const int64_t n = device == "cpu" ? 2048 : 8192;
   auto opts = torch::TensorOptions().device(device).dtype(precision == "bf16" ? torch::kBFloat16 : torch::kFloat);
@@ -44,12 +42,6 @@ static double measure_gemm_flops(const std::string& device, const std::string& p
     if (device != "cpu") torch::cuda::synchronize();
     double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (i > 0) best = std::max(best, 2.0 * n * n * n / s);  // first run warms up
-  }
-  for (int i = 0; device == "cpu" && precision == "bf16" && model::gemm_bf16_supported(a, b) && i < 6; ++i) {
-    auto t0 = std::chrono::steady_clock::now();
-    at::Tensor c = model::mm_bf16(a, b, torch::kBFloat16);
-    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (i > 0) best = std::max(best, 2.0 * n * n * n / s);
   }
   return best;
 }

@@ -1,8 +1,6 @@
 // train/runtime.cpp: see runtime.h.
 #include "train/runtime.h"
 
-#include "model/gemm_bf16.h"
-
 #include <malloc.h>
 #include <unistd.h>
 
@@ -58,8 +56,7 @@ std::string runtime_settings() {
 }
 
 std::string measurement_context() {
-  return runtime_settings() + " | LibTorch " + TORCH_VERSION + ", BLAS " + blas_info().kind +
-         (model::gemm_bf16_cpu() ? ", bf16 GEMM slm's" : "");
+  return runtime_settings() + " | LibTorch " + TORCH_VERSION + ", BLAS " + blas_info().kind;
 }
 
 void configure_process() {

@@ -4,7 +4,6 @@
 #include <torch/torch.h>
 
 #include "model/gelu_tanh.h"
-#include "model/linear_bf16.h"
 #include "parallel/tensor/mappings.h"
 
 namespace slm::parallel::tensor {
@@ -31,15 +30,15 @@ at::Tensor tp_block_forward(const model::Block& b, const at::Tensor& x, const mo
   const int64_t B = x.size(0), T = x.size(1), C = x.size(2), Hl = c.n_head / tp.size, Cl = C / tp.size;
   // Attention: x + g(proj_local(attn(f(ln_1(x)) @ qkv_local)))
   at::Tensor h = copy_to_tp(at::layer_norm(x, {C}, b.ln_1_w, b.ln_1_b, 1e-5), tp);
-  auto parts = model::linear(h, b.c_attn_w, b.c_attn_b).split(Cl, -1);  // 3 x (B, T, C/tp)
+  auto parts = at::linear(h, b.c_attn_w, b.c_attn_b).split(Cl, -1);  // 3 x (B, T, C/tp)
   auto heads = [&](const at::Tensor& t) { return t.view({B, T, Hl, Cl / Hl}).transpose(1, 2); };
   at::Tensor y = model::causal_attention(heads(parts[0]), heads(parts[1]), heads(parts[2]), 0.0, false);
   y = y.transpose(1, 2).reshape({B, T, Cl});
-  at::Tensor out = x + reduce_from_tp(model::linear(y, b.attn_proj_w), tp) + b.attn_proj_b;
+  at::Tensor out = x + reduce_from_tp(at::linear(y, b.attn_proj_w), tp) + b.attn_proj_b;
   // MLP: out + g(proj_local(gelu(f(ln_2(out)) @ fc_local)))
   h = copy_to_tp(at::layer_norm(out, {C}, b.ln_2_w, b.ln_2_b, 1e-5), tp);
-  h = model::gelu_tanh(model::linear(h, b.c_fc_w, b.c_fc_b));
-  return out + reduce_from_tp(model::linear(h, b.mlp_proj_w), tp) + b.mlp_proj_b;
+  h = model::gelu_tanh(at::linear(h, b.c_fc_w, b.c_fc_b));
+  return out + reduce_from_tp(at::linear(h, b.mlp_proj_w), tp) + b.mlp_proj_b;
 }
 
 }  // namespace slm::parallel::tensor

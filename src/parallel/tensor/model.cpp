@@ -6,7 +6,6 @@
 #include <cstring>
 #include <fmt/format.h>
 
-#include "model/linear_bf16.h"
 #include "parallel/tensor/cross_entropy.h"
 #include "parallel/tensor/layers.h"
 #include "parallel/tensor/mappings.h"
@@ -48,7 +47,7 @@ at::Tensor head_loss(const model::GPT2& m, const at::Tensor& x_in, const at::Ten
   const int64_t start = vocab_range(m.cfg.padded_vocab(), tp.rank, tp.size).first;
   at::Tensor x = at::layer_norm(x_in, {m.cfg.n_embd}, m.ln_f_w, m.ln_f_b, 1e-5);
   const at::Tensor& w = m.head.defined() ? m.head : m.wte;
-  at::Tensor logits = model::linear(copy_to_tp(x, tp), w);  // (B, T, Vp/tp): this rank's columns
+  at::Tensor logits = at::linear(copy_to_tp(x, tp), w);  // (B, T, Vp/tp): this rank's columns
   return vocab_parallel_cross_entropy(logits.reshape({-1, logits.size(-1)}), targets.reshape({-1}), start,
                                       m.cfg.vocab_size, tp);
 }
