@@ -10,6 +10,7 @@
 #include <torch/torch.h>
 #include <torch/version.h>
 
+#include "model/kernel_threads.h"
 #include "train/blas_info.h"
 #include "util/torch_compat.h"
 
@@ -56,7 +57,8 @@ std::string runtime_settings() {
 }
 
 std::string measurement_context() {
-  return runtime_settings() + " | LibTorch " + TORCH_VERSION + ", BLAS " + blas_info().kind;
+  return runtime_settings() + " | LibTorch " + TORCH_VERSION + ", BLAS " + blas_info().kind + ", slm kernels r" +
+         std::to_string(model::kKernelsRevision);
 }
 
 void configure_process() {

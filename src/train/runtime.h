@@ -29,9 +29,10 @@ void reexec_with_blas_env(int argc, char** argv);
 // since a cached measurement holds only under the settings it was made with.
 std::string runtime_settings();
 // What a cached measurement (peak, precision, profile) holds under: runtime_settings() plus the
-// LibTorch version and the BLAS that takes its fp32 products (train/blas_info.h), e.g. "... | LibTorch
-// 2.11.0, BLAS MKL in LibTorch". The two builds time the same CPU differently (MKL against
-// OpenBLAS, oneDNN versions), and both write the same cache folder.
+// LibTorch version, the BLAS that takes its fp32 products (train/blas_info.h) and the revision of
+// slm's own kernels (model/kernel_threads.h), e.g. "... | LibTorch 2.11.0, BLAS MKL in LibTorch,
+// slm kernels r2". The two builds time the same CPU differently (MKL against OpenBLAS, oneDNN
+// versions), and both write the same cache folder.
 std::string measurement_context();
 void configure_process();
 void configure_cpu_threads(int threads, int local_ranks);  // 0 = cores / ranks on this machine

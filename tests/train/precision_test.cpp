@@ -8,6 +8,7 @@
 
 #include <torch/version.h>
 
+#include "model/kernel_threads.h"
 #include "train/hardware.h"
 #include "train/precision.h"
 #include "train/precision_probe.h"
@@ -94,8 +95,9 @@ TEST(Precision, AutoOnCpuDecidesByMeasurement) {
   EXPECT_NE(why.find("cached"), std::string::npos) << why;  // the second call reads the cache
 }
 
-// The measured GEMM peak (MFU's denominator) is cached per CPU, thread count, runtime settings and
-// build: LibTorch 1.13 with OpenBLAS and 2.x with MKL time the same CPU differently.
+// The measured GEMM peak (MFU's denominator) is cached per CPU, thread count, runtime settings,
+// build and kernels revision: LibTorch 1.13 with OpenBLAS and 2.x with MKL time the same CPU
+// differently.
 TEST(Peak, CachedPerBuild) {
   const TempHome home("peak");
   const slm::train::DeviceInfo first = slm::train::describe_device("cpu", "fp32", 1, 0, 0);
@@ -103,6 +105,7 @@ TEST(Peak, CachedPerBuild) {
   EXPECT_GT(first.peak_flops, 0);
   const std::string cached = slm::read_file(home.dir + "/.cache/slmtrain/peak.json");
   EXPECT_NE(cached.find(std::string("LibTorch ") + TORCH_VERSION + ", BLAS "), std::string::npos) << cached;
+  EXPECT_NE(cached.find(", slm kernels r" + std::to_string(slm::model::kKernelsRevision)), std::string::npos) << cached;
   const slm::train::DeviceInfo again = slm::train::describe_device("cpu", "fp32", 1, 0, 0);
   EXPECT_EQ(again.peak_source, "cached");
   EXPECT_EQ(again.peak_flops, first.peak_flops);
