@@ -142,24 +142,27 @@ struct RowsAttention : torch::autograd::Function<RowsAttention> {
     const at::Tensor &q = s[0], &k = s[1], &v = s[2];
     const float scale = static_cast<float>(ctx->saved_data["scale"].toDouble());
     const at::Tensor dy = g[0].to(v.scalar_type());
-    if (s.size() == 4) {  // one query block
-      at::Tensor ds = at::matmul(dy, v.transpose(-2, -1)).contiguous();  // dP, then dS in place
-      causal_softmax_backward_(s[3], ds, 0, scale);
-      return {at::matmul(ds, k), at::matmul(ds.transpose(-2, -1), q), at::matmul(s[3].transpose(-2, -1), dy)};
+    const std::vector<Span> blocks = spans(q.size(2));
+    // dk and dv sum over the query blocks in fp32, rounded once at the end (one block: its products).
+    at::Tensor dq, dk, dv;
+    if (blocks.size() > 1) {
+      dq = at::empty_like(q);
+      dk = at::zeros(k.sizes(), k.options().dtype(at::kFloat));
+      dv = at::zeros(v.sizes(), v.options().dtype(at::kFloat));
     }
-    // dk and dv sum over the query blocks: in fp32, rounded once at the end.
-    at::Tensor dq = at::empty_like(q), dk = at::zeros(k.sizes(), k.options().dtype(at::kFloat));
-    at::Tensor dv = at::zeros(v.sizes(), v.options().dtype(at::kFloat));
-    size_t i = 3;
-    for (const Span& b : spans(q.size(2))) {
-      const at::Tensor& p = s[i++];
+    for (size_t i = 0; i < blocks.size(); ++i) {
+      const Span& b = blocks[i];
+      const at::Tensor& p = s[3 + i];
       const int64_t keys = b.r0 + b.rows;
-      const at::Tensor dyb = dy.narrow(2, b.r0, b.rows), kb = k.narrow(2, 0, keys);
+      const at::Tensor dyb = dy.narrow(2, b.r0, b.rows), qb = q.narrow(2, b.r0, b.rows);
       at::Tensor ds = at::matmul(dyb, v.narrow(2, 0, keys).transpose(-2, -1)).contiguous();  // dP, then dS in place
       causal_softmax_backward_(p, ds, b.r0, scale);
-      dq.narrow(2, b.r0, b.rows).copy_(at::matmul(ds, kb));
-      dk.narrow(2, 0, keys).add_(at::matmul(ds.transpose(-2, -1), q.narrow(2, b.r0, b.rows)));
-      dv.narrow(2, 0, keys).add_(at::matmul(p.transpose(-2, -1), dyb));
+      at::Tensor dqb = at::matmul(ds, k.narrow(2, 0, keys)), dkb = at::matmul(ds.transpose(-2, -1), qb);
+      at::Tensor dvb = at::matmul(p.transpose(-2, -1), dyb);
+      if (blocks.size() == 1) return {dqb, dkb, dvb};
+      dq.narrow(2, b.r0, b.rows).copy_(dqb);
+      dk.narrow(2, 0, keys).add_(dkb);
+      dv.narrow(2, 0, keys).add_(dvb);
     }
     return {dq, dk.to(k.scalar_type()), dv.to(v.scalar_type())};
   }
