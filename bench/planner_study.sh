@@ -4,7 +4,9 @@
 # on the latency study's model (GPT-2-medium depth and heads at 256 channels, T = 128, global batch
 # 8): `slm profile` and `slm probe` on the testbed's ranks, then for each layout the planner's
 # prediction (`slm plan make/check --cluster --profile --topology`) and the measured median step
-# time (steps 2.. of STEPS, pooled over ROUNDS rounds, default 2: the second in reverse order),
+# time (steps 2.. of STEPS, pooled over ROUNDS rounds, default 2: the second in reverse order;
+# each round is predicted from a profile taken right before it, and both errors are reported:
+# each round's against its own profile, and the first profile's against the pooled median),
 # plus the planner's pick (`slm plan auto --all-ranks`) and the study heuristic's pick (a pick that is a
 # preset's plan is one plan: the picks table pools its slots' steps).
 # LAYOUTS="..." measures only those presets (LAYOUTS="": only the planner's and the heuristic's picks).
@@ -71,15 +73,14 @@ PY
 pooled_median() {  # "r1,r1,..;r2,..;" -> the median of all rounds' steps, and each round's median
   python3 - "$1" <<'PY'
 import sys
-rounds = [[float(x) for x in r.split(",") if x] for r in sys.argv[1].split(";")]
-rounds = [r for r in rounds if r]
+rounds = [[float(x) for x in r.split(",") if x] for r in sys.argv[1].rstrip(";").split(";")]
 med = lambda v: sorted(v)[len(v) // 2]
 pooled = [x for r in rounds for x in r]
-print(f"{med(pooled):.3f}" if pooled else "nan", " / ".join(f"{med(r):.3f}" for r in rounds) or "-")
+print(f"{med(pooled):.3f}" if pooled else "nan", " / ".join(f"{med(r):.3f}" if r else "nan" for r in rounds) or "-")
 PY
 }
-echo "| scenario | layout | predicted s | measured s (median of every round's steps) | each round's median | error |" > "$W/table.md"
-echo "|---|---|---|---|---|---|" >> "$W/table.md"
+echo "| scenario | layout | predicted s (each round's profile) | measured s (median of every round's steps) | each round's median | error (each round against its profile) | error (first profile against the pooled median) |" > "$W/table.md"
+echo "|---|---|---|---|---|---|---|" >> "$W/table.md"
 : > "$W/plot.dat"
 : > "$W/picks.md"
 for sc in "${ORDER[@]}"; do
@@ -92,34 +93,49 @@ for sc in "${ORDER[@]}"; do
     mem20) cluster "$sc" 20 1000 0 0.55 ;;
     *) echo "unknown scenario $sc" >&2; exit 2 ;;
   esac
-  echo "== $sc: profile" >&2
-  # Measured afresh for every scenario (not from the cache): a VM's speed moves over hours (the
-  # tenth look, docs/planner.md: a third slower than the ninth run's profile), and a cached profile
-  # would hand every scenario the first one's minutes.
-  "$SLM" testbed run "$W/c.toml" -- "$SLM" profile "${MODEL[@]}" --micro-batches 1,2,4,8 --no-cache -o "$W/prof.json" > "$W/prof.log" 2>&1 \
-    || { cat "$W/prof.log"; exit 1; }
+  profile() {  # round -> $W/prof$round.json, measured afresh on the testbed's ranks
+    # Afresh for every scenario and every round, right before the round (not from the cache): a
+    # VM's speed moves over minutes and hours (the fifteenth run, docs/planner.md: every layout of
+    # two scenarios 8-34% under its measurement, their profiles taken at a quicker minute), and
+    # `parallel.plan = "auto"` likewise profiles at the start of the run it plans.
+    echo "== $sc: profile for round $1" >&2
+    "$SLM" testbed run "$W/c.toml" -- "$SLM" profile "${MODEL[@]}" --micro-batches 1,2,4,8 --no-cache -o "$W/prof$1.json" > "$W/prof.log" 2>&1 \
+      || { cat "$W/prof.log"; exit 1; }
+    cp "$W/prof$1.json" "$OUT/planner_study_${sc}_profile$([ "$1" = 1 ] || echo "_r$1").json"  # to re-predict without the testbed
+  }
+  predict() {  # layout round -> what `slm plan make/check` says of it with that round's profile
+    local P=(--cluster "$W/c.toml" --profile "$W/prof$2.json" --topology "$W/topo.json") f
+    case $1 in
+      auto) "$SLM" plan check "$W/auto.toml" "${MODEL[@]}" --world 4 "${P[@]}" 2>&1 >/dev/null ;;
+      heuristic) "$SLM" plan check "$W/heur.toml" "${MODEL[@]}" --world 4 "${P[@]}" 2>&1 >/dev/null ;;
+      *) read -r -a f <<< "${FLAGS[$1]}"; "$SLM" plan make "${MODEL[@]}" --world 4 "${f[@]}" "${P[@]}" 2>&1 >/dev/null || true ;;
+    esac
+  }
+  seconds() { grep -o "predicted [0-9.]* s per step" | awk '{print $2}' || true; }
+  profile 1
   # The links as `slm probe` measures them on the running testbed (as on a real cluster).
   "$SLM" testbed run "$W/c.toml" -- "$SLM" probe -o "$W/topo.json" > "$W/probe.log" 2>&1 || { cat "$W/probe.log"; exit 1; }
   cp "$W/topo.json" "$OUT/planner_study_${sc}_topology.json"
-  P=(--cluster "$W/c.toml" --profile "$W/prof.json" --topology "$W/topo.json")
+  P=(--cluster "$W/c.toml" --profile "$W/prof1.json" --topology "$W/topo.json")
+  # The picks come from the first round's profile; each round predicts them again from its own.
   "$SLM" plan auto "${MODEL[@]}" "${P[@]}" --all-ranks --top 5 -o "$W/auto.toml" > "$W/auto_$sc.txt" 2>&1
   "$SLM" plan auto "${MODEL[@]}" "${P[@]}" --all-ranks --strategy study-heuristic -o "$W/heur.toml" > /dev/null 2>&1
   cp "$W/auto.toml" "$W/auto_$sc.toml"
-  cp "$W/prof.json" "$OUT/planner_study_${sc}_profile.json"  # to re-predict without the testbed
   declare -A PRED=() MEAS=() FL=() STEPS_OF=() PLAN_OF=()
   if [ "$sc" = mem20 ]; then LAYOUTS=("${MEM_LAYOUTS[@]}"); else LAYOUTS=("${ALL_LAYOUTS[@]}"); fi
   RUNS=()
   for l in "${LAYOUTS[@]}" auto heuristic; do
     case $l in
-      auto) FL[$l]="--set parallel.plan=$W/auto.toml"; pred=$("$SLM" plan check "$W/auto.toml" "${MODEL[@]}" --world 4 "${P[@]}" 2>&1 >/dev/null) ;;
-      heuristic) FL[$l]="--set parallel.plan=$W/heur.toml"; pred=$("$SLM" plan check "$W/heur.toml" "${MODEL[@]}" --world 4 "${P[@]}" 2>&1 >/dev/null) ;;
-      *) FL[$l]=${FLAGS[$l]}; read -r -a f <<< "${FL[$l]}"; pred=$("$SLM" plan make "${MODEL[@]}" --world 4 "${f[@]}" "${P[@]}" 2>&1 >/dev/null || true) ;;
+      auto) FL[$l]="--set parallel.plan=$W/auto.toml" ;;
+      heuristic) FL[$l]="--set parallel.plan=$W/heur.toml" ;;
+      *) FL[$l]=${FLAGS[$l]} ;;
     esac
-    PRED[$l]=$(grep -o "predicted [0-9.]* s per step" <<< "$pred" | awk '{print $2}' || true)
+    pred=$(predict "$l" 1)
+    PRED[$l,1]=$(seconds <<< "$pred")
     PLAN_OF[$l]=$pred  # the plan in words and its prediction: alike only for the same plan
     if refused=$(grep -o "rank [0-9]* needs ~[0-9.]* [MG]iB .* > its [0-9.]* GiB" <<< "$pred"); then
       MEAS[$l]=refused
-      echo "| $sc | $l | refused: $refused | - | - | - |" >> "$W/table.md"
+      echo "| $sc | $l | refused: $refused | - | - | - | - |" >> "$W/table.md"
       echo "== $sc: $l refused ($refused)" >&2
       continue
     fi
@@ -127,11 +143,15 @@ for sc in "${ORDER[@]}"; do
   done
   # ROUNDS rounds over every layout, every second one in reverse order: a slow spell of the VM (seen as
   # the same layout 13% apart within one round) falls on different layouts, and the pooled median
-  # of all rounds' steps is what the table compares.
+  # of all rounds' steps is what the picks table compares.
   for ((round = 1; round <= ROUNDS; round++)); do
+    if ((round > 1)); then
+      profile "$round"
+      for l in "${RUNS[@]}"; do PRED[$l,$round]=$(predict "$l" "$round" | seconds); done
+    fi
     if ((round % 2)); then order=("${RUNS[@]}"); else order=(); for ((i = ${#RUNS[@]} - 1; i >= 0; i--)); do order+=("${RUNS[$i]}"); done; fi
     for l in "${order[@]}"; do
-      echo "== $sc: $l, round $round of $ROUNDS (predicted ${PRED[$l]:-?} s)" >&2
+      echo "== $sc: $l, round $round of $ROUNDS (predicted ${PRED[$l,$round]:-?} s)" >&2
       read -r -a f <<< "${FL[$l]}"
       rm -rf "$W/run"
       timeout -s TERM "$LIMIT" "$SLM" testbed run "$W/c.toml" -- "$SLM" train "${MODEL[@]}" "${f[@]}" --set run.dir="$W/run" \
@@ -141,11 +161,26 @@ for sc in "${ORDER[@]}"; do
   done
   for l in "${RUNS[@]}"; do
     read -r m rounds <<< "$(pooled_median "${STEPS_OF[$l]}")"
-    p=${PRED[$l]}
+    preds=() ; for ((round = 1; round <= ROUNDS; round++)); do preds+=("${PRED[$l,$round]:-nan}"); done
     MEAS[$l]=$m
-    err=$(python3 -c "p, m = '$p', '$m'; print(f'{100 * (float(p) / float(m) - 1):+.0f}%' if p and m != 'nan' else '-')")
-    echo "| $sc | $l | $p | $m | $rounds | $err |" >> "$W/table.md"
-    [ "$m" != nan ] && [ -n "$p" ] && echo "$p $m $sc $l" >> "$W/plot.dat"
+    # Two errors: each round's median against the prediction from the profile taken right before
+    # that round (their mean), and the pooled median against the first profile's alone (as before).
+    read -r own first < <(python3 - "$rounds" "$m" "${preds[@]}" <<'PY'
+import sys
+meas = [float(x) for x in sys.argv[1].split(" / ") if x not in ("", "-")]  # a failed round: nan
+pooled, preds = sys.argv[2], [float(p) if p not in ("", "nan") else None for p in sys.argv[3:]]
+pairs = [(p, m) for p, m in zip(preds, meas) if p and m == m]
+own = sum(p / m for p, m in pairs) / len(pairs) - 1 if pairs else None
+first = preds[0] / float(pooled) - 1 if preds and preds[0] and pooled != "nan" else None
+print(*(f"{100 * e:+.0f}%" if e is not None else "-" for e in (own, first)))
+PY
+)
+    joined=$(IFS=/; echo "${preds[*]}" | sed 's|/| / |g')
+    echo "| $sc | $l | $joined | $m | $rounds | $own | $first |" >> "$W/table.md"
+    read -r -a each <<< "$(tr -d '/' <<< "$rounds")"
+    for ((i = 0; i < ${#each[@]} && i < ${#preds[@]}; i++)); do
+      [ "${preds[$i]}" != nan ] && [ "${each[$i]}" != nan ] && echo "${preds[$i]} ${each[$i]} $sc $l $((i + 1)) ${preds[0]} $m" >> "$W/plot.dat"
+    done
   done
   # A pick that is a preset's plan (or the other pick's) was measured in each of their slots: one
   # plan, so its steps are pooled and it is compared with the other plans only (rtt100, 2026-11-27d:
@@ -176,7 +211,7 @@ print(f"| {sc} | {shown['auto']} | {shown['heuristic']} | {best} {meas[best]:.3f
 PY
 done
 {
-  echo "Command: \`sudo ROUNDS=$ROUNDS bench/planner_study.sh build/slm DATA docs $STEPS $LIMIT\` (2-vCPU VM, 4 ranks, 1 thread each)."
+  echo "Command: \`sudo ROUNDS=$ROUNDS SCENARIOS=\"${ORDER[*]}\" bench/planner_study.sh build/slm DATA docs $STEPS $LIMIT\` (2-vCPU VM, 4 ranks, 1 thread each)."
   echo
   cat "$W/table.md"
   echo
@@ -187,9 +222,15 @@ done
   python3 - "$W/plot.dat" <<'PY'
 import sys
 rows = [l.split() for l in open(sys.argv[1])]
-e = sorted(abs(float(p) / float(m) - 1) for p, m, *_ in rows)
-if e:
-    print(f"Prediction error over {len(e)} runs: median {100 * e[len(e) // 2]:.0f}%, worst {100 * e[-1]:.0f}%.")
+own, first = {}, {}  # per scenario and layout: the rounds' ratios, and the first profile against the pooled median
+for p, m, sc, l, r, p1, pooled in rows:
+    own.setdefault((sc, l), []).append(float(p) / float(m))
+    first[(sc, l)] = float(p1) / float(pooled)
+for name, errs in (("each round against the profile taken right before it", [abs(sum(v) / len(v) - 1) for v in own.values()]),
+                   ("the first profile against the pooled median (as in the runs up to 2026-11-27g)", [abs(v - 1) for v in first.values()])):
+    e = sorted(errs)
+    if e:
+        print(f"Prediction error over {len(e)} layouts, {name}: median {100 * e[len(e) // 2]:.0f}%, worst {100 * e[-1]:.0f}%.")
 PY
   for sc in "${ORDER[@]}"; do echo; echo "\`slm plan auto\` for $sc:"; echo '```'; cat "$W/auto_$sc.txt"; echo '```'; done
 } > "$OUT/planner_study.md"
