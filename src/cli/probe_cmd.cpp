@@ -26,6 +26,9 @@ void add_probe_command(CLI::App& app) {
   cmd->add_option("--sizes", a->probe.sizes, "message sizes in bytes")->capture_default_str()->delimiter(',');
   cmd->add_option("--repeats", a->probe.repeats, "round trips per size (the fastest counts)")->capture_default_str()
       ->check(CLI::Range(1, 100));
+  cmd->add_option("--pairs-at-once", a->probe.pairs_at_once,
+                  "rank pairs timed at the same time (0 = auto: 1 up to 16 ranks, ranks/16 above; pairs that "
+                  "cross one link at once each see a part of its rate)")->capture_default_str()->check(CLI::Range(0, 1 << 20));
   cmd->add_option("-o,--out", a->out, "topology file (JSON) written by rank 0")->capture_default_str();
   cmd->add_flag("!--no-collectives", a->probe.collectives, "skip the all-reduce / all-gather timings on the world");
   cmd->add_option("--allreduce-mb", a->probe.allreduce_mb,

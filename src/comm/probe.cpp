@@ -39,6 +39,16 @@ std::vector<std::vector<std::pair<int, int>>> tournament_rounds(int n) {
   return rounds;
 }
 
+std::vector<std::vector<std::pair<int, int>>> probe_turns(int n, int pairs_at_once) {
+  const size_t k = static_cast<size_t>(pairs_at_once > 0 ? pairs_at_once : std::max(1, n / 16));
+  std::vector<std::vector<std::pair<int, int>>> turns;
+  for (const auto& round : tournament_rounds(n))
+    for (size_t i = 0; i < round.size(); i += k)
+      turns.emplace_back(round.begin() + static_cast<std::ptrdiff_t>(i),
+                         round.begin() + static_cast<std::ptrdiff_t>(std::min(round.size(), i + k)));
+  return turns;
+}
+
 void fit_alpha_beta(const std::vector<int64_t>& sizes, const std::vector<double>& t, double* alpha, double* beta) {
   const double n = static_cast<double>(sizes.size());
   double sx = 0, sy = 0, sxx = 0, sxy = 0;
@@ -91,10 +101,11 @@ ProbeResult probe_links(World& w, const ProbeConfig& c) {
   // rtt[a][b][k], filled by the lower rank of each pair, summed over the world at the end.
   at::Tensor rtt = at::zeros({n, n, K}, at::kDouble);
   int tag = 0;
-  barrier(g);
-  // No barrier between rounds: each pair's untimed warm-up round trip waits for the partner.
-  for (const auto& round : tournament_rounds(n)) {
-    for (const auto& [a, b] : round) {
+  // A barrier before each turn: the pairs of one turn are timed while no other pair sends (they
+  // would share a link's rate). Each pair's untimed warm-up round trip waits for the partner.
+  for (const auto& turn : probe_turns(n, c.pairs_at_once)) {
+    barrier(g);
+    for (const auto& [a, b] : turn) {
       if (g.rank != a && g.rank != b) continue;
       const int peer = g.rank == a ? b : a;
       for (int k = 0; k < K; ++k) {

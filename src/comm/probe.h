@@ -4,8 +4,12 @@
 // through the configured WAN-aware path), α (latency) and β (bandwidth) fitted per pair and per link class.
 // Owns: ProbeConfig, ProbeResult, probe_links, link classes, the readable matrix and the topology
 // file (JSON) that the planner reads.
-// Pairs are measured concurrently, N/2 disjoint pairs at a time (round-robin tournament, N-1
-// rounds), so 8 ranks take 7 rounds. One-way time t(s) = RTT(s)/2 is fitted as α + s/β (least
+// Pairs are measured in turns: the rounds of a round-robin tournament (N/2 disjoint pairs each,
+// N-1 rounds), each split into turns of ProbeConfig::pairs_at_once pairs, a barrier between turns.
+// Pairs timed at once that cross one link share its rate and would each report a part of it
+// (2 sites x 2 ranks: both cross-site pairs of a round share the site link; at 0 ms RTT the probe
+// saw 68-77 of ~100 MB/s, and the planner put data parallelism 18-24% high, docs/planner.md), so
+// up to 16 ranks one pair is timed at a time (N(N-1)/2 turns). One-way time t(s) = RTT(s)/2 is fitted as α + s/β (least
 // squares over the sizes). Classes: pairs sorted by α and split at the largest jump above 3x
 // ("local" below, "wide" above; one class "local" when there is none).
 #pragma once
@@ -22,6 +26,7 @@ struct ProbeConfig {
   std::vector<int64_t> sizes = {4, 256 << 10, 2 << 20};  // bytes per message
   int repeats = 3;                                      // round trips per size (the fastest counts), after
                                                         // one warm-up round trip per pair
+  int pairs_at_once = 0;  // pairs timed at the same time; 0 = auto: 1 up to 16 ranks, N/16 above
   bool collectives = true;  // time all-reduce and all-gather (4 B, 1 MiB; a 16 MiB all-gather) on the world group
   std::vector<double> allreduce_mb;  // also time all-reduces of these sizes (MiB) the way training
                                      // reduces gradients: with the world's [dist] WAN options
@@ -60,6 +65,8 @@ struct ProbeResult {
 ProbeResult probe_links(World& w, const ProbeConfig& c);
 // Pure helpers (unit-tested): the rounds of disjoint pairs, the α-β fit, the classes.
 std::vector<std::vector<std::pair<int, int>>> tournament_rounds(int n);
+// The tournament's rounds cut into turns of at most `pairs_at_once` pairs (0 = auto, as above).
+std::vector<std::vector<std::pair<int, int>>> probe_turns(int n, int pairs_at_once);
 void fit_alpha_beta(const std::vector<int64_t>& sizes, const std::vector<double>& one_way_s, double* alpha_s,
                     double* beta_Bps);
 std::vector<LinkClass> classify_links(std::vector<PairLink>& pairs);

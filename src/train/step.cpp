@@ -50,7 +50,7 @@ Trainer::~Trainer() = default;
 // data-parallel all-reduce pick its channels and chunks from them; rank 0 keeps the file.
 static comm::ProbeResult probe_at_start(Trainer& t) {
   if (t.world.world.size == 1) return {};
-  comm::ProbeConfig quick;  // two sizes suffice for the α-β fit: a few seconds for 8 ranks
+  comm::ProbeConfig quick;  // two sizes suffice for the α-β fit: 28 pairs in turns for 8 ranks
   quick.sizes = {4, 2 << 20};
   quick.repeats = 2;
   quick.collectives = false;

@@ -2,6 +2,7 @@
 // every pair once, the alpha-beta fit recovers a known line, and link classes split at the jump.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 
 #include "comm/probe.h"
@@ -23,6 +24,28 @@ TEST(Probe, TournamentCoversEveryPairOnce) {
     }
     EXPECT_EQ(seen.size(), static_cast<size_t>(n * (n - 1) / 2));
   }
+}
+
+// Pairs timed at once share the links they cross, so they go in turns: every pair once, no rank
+// twice in a turn, at most pairs_at_once per turn; auto: one at a time up to 16 ranks.
+TEST(Probe, TurnsTimeFewPairsAtOnce) {
+  for (auto [n, k] : {std::pair{4, 0}, {5, 1}, {8, 2}, {16, 0}, {64, 0}, {8, 100}}) {
+    const auto turns = probe_turns(n, k);
+    const size_t at_once = k > 0 ? static_cast<size_t>(k) : static_cast<size_t>(std::max(1, n / 16));
+    std::set<std::pair<int, int>> seen;
+    for (const auto& turn : turns) {
+      EXPECT_LE(turn.size(), at_once);
+      std::set<int> busy;
+      for (auto [a, b] : turn) {
+        EXPECT_TRUE(busy.insert(a).second && busy.insert(b).second) << "rank twice in one turn";
+        EXPECT_TRUE(seen.insert({a, b}).second) << "pair twice";
+      }
+    }
+    EXPECT_EQ(seen.size(), static_cast<size_t>(n * (n - 1) / 2)) << n;
+  }
+  EXPECT_EQ(probe_turns(4, 0).size(), 6u);    // 2 sites x 2 ranks: the 6 pairs one by one
+  EXPECT_EQ(probe_turns(64, 0).size(), 63u * 8);  // 32 pairs a round, 4 at a time
+  EXPECT_EQ(probe_turns(8, 100).size(), 7u);  // as many as a round holds: the tournament's rounds
 }
 
 TEST(Probe, FitRecoversAlphaBeta) {

@@ -2,7 +2,9 @@
 # iptables-legacy and slm-delayer; skipped otherwise).
 #  1. Two sites x 2 ranks, 20 ms one-way between the sites (RTT 40 ms), 500 Mbit/s: `slm probe`
 #     under `slm testbed run` measures every cross-site round trip within 10% of 40 ms, the
-#     inside-site ones below 5 ms, and finds two link classes; the topology file is written.
+#     inside-site ones below 5 ms, and finds two link classes; the topology file is written. Each
+#     cross-site pair's bandwidth is at least 70% of the link's rate (pairs timed at once that
+#     cross the link share it: two at a time measured 33 MB/s each of its 62.5).
 #  2. Data-parallel training runs across the testbed (2 steps); DiLoCo's steps are agreed in blocks
 #     that grow with the link's latency, with the losses of a local run.
 #  3. Teardown: nothing is left behind after a run, after a failing command, and after `down`.
@@ -43,6 +45,10 @@ for p in t["pairs"]:
     else:
         assert rtt < 5, (p, rtt)
 assert set(t["classes"]) == {"local", "wide"}, t["classes"]
+for p in t["pairs"]:
+    if site(p["a"]) != site(p["b"]):
+        assert p["beta_Bps"] >= 0.7 * 500e6 / 8, ("a cross-site pair measured a part of the link", p)
+print("cross-site MB/s:", [round(p["beta_Bps"] / 1e6, 1) for p in t["pairs"] if p["a"] // 2 != p["b"] // 2])
 print("cross-site RTTs:", [round(p["rtt_s"][0] * 1e3, 1) for p in t["pairs"] if p["a"] // 2 != p["b"] // 2])
 PY
 left_behind "after probe"
