@@ -8,10 +8,10 @@
 // N-1 rounds), each split into turns of ProbeConfig::pairs_at_once pairs, a barrier between turns.
 // Pairs timed at once that cross one link share its rate and would each report a part of it
 // (2 sites x 2 ranks: both cross-site pairs of a round share the site link; at 0 ms RTT the probe
-// saw 68-77 of ~100 MB/s, and the planner put data parallelism 18-24% high, docs/planner.md), so
-// up to 16 ranks one pair is timed at a time (N(N-1)/2 turns). One-way time t(s) = RTT(s)/2 is fitted as α + s/β (least
-// squares over the sizes). Classes: pairs sorted by α and split at the largest jump above 3x
-// ("local" below, "wide" above; one class "local" when there is none).
+// saw 70-103 of its 120 MB/s, and the planner put data parallelism 18-23% high, docs/planner.md),
+// so up to 16 ranks one pair is timed at a time (N(N-1)/2 turns). One-way time t(s) = RTT(s)/2
+// is fitted as α + s/β (least squares over the sizes). Classes: pairs sorted by α and split at
+// the largest jump above 3x ("local" below, "wide" above; one class "local" when there is none).
 #pragma once
 #include <cstdint>
 #include <string>
