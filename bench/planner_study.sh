@@ -83,6 +83,25 @@ echo "| scenario | layout | predicted s (each round's profile) | measured s (med
 echo "|---|---|---|---|---|---|---|" >> "$W/table.md"
 : > "$W/plot.dat"
 : > "$W/picks.md"
+profile() {  # round -> $W/prof$round.json, measured afresh on the testbed's ranks
+  # Afresh for every scenario and every round, right before the round (not from the cache): a
+  # VM's speed moves over minutes and hours (the fifteenth run, docs/planner.md: every layout of
+  # two scenarios 8-34% under its measurement, their profiles taken at a quicker minute), and
+  # `parallel.plan = "auto"` likewise profiles at the start of the run it plans.
+  echo "== $sc: profile for round $1" >&2
+  "$SLM" testbed run "$W/c.toml" -- "$SLM" profile "${MODEL[@]}" --micro-batches 1,2,4,8 --no-cache -o "$W/prof$1.json" > "$W/prof.log" 2>&1 \
+    || { cat "$W/prof.log"; exit 1; }
+  cp "$W/prof$1.json" "$OUT/planner_study_${sc}_profile$([ "$1" = 1 ] || echo "_r$1").json"  # to re-predict without the testbed
+}
+predict() {  # layout round -> what `slm plan make/check` says of it with that round's profile
+  local P=(--cluster "$W/c.toml" --profile "$W/prof$2.json" --topology "$W/topo.json") f
+  case $1 in
+    auto) "$SLM" plan check "$W/auto.toml" "${MODEL[@]}" --world 4 "${P[@]}" 2>&1 >/dev/null ;;
+    heuristic) "$SLM" plan check "$W/heur.toml" "${MODEL[@]}" --world 4 "${P[@]}" 2>&1 >/dev/null ;;
+    *) read -r -a f <<< "${FLAGS[$1]}"; "$SLM" plan make "${MODEL[@]}" --world 4 "${f[@]}" "${P[@]}" 2>&1 >/dev/null || true ;;
+  esac
+}
+seconds() { grep -o "predicted [0-9.]* s per step" | awk '{print $2}' || true; }
 for sc in "${ORDER[@]}"; do
   case $sc in
     rtt0) cluster "$sc" 0 1000 0 ;;
@@ -93,30 +112,11 @@ for sc in "${ORDER[@]}"; do
     mem20) cluster "$sc" 20 1000 0 0.55 ;;
     *) echo "unknown scenario $sc" >&2; exit 2 ;;
   esac
-  profile() {  # round -> $W/prof$round.json, measured afresh on the testbed's ranks
-    # Afresh for every scenario and every round, right before the round (not from the cache): a
-    # VM's speed moves over minutes and hours (the fifteenth run, docs/planner.md: every layout of
-    # two scenarios 8-34% under its measurement, their profiles taken at a quicker minute), and
-    # `parallel.plan = "auto"` likewise profiles at the start of the run it plans.
-    echo "== $sc: profile for round $1" >&2
-    "$SLM" testbed run "$W/c.toml" -- "$SLM" profile "${MODEL[@]}" --micro-batches 1,2,4,8 --no-cache -o "$W/prof$1.json" > "$W/prof.log" 2>&1 \
-      || { cat "$W/prof.log"; exit 1; }
-    cp "$W/prof$1.json" "$OUT/planner_study_${sc}_profile$([ "$1" = 1 ] || echo "_r$1").json"  # to re-predict without the testbed
-  }
-  predict() {  # layout round -> what `slm plan make/check` says of it with that round's profile
-    local P=(--cluster "$W/c.toml" --profile "$W/prof$2.json" --topology "$W/topo.json") f
-    case $1 in
-      auto) "$SLM" plan check "$W/auto.toml" "${MODEL[@]}" --world 4 "${P[@]}" 2>&1 >/dev/null ;;
-      heuristic) "$SLM" plan check "$W/heur.toml" "${MODEL[@]}" --world 4 "${P[@]}" 2>&1 >/dev/null ;;
-      *) read -r -a f <<< "${FLAGS[$1]}"; "$SLM" plan make "${MODEL[@]}" --world 4 "${f[@]}" "${P[@]}" 2>&1 >/dev/null || true ;;
-    esac
-  }
-  seconds() { grep -o "predicted [0-9.]* s per step" | awk '{print $2}' || true; }
   profile 1
   # The links as `slm probe` measures them on the running testbed (as on a real cluster).
   "$SLM" testbed run "$W/c.toml" -- "$SLM" probe -o "$W/topo.json" > "$W/probe.log" 2>&1 || { cat "$W/probe.log"; exit 1; }
   cp "$W/topo.json" "$OUT/planner_study_${sc}_topology.json"
-  P=(--cluster "$W/c.toml" --profile "$W/prof1.json" --topology "$W/topo.json")
+  P=(--cluster "$W/c.toml" --profile "$W/prof1.json" --topology "$W/topo.json")  # as predict's for round 1
   # The picks come from the first round's profile; each round predicts them again from its own.
   "$SLM" plan auto "${MODEL[@]}" "${P[@]}" --all-ranks --top 5 -o "$W/auto.toml" > "$W/auto_$sc.txt" 2>&1
   "$SLM" plan auto "${MODEL[@]}" "${P[@]}" --all-ranks --strategy study-heuristic -o "$W/heur.toml" > /dev/null 2>&1
