@@ -304,9 +304,12 @@ Reduce outer_sync(const Ctx& x, const std::vector<int>& group, double bytes, int
 // r = min(pool ranks / 2, the pool's speed-up) (planner/core_sharing.h), so a share φ with
 // s = 1 / (φ / r + 1 - φ) is CPU work and the rest waits on the all-reduces.
 // In a pipeline the pairs' times as pipeline stages (tp2_pipe_*, where measured; in phase they
-// interleave), and the slowest pair's: stages wait on each other, so the slower pair's pace is
-// both stages' (the planner study's rtt0 testbed: two pairs timed 25.7 and 21.3 ms per split
-// block at b = 2 a forward apart, training ran both stages' at 26).
+// interleave). Those and tp2_alone_s are timed only where ranks time-share cores, and there they
+// scatter: the pairs of one pool, the same hardware, timed 21.5 and 30.7 ms at b = 2 in one
+// profile, training ran both stages at ~25; so the mean over the pairs, each pair's timings along
+// their least-squares line over the sizes (line_fit). In the planner study's kept profiles (three
+// runs, 18 pipeshard rounds) that took the worst per-round error from 31% (the slowest pair, raw
+// timings) to 13%.
 Tp2Block tp2_block(const Ctx& x, const std::vector<int>& group, double b) {
   if (group.size() != 2) return {};
   const RankProfile &a = x.prof(group[0]), &c = x.prof(group[1]);
@@ -322,13 +325,10 @@ Tp2Block tp2_block(const Ctx& x, const std::vector<int>& group, double b) {
   for (const RankProfile& r : x.in.profile->ranks)
     if (r.host == a.host && !r.tp2_fwd_s.empty()) {
       const bool pipe = staged && !r.tp2_pipe_fwd_s.empty();
-      pairs.push_back({at_batch(r.micro_batch, pipe ? r.tp2_pipe_fwd_s : r.tp2_fwd_s, b),
-                       at_batch(r.micro_batch, pipe ? r.tp2_pipe_bwd_s : r.tp2_bwd_s, b),
-                       r.tp2_alone_s.empty() ? 0 : at_batch(r.micro_batch, r.tp2_alone_s, b)});
+      pairs.push_back({at_batch(r.micro_batch, pipe ? line_fit(r.micro_batch, r.tp2_pipe_fwd_s) : r.tp2_fwd_s, b),
+                       at_batch(r.micro_batch, pipe ? line_fit(r.micro_batch, r.tp2_pipe_bwd_s) : r.tp2_bwd_s, b),
+                       r.tp2_alone_s.empty() ? 0 : at_batch(r.micro_batch, line_fit(r.micro_batch, r.tp2_alone_s), b)});
     }
-  if (staged)  // the slowest (the first of equals)
-    pairs = {*std::max_element(pairs.begin(), pairs.end(),
-                               [](const Timed& p, const Timed& q) { return p.fwd + p.bwd < q.fwd + q.bwd; })};
   double busy = 0, alone = 0;
   for (const Timed& t : pairs) {
     out.fwd += t.fwd / pairs.size(), out.bwd += t.bwd / pairs.size();

@@ -120,6 +120,26 @@ double at_batch(const std::vector<int64_t>& sizes, const std::vector<double>& t,
   return t[i - 1] + (t[i] - t[i - 1]) * (b - x0) / (x1 - x0);
 }
 
+std::vector<double> line_fit(const std::vector<int64_t>& sizes, const std::vector<double>& t) {
+  const size_t n = sizes.size();
+  if (n < 3 || t.size() != n) return t;
+  double mx = 0, my = 0;
+  for (size_t i = 0; i < n; ++i) mx += static_cast<double>(sizes[i]) / n, my += t[i] / n;
+  double sxy = 0, sxx = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double dx = static_cast<double>(sizes[i]) - mx;
+    sxy += dx * (t[i] - my), sxx += dx * dx;
+  }
+  if (sxx <= 0) return t;
+  const double c = sxy / sxx, a = my - c * mx;
+  std::vector<double> out(n);
+  for (size_t i = 0; i < n; ++i) {
+    out[i] = a + c * static_cast<double>(sizes[i]);
+    if (out[i] <= 0) return t;
+  }
+  return out;
+}
+
 ComputeProfile profile_from_devices(const Cluster& c, const ProfileShape& s, double cpu_peak_flops,
                                     const std::vector<int64_t>& sizes) {
   ComputeProfile p;

@@ -311,12 +311,12 @@ TEST(CostModel, TensorParallelPairAsItsPoolTimedIt) {
   EXPECT_LT(predict(k, in).pipeline_s, fwd + bwd - 1);
 }
 
-TEST(CostModel, PipelineStagesTakeTheSlowestPairAsTimedAForwardApart) {
+TEST(CostModel, PipelineStagesTakeThePairsMeanAsTimedAForwardApart) {
   // 4 ranks of one machine in two pairs timed a split block at 0.3 + 0.5 s in phase, and a forward
   // apart (as a pipeline's stages run) 0.4 + 0.6 (first pair) and 0.5 + 0.7 (second). pp 2 x tp 2
-  // (one block per stage, gpipe, one micro-batch): both stages at the second pair's pace, each
-  // 0.4 s more than in phase, the first stage's embedding all-reduce (half a block forward's
-  // excess over its compute) 0.1 more.
+  // (one block per stage, gpipe, one micro-batch): both stages at the pairs' mean pace, 0.45 +
+  // 0.65, each 0.3 s more than in phase, the first stage's embedding all-reduce (half a block
+  // forward's excess over its compute) 0.075 more.
   const Cluster c = make_cluster({4}, {1e-5, 1e9}, {});
   ComputeProfile prof = make_profile(4, 0.1);
   for (RankProfile& r : prof.ranks) r.tp2_fwd_s = {0.3, 2.4}, r.tp2_bwd_s = {0.5, 4.0};
@@ -331,8 +331,24 @@ TEST(CostModel, PipelineStagesTakeTheSlowestPairAsTimedAForwardApart) {
     prof.ranks[static_cast<size_t>(r)].tp2_pipe_fwd_s = r < 2 ? std::vector<double>{0.4, 3.2} : std::vector<double>{0.5, 4.0};
     prof.ranks[static_cast<size_t>(r)].tp2_pipe_bwd_s = r < 2 ? std::vector<double>{0.6, 4.8} : std::vector<double>{0.7, 5.6};
   }
-  EXPECT_NEAR(predict(pipe, in).pipeline_s - in_phase, 2 * 0.4 + 0.1, 1e-9);
+  EXPECT_NEAR(predict(pipe, in).pipeline_s - in_phase, 2 * 0.3 + 0.075, 1e-9);
   EXPECT_NEAR(predict(replicas, in).pipeline_s, replicas_in_phase, 1e-12);
+  // Timed at 1, 2, 4 and 8 sequences, 0.2 s per sequence, and 0.3 s too slow at b = 1 on the
+  // first pair: that pair's timings count along their least-squares line.
+  for (RankProfile& r : prof.ranks) {
+    r.micro_batch = {1, 2, 4, 8};
+    for (auto* v : {&r.block_fwd_s, &r.block_bwd_s, &r.head_fwd_s, &r.head_bwd_s, &r.embed_s, &r.tp2_fwd_s, &r.tp2_bwd_s})
+      *v = {(*v)[0], 2 * (*v)[0], 4 * (*v)[0], 8 * (*v)[0]};
+    r.tp2_pipe_fwd_s = r.tp2_pipe_bwd_s = {0.2, 0.4, 0.8, 1.6};
+  }
+  const double exact = predict(pipe, in).pipeline_s;
+  ComputeProfile fitted = prof;
+  prof.ranks[0].tp2_pipe_fwd_s[0] = prof.ranks[1].tp2_pipe_fwd_s[0] = 0.5;
+  fitted.ranks[0].tp2_pipe_fwd_s = fitted.ranks[1].tp2_pipe_fwd_s = line_fit({1, 2, 4, 8}, {0.5, 0.4, 0.8, 1.6});
+  const double wiggled = predict(pipe, in).pipeline_s;
+  in.profile = &fitted;
+  EXPECT_NEAR(wiggled, predict(pipe, in).pipeline_s, 1e-12);
+  EXPECT_GT(wiggled, exact);
 }
 
 TEST(CostModel, TensorParallelPairsSpeedUpAsMuchAsTheyDidAlone) {
@@ -482,6 +498,13 @@ TEST(Profile, InterpolatesAndChecksTheModel) {
   EXPECT_DOUBLE_EQ(at_batch({2, 4}, {1.0, 3.0}, 3), 2.0);
   EXPECT_DOUBLE_EQ(at_batch({2, 4}, {1.0, 3.0}, 8), 6.0);  // per sequence of the largest
   EXPECT_DOUBLE_EQ(at_batch({2, 4}, {1.0, 3.0}, 1), 0.5);
+  // The least-squares line over 3 sizes or more (exact on a line), else the timings as they are.
+  EXPECT_EQ(line_fit({1, 2, 4}, {2.0, 3.0, 5.0}), (std::vector<double>{2.0, 3.0, 5.0}));
+  const std::vector<double> fit = line_fit({1, 2, 4, 8}, {2.0, 4.0, 5.0, 9.0});  // 1 + b, 1 s too slow at b = 2
+  EXPECT_NEAR(fit[1], 3 + 0.25 + 1.75 * 1.75 / 28.75, 1e-12);  // a quarter of it, and its pull on the slope
+  EXPECT_NEAR(fit[0] + fit[1] + fit[2] + fit[3], 2 + 4 + 5 + 9, 1e-12);
+  EXPECT_EQ(line_fit({2, 4}, {1.0, 5.0}), (std::vector<double>{1.0, 5.0}));
+  EXPECT_EQ(line_fit({1, 2, 4}, {9.0, 1.0, 0.1}), (std::vector<double>{9.0, 1.0, 0.1}));  // the line falls below 0
   ComputeProfile p = make_profile(2, 0.1);
   p.ranks[1].alone_cores = 0.5;
   p.ranks[1].runtime = "OMP_WAIT_POLICY=PASSIVE GOMP_SPINCOUNT=10000";
