@@ -3,7 +3,9 @@
 # planner study (bench/planner_study.sh), from the profiles and probed links it kept, against the
 # step times it measured: for checking a change of the cost model without the testbed.
 # Prints a table like the study's (scenario, layout, predicted, measured, error) and the median
-# and worst error. No root needed.
+# and worst error. Where the study kept each round's median and profile (since 2026-11-27h), each
+# round is predicted from its own profile and the error is the mean of the rounds' ratios, as the
+# study's first error column; else the first profile against the pooled median. No root needed.
 # Usage: bench/planner_repredict.sh SLM DATA_DIR STUDY_DIR (with planner_study*.md and the
 #        planner_study_<scenario>_{profile,topology}.json files)
 # COMM_CPU_FROM=profile.json fills in each rank's comm_cpu_s_per_byte where a kept profile
@@ -23,14 +25,8 @@ declare -A RATE=([rtt0]=1000 [rtt20]=1000 [rtt100]=1000 [het20]=1000 [gpu20]=250
 declare -A CPUS_B=([het20]=0.5)
 echo "| scenario | layout | predicted s | measured s | error |"
 echo "|---|---|---|---|---|"
-cat "$DIR"/planner_study*.md | grep -E '^\| [a-z0-9]+ \| (dp|zero2|zero3|pipeshard|pp2-dp2|pp2-dp2-rc|pp4|hier-dp) \| [0-9]' |
-while IFS='|' read -r _ sc l _ m _; do
-  sc=$(echo $sc) l=$(echo $l) m=$(echo $m)
-  [ -f "$DIR/planner_study_${sc}_profile.json" ] && [ "$m" != nan ] || continue
-  printf '[[site]]\nname = "a"\nranks = 2\n[[site]]\nname = "b"\nranks = 2\n[[link]]\nsites = ["a", "b"]\ndelay_ms = %s\nrate_mbit = %s\n' \
-    "$(python3 -c "print(${RTT[$sc]} / 2)")" "${RATE[$sc]}" > "$W/c.toml"
-  read -r -a f <<< "${FLAGS[$l]}"
-  python3 - "$DIR/planner_study_${sc}_profile.json" "$W/prof.json" "${COMM_CPU_FROM:-}" "${CPUS_B[$sc]:-1}" <<'PY'
+predict() {  # profile -> the predicted seconds of layout $l in scenario $sc
+  python3 - "$1" "$W/prof.json" "${COMM_CPU_FROM:-}" "${CPUS_B[$sc]:-1}" <<'PY'
 import json, sys
 p = json.load(open(sys.argv[1]))
 later = json.load(open(sys.argv[3]))["ranks"] if sys.argv[3] else [{}] * len(p["ranks"])
@@ -39,9 +35,31 @@ for i, (r, q) in enumerate(zip(p["ranks"], later)):
     r.setdefault("alone_cores", min(1.0, float(sys.argv[4])) if i >= 2 else 1.0)
 json.dump(p, open(sys.argv[2], "w"))
 PY
-  p=$("$SLM" plan make "${MODEL[@]}" --world 4 "${f[@]}" --cluster "$W/c.toml" --profile "$W/prof.json" \
-      --topology "$DIR/planner_study_${sc}_topology.json" 2>&1 >/dev/null | grep -o "predicted [0-9.]* s per step" | awk '{print $2}')
-  echo "| $sc | $l | $p | $m | $(python3 -c "print(f'{100 * ($p / $m - 1):+.0f}%')") |"
+  "$SLM" plan make "${MODEL[@]}" --world 4 "${f[@]}" --cluster "$W/c.toml" --profile "$W/prof.json" \
+    --topology "$DIR/planner_study_${sc}_topology.json" 2>&1 >/dev/null | grep -o "predicted [0-9.]* s per step" | awk '{print $2}'
+}
+cat "$DIR"/planner_study*.md | grep -E '^\| [a-z0-9]+ \| (dp|zero2|zero3|pipeshard|pp2-dp2|pp2-dp2-rc|pp4|hier-dp) \| [0-9]' |
+while IFS='|' read -r _ sc l _ m rounds _; do
+  sc=$(echo $sc) l=$(echo $l) m=$(echo $m) rounds=$(echo $rounds)
+  [ -f "$DIR/planner_study_${sc}_profile.json" ] && [ "$m" != nan ] || continue
+  printf '[[site]]\nname = "a"\nranks = 2\n[[site]]\nname = "b"\nranks = 2\n[[link]]\nsites = ["a", "b"]\ndelay_ms = %s\nrate_mbit = %s\n' \
+    "$(python3 -c "print(${RTT[$sc]} / 2)")" "${RATE[$sc]}" > "$W/c.toml"
+  read -r -a f <<< "${FLAGS[$l]}"
+  if [[ $rounds =~ ^[0-9.]+( / [0-9.]+)+$ ]]; then  # each round's median: each from its own profile
+    read -r -a med <<< "${rounds// \/ / }"
+    preds=()
+    for k in "${!med[@]}"; do
+      prof="$DIR/planner_study_${sc}_profile$([ "$k" = 0 ] || echo "_r$((k + 1))").json"
+      [ -f "$prof" ] || prof="$DIR/planner_study_${sc}_profile.json"
+      preds+=("$(predict "$prof")")
+    done
+    echo "| $sc | $l | $(sed "s# # / #g" <<< "${preds[*]}") | $(sed "s# # / #g" <<< "${med[*]}") | $(python3 -c "
+p, m = [float(x) for x in '${preds[*]}'.split()], [float(x) for x in '${med[*]}'.split()]
+print(f'{100 * (sum(a / b for a, b in zip(p, m)) / len(m) - 1):+.0f}%')") |"
+  else
+    p=$(predict "$DIR/planner_study_${sc}_profile.json")
+    echo "| $sc | $l | $p | $m | $(python3 -c "print(f'{100 * ($p / $m - 1):+.0f}%')") |"
+  fi
 done | tee "$W/rows"
 python3 - "$W/rows" <<'PY'
 import sys

@@ -305,11 +305,12 @@ Reduce outer_sync(const Ctx& x, const std::vector<int>& group, double bytes, int
 // s = 1 / (φ / r + 1 - φ) is CPU work and the rest waits on the all-reduces.
 // In a pipeline the pairs' times as pipeline stages (tp2_pipe_*, where measured; in phase they
 // interleave). Those and tp2_alone_s are timed only where ranks time-share cores, and there they
-// scatter: the pairs of one pool, the same hardware, timed 21.5 and 30.7 ms at b = 2 in one
-// profile, training ran both stages at ~25; so the mean over the pairs, each pair's timings along
-// their least-squares line over the sizes (line_fit). In the planner study's kept profiles (three
-// runs, 18 pipeshard rounds) that took the worst per-round error from 31% (the slowest pair, raw
-// timings) to 13%.
+// scatter: the pairs of one pool, the same hardware, timed 30.7 and 21.5 ms at b = 2 in one
+// profile of the planner study's rtt20 testbed, 21.9 and 21.5 in the one before, and training's
+// steps after each agreed within 2% (2026-11-28b); so the mean over the pairs, each pair's
+// timings along their least-squares line over the sizes (line_fit). In the planner study's kept
+// profiles (three runs, 18 pipeshard rounds) that took the worst per-round error from 31% (the
+// slowest pair, raw timings) to 13%.
 Tp2Block tp2_block(const Ctx& x, const std::vector<int>& group, double b) {
   if (group.size() != 2) return {};
   const RankProfile &a = x.prof(group[0]), &c = x.prof(group[1]);

@@ -97,8 +97,8 @@ void check_profile(const ComputeProfile& p, const ProfileShape& want, int world,
 double at_batch(const std::vector<int64_t>& sizes, const std::vector<double>& t, double b);
 // t's least-squares line a + c·b over the sizes, at each size (3 sizes or more; else t): for
 // timings whose work is linear in b but which scatter from size to size, as a tp pair's on cores
-// it time-shares (the planner study's: 21.5 and 30.7 ms at b = 2 in two profiles of one testbed,
-// 13-16 ms at b = 1 and 35-39 at b = 4 in both). A line that falls to 0 or below keeps t.
+// it time-shares (the planner study's: one pair 21.9 and 30.7 ms at b = 2 in two profiles of one
+// testbed, 12.6 and 14.7 at b = 1, 40.7 and 39.1 at b = 4). A line that falls to 0 or below keeps t.
 std::vector<double> line_fit(const std::vector<int64_t>& sizes, const std::vector<double>& t);
 // Every rank of c from the device table (planner/devices.h): block forward = 24·b·T·C² + 4·b·T²·C
 // FLOPs, backward twice that, head 2·b·T·C·V (backward twice), at achieved_flops; the optimizer
