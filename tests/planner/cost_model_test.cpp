@@ -499,7 +499,9 @@ TEST(Profile, InterpolatesAndChecksTheModel) {
   EXPECT_DOUBLE_EQ(at_batch({2, 4}, {1.0, 3.0}, 8), 6.0);  // per sequence of the largest
   EXPECT_DOUBLE_EQ(at_batch({2, 4}, {1.0, 3.0}, 1), 0.5);
   // The least-squares line over 3 sizes or more (exact on a line), else the timings as they are.
-  EXPECT_EQ(line_fit({1, 2, 4}, {2.0, 3.0, 5.0}), (std::vector<double>{2.0, 3.0, 5.0}));
+  const std::vector<double> exact = line_fit({1, 2, 4}, {2.0, 3.0, 5.0});
+  ASSERT_EQ(exact.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) EXPECT_NEAR(exact[i], (std::vector<double>{2.0, 3.0, 5.0})[i], 1e-12);
   const std::vector<double> fit = line_fit({1, 2, 4, 8}, {2.0, 4.0, 5.0, 9.0});  // 1 + b, 1 s too slow at b = 2
   EXPECT_NEAR(fit[1], 3 + 0.25 + 1.75 * 1.75 / 28.75, 1e-12);  // a quarter of it, and its pull on the slope
   EXPECT_NEAR(fit[0] + fit[1] + fit[2] + fit[3], 2 + 4 + 5 + 9, 1e-12);
