@@ -45,21 +45,18 @@ while IFS='|' read -r _ sc l _ m rounds _; do
   printf '[[site]]\nname = "a"\nranks = 2\n[[site]]\nname = "b"\nranks = 2\n[[link]]\nsites = ["a", "b"]\ndelay_ms = %s\nrate_mbit = %s\n' \
     "$(python3 -c "print(${RTT[$sc]} / 2)")" "${RATE[$sc]}" > "$W/c.toml"
   read -r -a f <<< "${FLAGS[$l]}"
-  if [[ $rounds =~ ^[0-9.]+( / [0-9.]+)+$ ]]; then  # each round's median: each from its own profile
-    read -r -a med <<< "${rounds// \/ / }"
-    preds=()
-    for k in "${!med[@]}"; do
-      prof="$DIR/planner_study_${sc}_profile$([ "$k" = 0 ] || echo "_r$((k + 1))").json"
-      [ -f "$prof" ] || prof="$DIR/planner_study_${sc}_profile.json"
-      preds+=("$(predict "$prof")")
-    done
-    echo "| $sc | $l | $(sed "s# # / #g" <<< "${preds[*]}") | $(sed "s# # / #g" <<< "${med[*]}") | $(python3 -c "
+  # Each round's median, each predicted from its own profile where the study kept it; else the
+  # pooled median from the first profile.
+  if [[ $rounds =~ ^[0-9.]+( / [0-9.]+)+$ ]]; then read -r -a med <<< "${rounds// \/ / }"; else med=("$m"); fi
+  preds=()
+  for k in "${!med[@]}"; do
+    prof="$DIR/planner_study_${sc}_profile$([ "$k" = 0 ] || echo "_r$((k + 1))").json"
+    [ -f "$prof" ] || prof="$DIR/planner_study_${sc}_profile.json"
+    preds+=("$(predict "$prof")")
+  done
+  echo "| $sc | $l | $(sed "s# # / #g" <<< "${preds[*]}") | $(sed "s# # / #g" <<< "${med[*]}") | $(python3 -c "
 p, m = [float(x) for x in '${preds[*]}'.split()], [float(x) for x in '${med[*]}'.split()]
 print(f'{100 * (sum(a / b for a, b in zip(p, m)) / len(m) - 1):+.0f}%')") |"
-  else
-    p=$(predict "$DIR/planner_study_${sc}_profile.json")
-    echo "| $sc | $l | $p | $m | $(python3 -c "print(f'{100 * ($p / $m - 1):+.0f}%')") |"
-  fi
 done | tee "$W/rows"
 python3 - "$W/rows" <<'PY'
 import sys

@@ -50,16 +50,9 @@ std::vector<std::vector<std::pair<int, int>>> probe_turns(int n, int pairs_at_on
 }
 
 void fit_alpha_beta(const std::vector<int64_t>& sizes, const std::vector<double>& t, double* alpha, double* beta) {
-  const double n = static_cast<double>(sizes.size());
-  double sx = 0, sy = 0, sxx = 0, sxy = 0;
-  for (size_t i = 0; i < sizes.size(); ++i) {
-    const double x = static_cast<double>(sizes[i]);
-    sx += x, sy += t[i], sxx += x * x, sxy += x * t[i];
-  }
-  const double den = n * sxx - sx * sx;
-  const double slope = den > 0 ? (n * sxy - sx * sy) / den : 0;
-  *beta = slope > 0 ? 1.0 / slope : 0;
-  *alpha = std::max(0.0, (sy - slope * sx) / n);
+  const Line fit = least_squares_line(sizes, t);
+  *beta = fit.slope > 0 ? 1.0 / fit.slope : 0;
+  *alpha = std::max(0.0, fit.intercept);
   // The smallest message is the better latency estimate when the fit's intercept is noisy.
   if (!sizes.empty() && sizes.front() <= 64) *alpha = std::min(*alpha > 0 ? *alpha : t.front(), t.front());
 }

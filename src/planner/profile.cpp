@@ -8,6 +8,7 @@
 
 #include "planner/devices.h"
 #include "util/error.h"
+#include "util/stats.h"
 
 namespace slm::planner {
 
@@ -121,21 +122,12 @@ double at_batch(const std::vector<int64_t>& sizes, const std::vector<double>& t,
 }
 
 std::vector<double> line_fit(const std::vector<int64_t>& sizes, const std::vector<double>& t) {
-  const size_t n = sizes.size();
-  if (n < 3 || t.size() != n) return t;
-  double mx = 0, my = 0;
-  for (size_t i = 0; i < n; ++i) mx += static_cast<double>(sizes[i]) / n, my += t[i] / n;
-  double sxy = 0, sxx = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const double dx = static_cast<double>(sizes[i]) - mx;
-    sxy += dx * (t[i] - my), sxx += dx * dx;
-  }
-  if (sxx <= 0) return t;
-  const double c = sxy / sxx, a = my - c * mx;
-  std::vector<double> out(n);
-  for (size_t i = 0; i < n; ++i) {
-    out[i] = a + c * static_cast<double>(sizes[i]);
-    if (out[i] <= 0) return t;
+  if (sizes.size() < 3 || t.size() != sizes.size()) return t;
+  const Line fit = least_squares_line(sizes, t);
+  std::vector<double> out;
+  for (int64_t b : sizes) {
+    out.push_back(fit.intercept + fit.slope * static_cast<double>(b));
+    if (out.back() <= 0) return t;
   }
   return out;
 }
