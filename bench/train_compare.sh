@@ -5,7 +5,8 @@
 # GOMP_SPINCOUNT, ATEN_CPU_CAPABILITY and the malloc thresholds (for Python through GLIBC_TUNABLES).
 # Usage: bench/train_compare.sh SLM DATA_DIR [PRECISION=fp32] [STEPS=8] [ROUNDS=2]
 # PY=python with the PyTorch to compare with (default Debian's 1.13; the venv's for 2.x);
-# COMPILE=1 adds torch.compile (2.x) to each round. DEVICE=cuda compares on the GPU; the shape is
+# COMPILE=1 adds torch.compile (2.x) to each round. SLM_EXTRA: more `slm train` arguments (e.g.
+# "--set system.attention=default"). DEVICE=cuda compares on the GPU; the shape is
 # the tiny preset's unless L, C, H, T, B, MICRO are set (e.g. gpt2: L=12 C=768 H=12 T=1024).
 # Both models have the padded vocabulary slm trains (a multiple of 128, as nanoGPT's 50304).
 set -euo pipefail
@@ -32,7 +33,8 @@ for r in $(seq "$ROUNDS"); do
     --set model.n_embd=$C --set model.n_head=$H --set model.block_size=$T --set batch.batch_size=$B \
     --set batch.micro_batch=$MICRO --set schedule.max_steps=$((STEPS + 2)) --set eval.every=0 \
     --set checkpoint.every=0 --set system.precision="$PREC" --set system.threads="$THREADS" --set system.device="$DEVICE" \
-    2> "$W/slm.err" || { cat "$W/slm.err" >&2; exit 1; }
+    ${SLM_EXTRA:-} 2> "$W/slm.err" || { cat "$W/slm.err" >&2; exit 1; }
+  grep "^attention:" "$W/slm.err" || true  # the GPU attention kernel slm chose, where it measured one
   slm=$(python3 -c "
 import json, statistics
 r = [json.loads(l) for l in open('$W/run/metrics.jsonl') if 'tokens_per_s' in l][2:]
@@ -41,5 +43,9 @@ print(f\"{statistics.median(x['tokens_per_s'] for x in r):.0f}\")")
 import json, statistics
 r = [json.loads(l) for l in open('$W/run/metrics.jsonl') if 'mfu' in l][2:]
 print(f\"{100 * statistics.median(x['mfu'] for x in r):.1f}%\")")
-  echo "round $r ($DEVICE $PREC, L=$L C=$C T=$T V=$V, batch $B micro $MICRO, $THREADS threads): pytorch $("$PY" -c 'import torch; print(torch.__version__)') eager $py tok/s$compiled, slm ($("$SLM" --version)) $slm tok/s (MFU $mfu), ratio to eager $(python3 -c "print(f'{$slm/$py:.2f}')")"
+  peak=$(python3 -c "
+import json
+r = [json.loads(l) for l in open('$W/run/metrics.jsonl') if 'peak_mem_bytes' in l]
+print(f\"{max(x['peak_mem_bytes'] for x in r) / 2**30:.2f}\")")
+  echo "round $r ($DEVICE $PREC, L=$L C=$C T=$T V=$V, batch $B micro $MICRO, $THREADS threads): pytorch $("$PY" -c 'import torch; print(torch.__version__)') eager $py tok/s$compiled, slm ($("$SLM" --version)) $slm tok/s (MFU $mfu), peak RSS $peak GiB, ratio to eager $(python3 -c "print(f'{$slm/$py:.2f}')")"
 done

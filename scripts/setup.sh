@@ -20,6 +20,7 @@ REQUIREMENTS=scripts/requirements-torch.txt
 # Every Debian package the project needs, one per concern.
 PACKAGES=(
   cmake ninja-build g++ pkg-config ccache          # build
+  patchelf                                          # scripts/bundle.sh: slm for nodes without a compiler
   libtorch-dev libgloo-dev libopenblas0-openmp      # LibTorch (CPU), c10d Gloo headers, OpenMP BLAS
   libpcre2-dev                                      # tokenizer pre-tokenization regex (JIT)
   libcli11-dev nlohmann-json3-dev libfmt-dev        # command line, manifests, formatting

@@ -62,9 +62,10 @@ void run_embed(const EmbedArgs& a) {
     --left_in_source;
     for (embed::Window& w : embed::cut_windows(m.tok.tok, enc, corpus.docs[d], static_cast<int64_t>(d), window, stride,
                                                m.tok.eot_id)) {
-      batch.entries.push_back({0, w.doc, corpus.sources[source].path, w.begin, w.end,
-                               std::string(corpus.docs[d].substr(static_cast<size_t>(w.begin),
-                                                                 static_cast<size_t>(w.end - w.begin)))});
+      const auto [begin, end] = embed::whole_characters(corpus.docs[d], w.begin, w.end);
+      batch.entries.push_back({0, w.doc, corpus.sources[source].path, begin, end,
+                               std::string(corpus.docs[d].substr(static_cast<size_t>(begin),
+                                                                 static_cast<size_t>(end - begin)))});
       tokens += static_cast<int64_t>(w.ids.size());
       windows.push_back(std::move(w));
     }
@@ -179,6 +180,11 @@ void add_embed_command(CLI::App& app) {
   cmd->callback([a, cmd, ev] {
     if (cmd->got_subcommand(ev) || cmd->got_subcommand("tune")) return;
     if (a->source.empty()) throw UserError("embed: give a model (run, checkpoint or export folder) and inputs");
+    if (!a->append.empty())  // an index keeps the kind it was made with
+      for (const char* o : {"--index", "--dtype", "--hnsw-m", "--ivf-lists"})
+        if (cmd->count(o) > 0)
+          throw UserError(fmt::format("embed: {} chooses a new index's kind (--out); --append {} keeps the kind it "
+                                      "was made with", o, a->append));
     run_embed(*a);
   });
 }

@@ -1,6 +1,8 @@
 // cli/launch_cmd.cpp: `slm launch`: start the ranks of a distributed job on this machine
 // (comm/launch.h does the work).
+#include <charconv>
 #include <memory>
+#include <system_error>
 
 #include "cli/checks.h"
 #include "cli/commands.h"
@@ -43,15 +45,19 @@ void add_launch_command(CLI::App& app) {
   cmd->add_option("command", o->command, "the program to run, after --");
   cmd->callback([o, nnodes] {
     const size_t colon = nnodes->find(':');
-    try {
-      if (colon == std::string::npos) {
-        o->nnodes = std::stoi(*nnodes);
-      } else {
-        o->min_nodes = std::stoi(nnodes->substr(0, colon));
-        o->nnodes = std::stoi(nnodes->substr(colon + 1));
-      }
-    } catch (const std::exception&) {
-      throw CLI::ValidationError("--nnodes", *nnodes + " is not N or MIN:MAX");
+    // Whole numbers only, nothing after them ("1:2:3" and "1:2x" are refused, not read as 1:2).
+    const auto whole = [&](const std::string& part) {
+      int v = 0;
+      const auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
+      if (part.empty() || ec != std::errc() || end != part.data() + part.size())
+        throw CLI::ValidationError("--nnodes", *nnodes + " is not N or MIN:MAX");
+      return v;
+    };
+    if (colon == std::string::npos) {
+      o->nnodes = whole(*nnodes);
+    } else {
+      o->min_nodes = whole(nnodes->substr(0, colon));
+      o->nnodes = whole(nnodes->substr(colon + 1));
     }
     if (o->nnodes < 1 || (colon != std::string::npos && (o->min_nodes < 1 || o->min_nodes > o->nnodes)))
       throw CLI::ValidationError("--nnodes", *nnodes + " needs N >= 1, or 1 <= MIN <= MAX");

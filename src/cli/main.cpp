@@ -1,7 +1,8 @@
 // cli/main.cpp: the `slm` command line: builds the CLI11 app from the subcommand files, runs it,
 // and turns every failure into one line on stderr and an exit code: 1 for a user error (bad input,
 // a file or disk problem: UserError, filesystem_error, out of memory), 2 for a command-line usage
-// error, 3 for an internal error (a bug). Signals end with 128 + the signal (130 after Ctrl-C).
+// error, 3 for an internal error (a bug), 4 for a peer's failure (JobError: a rank of the job died,
+// hung or never arrived). Signals end with 128 + the signal (130 after Ctrl-C).
 #include <torch/version.h>
 
 #include <cstdio>
@@ -60,6 +61,9 @@ int main(int argc, char** argv) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
     std::fprintf(stderr, "slm: usage error: %s (see --help)\n", e.what());
     return 2;
+  } catch (const slm::JobError& e) {  // a peer's failure: `slm launch --max-restarts` restarts it
+    std::fprintf(stderr, "slm: error: %s\n", e.what());
+    return slm::kExitJobError;
   } catch (const slm::UserError& e) {
     std::fprintf(stderr, "slm: error: %s\n", e.what());
     return 1;

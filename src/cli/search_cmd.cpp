@@ -16,6 +16,8 @@
 #include "embed/search.h"
 #include "util/error.h"
 #include "util/files.h"
+#include "util/interrupt.h"
+#include "util/utf8.h"
 
 namespace slm::cli {
 namespace {
@@ -48,14 +50,15 @@ std::vector<std::string> read_queries(const std::string& path) {
   return out;
 }
 
+// One line of at most `width` bytes of text, cut on a character boundary, invalid UTF-8 shown as U+FFFD.
 std::string snippet(const std::string& text, size_t width) {
   std::string s;
-  for (char c : text) {
+  for (char c : utf8_repair(text)) {
     const bool space = c == '\n' || c == '\t' || c == '\r' || c == ' ';
     if (space && (s.empty() || s.back() == ' ')) continue;
     s += space ? ' ' : c;
   }
-  if (s.size() > width) s = s.substr(0, width) + "...";
+  if (s.size() > width) s = std::string(utf8_prefix(s, width)) + "...";
   return s;
 }
 
@@ -96,12 +99,18 @@ void run_search(const SearchArgs& a) {
     for (const embed::Hit& h : hits) ids.push_back(h.id);
     const std::vector<embed::Entry> rows = ix.store.get(ids);
     latency.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    if (interrupted()) {  // Ctrl-C or SIGTERM: stop between queries, as every command does
+      std::fprintf(stderr, "slm: search: stopped by signal %d\n", interrupt_signal());
+      throw CLI::RuntimeError(128 + interrupt_signal());
+    }
     if (a.json) {
       nlohmann::json res = nlohmann::json::array();
       for (size_t i = 0; i < rows.size(); ++i)
         res.push_back({{"rank", i + 1}, {"id", rows[i].id}, {"score", hits[i].score}, {"doc", rows[i].doc},
                        {"source", rows[i].source}, {"begin", rows[i].begin}, {"end", rows[i].end}, {"text", rows[i].text}});
-      std::printf("%s\n", nlohmann::json({{"query", q}, {"mode", a.mode}, {"results", res}}).dump().c_str());
+      // Text from the user's files may hold invalid UTF-8: written as U+FFFD rather than refused.
+      const nlohmann::json line = {{"query", q}, {"mode", a.mode}, {"results", res}};
+      std::printf("%s\n", line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
       continue;
     }
     std::printf("query: %s  (%s, %zu result(s))\n", snippet(q, 80).c_str(), a.mode.c_str(), rows.size());

@@ -31,11 +31,15 @@ std::optional<std::string> job_secret(const std::string& secret_file) {
   struct stat st {};
   if (::stat(secret_file.c_str(), &st) != 0)
     throw UserError(fmt::format("dist.secret_file {}: cannot read it", secret_file));
+  if (S_ISDIR(st.st_mode))
+    throw UserError(fmt::format("dist.secret_file {}: is a directory, not a file", secret_file));
   if (st.st_mode & (S_IRWXG | S_IRWXO))
     throw UserError(fmt::format("dist.secret_file {}: others may read it; chmod 600 {}", secret_file, secret_file));
   std::ifstream in(secret_file);
   std::string line;
-  if (!in || !std::getline(in, line) || line.empty())
+  std::getline(in, line);
+  if (!line.empty() && line.back() == '\r') line.pop_back();  // written on Windows: the same secret
+  if (!in || line.empty())
     throw UserError(fmt::format("dist.secret_file {}: empty (its first line is the secret)", secret_file));
   return line;
 }
@@ -46,8 +50,8 @@ std::string new_challenge() {
   return hex(b, sizeof b);
 }
 
-std::string job_proof(const std::string& secret, const std::string& challenge, int rank) {
-  const std::string msg = challenge + "/" + std::to_string(rank);
+std::string job_proof(const std::string& secret, const std::string& challenge, int rank, int64_t attempt) {
+  const std::string msg = challenge + "/" + std::to_string(rank) + "/" + std::to_string(attempt);
   unsigned char out[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
   if (!HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()), reinterpret_cast<const unsigned char*>(msg.data()),
@@ -56,8 +60,9 @@ std::string job_proof(const std::string& secret, const std::string& challenge, i
   return hex(out, len);
 }
 
-bool proof_ok(const std::string& secret, const std::string& challenge, int rank, const std::string& proof) {
-  const std::string want = job_proof(secret, challenge, rank);
+bool proof_ok(const std::string& secret, const std::string& challenge, int rank, int64_t attempt,
+              const std::string& proof) {
+  const std::string want = job_proof(secret, challenge, rank, attempt);
   return proof.size() == want.size() && CRYPTO_memcmp(proof.data(), want.data(), want.size()) == 0;
 }
 

@@ -12,6 +12,7 @@
 #include "comm/health.h"
 #include "comm/wan.h"
 #include "util/hash.h"
+#include "util/toml_keys.h"
 
 namespace slm::comm {
 
@@ -276,6 +277,24 @@ double max(double v, const Group& g) {
 
 namespace slm::comm {
 
+namespace {
+
+// Rank 0's `text`, on every rank of g.
+std::string text_of_first_rank(const std::string& text, const Group& g) {
+  at::Tensor n = at::tensor({static_cast<int64_t>(text.size())}, at::kLong).to(scalar_device(g));
+  broadcast(n, 0, g);
+  const int64_t len = n.cpu().item<int64_t>();
+  if (len == 0) return "";
+  at::Tensor bytes = g.rank == 0 ? at::tensor(std::vector<uint8_t>(text.begin(), text.end()), at::kByte)
+                                 : at::empty({len}, at::kByte);
+  bytes = bytes.to(scalar_device(g));
+  broadcast(bytes, 0, g);
+  bytes = bytes.cpu();
+  return std::string(reinterpret_cast<const char*>(bytes.data_ptr<uint8_t>()), static_cast<size_t>(len));
+}
+
+}  // namespace
+
 void require_same(const std::string& text, const Group& g, const std::string& what) {
   if (g.size == 1) return;
   const std::string h = hash_hex(text);
@@ -289,9 +308,13 @@ void require_same(const std::string& text, const Group& g, const std::string& wh
   std::vector<int> differ;
   for (int r = 1; r < g.size; ++r)
     if (!all.narrow(0, 2 * r, 2).equal(all.narrow(0, 0, 2))) differ.push_back(g.ranks[static_cast<size_t>(r)]);
-  if (!differ.empty())
-    throw UserError(fmt::format("{} {}'s {} differs from rank {}'s; every rank must run the same command",
-                                differ.size() == 1 ? "rank" : "ranks", fmt::join(differ, ", "), what, g.ranks[0]));
+  if (differ.empty()) return;
+  // A rank that differs names the first setting where (rank 0's text comes to every rank).
+  const std::string first = text_of_first_rank(text, g);
+  const std::string where = g.rank == 0 ? "" : first_difference(text, first, g.ranks[0]);
+  throw UserError(fmt::format("{} {}'s {} differs from rank {}'s{}; every rank must run the same command",
+                              differ.size() == 1 ? "rank" : "ranks", fmt::join(differ, ", "), what, g.ranks[0],
+                              where.empty() ? "" : " (" + where + ")"));
 }
 
 }  // namespace slm::comm

@@ -18,8 +18,8 @@
 namespace slm::comm {
 
 // A peer died, hung past the timeout, or the store vanished. One line, names the rank(s).
-struct PeerLost : UserError {
-  using UserError::UserError;
+struct PeerLost : JobError {
+  using JobError::JobError;
 };
 
 // An operation in flight. wait() blocks, then runs the completion step (if any). Waiting twice

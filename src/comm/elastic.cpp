@@ -234,8 +234,8 @@ int run_elastic(Rdzv& z, const LaunchOptions& o, const std::string& addr, bool h
       return 0;
     }
     if (stopped_by_user(z, r, seat.machine, out)) return out.code;
-    if (out.code == 2 && !out.stopped) {
-      std::fprintf(stderr, "slm launch: not restarting after a usage error (exit 2)\n");
+    if (const std::string why = not_restartable(out.code); !why.empty() && !out.stopped) {
+      std::fprintf(stderr, "slm launch: %s\n", why.c_str());
       return out.code;
     }
     if (!host) {  // the host decides whether there is a next round
@@ -260,7 +260,7 @@ int run_elastic(Rdzv& z, const LaunchOptions& o, const std::string& addr, bool h
                    o.max_restarts, o.restart_delay_s, cause.c_str());
     std::fflush(stderr);
     wait_until([] { return false; }, grow ? 0 : o.restart_delay_s);
-    if (launcher_signal()) return out.code;
+    if (launcher_signal()) return stopped_between_starts(launcher_signal());
     z.set("elastic/round", std::to_string(++seat.round));
   }
 }

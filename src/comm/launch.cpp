@@ -246,8 +246,8 @@ int launch(const LaunchOptions& o) {
     const std::string p = o.master.empty() ? std::to_string(free_port(false)) : port;
     const Outcome r = run_ranks(o, addr, p, restart, cause, {});
     if (r.code == 0 || r.by_user || o.max_restarts == 0) return r.code;
-    if (r.code == 2) {
-      std::fprintf(stderr, "slm launch: not restarting after a usage error (exit 2)\n");
+    if (const std::string why = not_restartable(r.code); !why.empty()) {
+      std::fprintf(stderr, "slm launch: %s\n", why.c_str());
       return r.code;
     }
     if (restart >= o.max_restarts) {
@@ -261,8 +261,19 @@ int launch(const LaunchOptions& o) {
     for (auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(o.restart_delay_s);
          std::chrono::steady_clock::now() < until && !g_signal;)
       ::usleep(50000);
-    if (g_signal) return r.code;
+    if (g_signal) return stopped_between_starts(g_signal);
   }
+}
+
+std::string not_restartable(int code) {
+  if (code == 1) return "not restarting after an input error (exit 1): it would fail the same way again";
+  if (code == 2) return "not restarting after a usage error (exit 2)";
+  return "";
+}
+
+int stopped_between_starts(int signal) {
+  std::fprintf(stderr, "slm launch: stopped by signal %d before the restart\n", signal);
+  return 128 + signal;
 }
 
 }  // namespace slm::comm

@@ -5,7 +5,7 @@
 // others: SIGTERM first, SIGKILL after a grace period. Children die with the launcher
 // (PR_SET_PDEATHSIG), so no orphans are left behind. With max_restarts > 0 a failed job is started
 // again (all ranks, a fresh store port) up to that many times, unless the launcher itself was
-// stopped or the failure was a usage error (exit 2); the ranks see SLM_RESTART_COUNT (0 on the
+// stopped or the failure was an input or usage error (exit 1 or 2); the ranks see SLM_RESTART_COUNT (0 on the
 // first start) and SLM_RESTART_CAUSE ("rank 1 was killed by signal 9"), and `slm train` resumes
 // from its newest checkpoint when the count is above 0. Multi-machine jobs run one launcher per
 // machine with --nnodes/--node-rank/--master; elastic jobs (--nnodes MIN:MAX) go through
@@ -55,6 +55,12 @@ struct Outcome {
 // the ranks (SIGTERM, then SIGKILL after the grace period) and becomes the cause.
 Outcome run_ranks(const LaunchOptions& o, const std::string& addr, const std::string& port, int restart,
                   const std::string& cause, const std::function<std::string()>& stop_check);
+// Why a start that ended with `code` is not worth another ("" when it is): an input error (exit 1:
+// a missing file, a bad value, a run that needs --resume) or a usage error (exit 2) would fail the
+// same way again. A peer's failure (exit 4, util/error.h JobError), a signal or a crash is restarted.
+std::string not_restartable(int code);
+// The line and exit code (128 + signal) of a launcher stopped by a signal between two starts.
+int stopped_between_starts(int signal);
 int free_port(bool any_interface);  // a port free now, on loopback or on every interface
 void catch_launcher_signals();      // SIGINT/SIGTERM to the launcher: recorded, forwarded to ranks
 int launcher_signal();              // the last such signal, 0 if none

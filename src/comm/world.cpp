@@ -9,14 +9,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <functional>
 #include <optional>
-#include <set>
 #include <thread>
 #include <cstdlib>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "comm/admission.h"
 #include "comm/auth.h"
 #include "comm/backend.h"
 #include "comm/compat.h"
@@ -95,7 +94,7 @@ std::shared_ptr<Backend> make_backend(World& w, const std::string& prefix, int r
   try {
     b->pg = c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, size, opts);
   } catch (const std::exception& e) {
-    throw UserError(fmt::format("rendezvous at {}:{}: the {} ranks of group {} did not all connect "
+    throw JobError(fmt::format("rendezvous at {}:{}: the {} ranks of group {} did not all connect "
                                 "within {:.0f} s ({})",
                                 w.env.master_addr, w.env.master_port, size, prefix.substr(0, prefix.size() - 1),
                                 cfg.join_timeout_s, first_line(e.what())));
@@ -105,83 +104,6 @@ std::shared_ptr<Backend> make_backend(World& w, const std::string& prefix, int r
 
 std::string bytes_text(const std::vector<uint8_t>& v) { return std::string(v.begin(), v.end()); }
 std::vector<uint8_t> bytes_of(const std::string& s) { return std::vector<uint8_t>(s.begin(), s.end()); }
-
-// The job secret (comm/auth.h), before anyone counts in: rank 0 publishes a challenge ("none"
-// without a secret); every other rank posts an attempt "<rank> <proof> <address>" under a number
-// from a counter and waits for rank 0's verdict on it; rank 0 admits one proven attempt per rank,
-// refuses the rest (a warning naming the address), until every rank is in.
-void admit(c10d::Store& store, const std::string& key, const LaunchEnv& env, const std::optional<std::string>& secret,
-           double join_timeout_s, const std::function<double()>& waited) {
-  const std::string where = fmt::format("rendezvous at {}:{}", env.master_addr, env.master_port);
-  auto await_key = [&](const std::string& k, const char* what) {
-    while (!store.check({k})) {
-      if (waited() > join_timeout_s)
-        throw UserError(fmt::format("{}: {} within {:.0f} s (dist.join_timeout_s)", where, what, waited()));
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return bytes_text(store.get(k));
-  };
-  if (env.rank == 0) {
-    const std::string challenge = secret ? new_challenge() : "none";
-    store.set(key + "auth/challenge", bytes_of(challenge));
-    if (!secret) return;
-    std::vector<bool> in(static_cast<size_t>(env.world), false);
-    in[0] = true;
-    // Attempts are read as their records appear, in any order: one that took a number and never
-    // wrote its record (a process that died) holds up no one.
-    std::set<int64_t> pending;
-    for (int64_t numbered = 0, admitted = 1; admitted < env.world;) {
-      for (const int64_t n = store.add(key + "auth/attempts", 0); numbered < n; ++numbered) pending.insert(numbered);
-      bool progress = false;
-      for (auto it = pending.begin(); it != pending.end();) {
-        const std::string k = key + "auth/attempt/" + std::to_string(*it);
-        if (!store.check({k})) {
-          ++it;
-          continue;
-        }
-        int rank = -1;
-        char proof[129] = {0}, address[64] = {0};
-        std::sscanf(bytes_text(store.get(k)).c_str(), "%d %128s %63s", &rank, proof, address);
-        std::string verdict = "ok";
-        if (rank < 1 || rank >= env.world) verdict = fmt::format("rank {} is not in a job of {} ranks", rank, env.world);
-        else if (!proof_ok(*secret, challenge, rank, proof)) verdict = "wrong job secret";
-        else if (in[static_cast<size_t>(rank)]) verdict = fmt::format("rank {} is already in the job", rank);
-        store.set(key + "auth/verdict/" + std::to_string(*it), bytes_of(verdict));
-        if (verdict == "ok") {
-          in[static_cast<size_t>(rank)] = true;
-          ++admitted;
-        } else {
-          std::fprintf(stderr, "warning: %s: refused a process at %s claiming rank %d: %s\n", where.c_str(),
-                       *address ? address : "an unknown address", rank, verdict.c_str());
-        }
-        it = pending.erase(it);
-        progress = true;
-      }
-      if (admitted >= env.world) break;
-      if (waited() > join_timeout_s)
-        throw UserError(fmt::format("{}: {} of {} ranks proved the job secret within {:.0f} s (dist.join_timeout_s)",
-                                    where, admitted, env.world, waited()));
-      if (!progress) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return;
-  }
-  const std::string challenge = await_key(key + "auth/challenge", "rank 0 did not open the rendezvous");
-  if (challenge == "none") {
-    if (secret)
-      throw UserError(where + ": rank 0 runs without a job secret but this rank has one; give every rank the same "
-                              "SLM_JOB_SECRET or dist.secret_file");
-    return;
-  }
-  const int64_t id = store.add(key + "auth/attempts", 1) - 1;
-  const std::string address = local_address_towards(env.master_addr);
-  store.set(key + "auth/attempt/" + std::to_string(id),
-            bytes_of(fmt::format("{} {} {}", env.rank, secret ? job_proof(*secret, challenge, env.rank) : "none",
-                                 address.empty() ? "-" : address)));
-  const std::string verdict = await_key(key + "auth/verdict/" + std::to_string(id), "rank 0 did not admit this rank");
-  if (verdict != "ok")
-    throw UserError(fmt::format("{}: refused by rank 0: {}{}", where, verdict,
-                                secret ? "" : " (this job needs its secret: SLM_JOB_SECRET or dist.secret_file)"));
-}
 
 // Every rank counts itself in on the store and states its WORLD_SIZE; each waits until the count
 // reaches its world size, comparing its WORLD_SIZE with rank 0's (and rank 0 with everyone's) as
@@ -193,7 +115,7 @@ void await_ranks(c10d::Store& store, const LaunchEnv& env, const std::optional<s
   const char* restart = std::getenv("TORCHELASTIC_RESTART_COUNT");  // torchrun's store outlives a restart
   const std::string key = fmt::format("slm/join{}.{}/", restart ? restart : "0", rendezvous++);
   const auto waited = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
-  admit(store, key, env, secret, join_timeout_s, waited);
+  admit(store, key, env, secret, join_timeout_s, waited, env.rank == 0 ? "" : local_address_towards(env.master_addr));
   store.set(key + "world/" + std::to_string(env.rank), bytes_of(std::to_string(env.world)));
   store.add(key + "count", 1);
   auto world_of = [&](int r) -> std::optional<int> {
@@ -210,7 +132,7 @@ void await_ranks(c10d::Store& store, const LaunchEnv& env, const std::optional<s
                                     env.master_addr, env.master_port, r, *ws, env.rank, env.world));
     if (n >= env.world) return;
     if (waited() > join_timeout_s)
-      throw UserError(fmt::format("rendezvous at {}:{}: {} of {} ranks arrived within {:.0f} s (dist.join_timeout_s); "
+      throw JobError(fmt::format("rendezvous at {}:{}: {} of {} ranks arrived within {:.0f} s (dist.join_timeout_s); "
                                   "start the others with the same MASTER_ADDR, MASTER_PORT and WORLD_SIZE ({} variables)",
                                   env.master_addr, env.master_port, n, env.world, waited(), env.source));
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -265,7 +187,7 @@ World init_world(const DistConfig& cfg, const std::string& device) {
                                   "MASTER_PORT", w.env.master_port, w.env.master_addr));
     const std::string who = w.env.rank == 0 ? "rank 0 could not open the store"
                                             : fmt::format("rank {} of {} could not reach rank 0's store", w.env.rank, w.env.world);
-    throw UserError(fmt::format("rendezvous at {}:{} failed after {:.0f} s: {} ({}, from {})", w.env.master_addr,
+    throw JobError(fmt::format("rendezvous at {}:{} failed after {:.0f} s: {} ({}, from {})", w.env.master_addr,
                                 w.env.master_port, s, who, what, w.env.source));
   }
   store->setTimeout(std::chrono::milliseconds(static_cast<int64_t>(cfg.join_timeout_s * 1000)));

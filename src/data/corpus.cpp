@@ -4,6 +4,7 @@
 #include <glob.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -176,6 +177,9 @@ Corpus load_corpus(const std::vector<std::string>& inputs, const CorpusOptions& 
     c.sources.push_back(src);
   }
   for (std::string_view d : c.docs) c.bytes += static_cast<int64_t>(d.size());
+  if (!binary.empty() && !c.docs.empty())  // never silently: a text file with one stray NUL byte is skipped too
+    std::fprintf(stderr, "warning: skipped %zu file(s) that look binary (a NUL byte in the first 64 KiB): %s%s\n",
+                 binary.size(), binary[0].c_str(), binary.size() > 1 ? fmt::format(" and {} more", binary.size() - 1).c_str() : "");
   if (c.docs.empty())
     throw UserError(fmt::format("corpus is empty: {} file(s) with no text in them{}{}", c.sources.size(),
                                 c.sources.empty() ? "" : fmt::format(" (first: {})", c.sources[0].path),

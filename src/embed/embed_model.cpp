@@ -3,6 +3,7 @@
 
 #include <torch/torch.h>
 
+#include <cstdio>
 #include <filesystem>
 
 #include "model/hf_import.h"
@@ -10,6 +11,7 @@
 #include "train/checkpoint.h"
 #include "train/device.h"
 #include "util/error.h"
+#include "util/files.h"
 
 namespace slm::embed {
 
@@ -17,8 +19,18 @@ std::string model_path(const std::string& source) {
   return !model::is_hf_dir(source) && model::is_hf_dir(source + "/model") ? source + "/model" : source;
 }
 
+// A run folder's newest valid checkpoint (source itself for anything else): an index made from a
+// run records that checkpoint, not the folder, so it stays usable while the run trains on.
+static std::string newest_checkpoint_of_run(const std::string& source) {
+  if (model::is_hf_dir(source) || path_exists(source + "/state.json") || !path_exists(source + "/checkpoints"))
+    return source;
+  const auto found = train::find_latest_checkpoint(
+      source, [](const std::string& w) { std::fprintf(stderr, "warning: %s\n", w.c_str()); });
+  return found ? *found : source;
+}
+
 EmbedModel load_embed_model(const std::string& given, const std::string& device) {
-  const std::string source = model_path(given);
+  const std::string source = newest_checkpoint_of_run(model_path(given));
   EmbedModel m;
   train::Config cfg;
   m.model = train::load_model(source, &cfg);

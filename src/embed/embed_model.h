@@ -24,8 +24,9 @@ struct EmbedModel {
 // The model folder of `source`: an `slm embed tune` output folder's model/, else source itself.
 std::string model_path(const std::string& source);
 
-// source: a run, checkpoint, Hugging Face folder or `slm embed tune` output folder (its model/).
-// device: auto | cpu | cuda. UserError for a missing or unreadable model.
+// source: a run, checkpoint, Hugging Face folder or `slm embed tune` output folder (its model/);
+// a run's newest valid checkpoint becomes the EmbedModel's source. device: auto | cpu | cuda.
+// UserError for a missing or unreadable model.
 EmbedModel load_embed_model(const std::string& source, const std::string& device);
 
 // One unit vector per text (its first `window` tokens, the eot included), (N, C) fp32.

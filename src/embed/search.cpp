@@ -27,11 +27,14 @@ std::vector<Hit> fuse_rrf(const std::vector<std::vector<Hit>>& lists, int64_t k,
 }
 
 std::vector<Hit> search_index(const OpenIndex& ix, SearchMode mode, const std::string& text, const float* vec,
-                              int64_t k, int64_t depth) {
-  const int64_t n = mode == SearchMode::kHybrid ? std::max<int64_t>(k, depth > 0 ? depth : 50) : k;
+                              int64_t k, int64_t effort, int64_t depth) {
+  // No list is longer than the index: a k of a billion must not allocate a billion slots.
+  const int64_t size = std::max<int64_t>(1, ix.vectors.size());
+  k = std::min(k, size);
+  const int64_t n = std::min(size, mode == SearchMode::kHybrid ? std::max<int64_t>(k, depth > 0 ? depth : 50) : k);
   std::vector<Hit> by_vector, by_words;
   if (mode != SearchMode::kLexical) {
-    const SearchResult r = ix.vectors.search(vec, 1, n);
+    const SearchResult r = ix.vectors.search(vec, 1, n, effort);
     for (size_t i = 0; i < r.ids.size(); ++i)
       if (r.ids[i] >= 0) by_vector.push_back({r.ids[i], r.scores[i]});
   }

@@ -22,9 +22,11 @@ SearchMode parse_mode(const std::string& name);  // vector | lexical | hybrid; e
 // ties by id. (Cormack et al. 2009; c = 60 as there.)
 std::vector<Hit> fuse_rrf(const std::vector<std::vector<Hit>>& lists, int64_t k, double c = 60);
 
-// The k best entries for one query. `vec` (dim floats) is needed for vector and hybrid; hybrid
-// fuses the best `depth` of each list (default: max(k, 50)).
+// The k best entries for one query (k beyond the index's size: all of them). `vec` (dim floats) is
+// needed for vector and hybrid; `effort` is the vector index's search effort (hnsw: efSearch; ivf:
+// clusters probed; 0 = its default); hybrid fuses the best `depth` of each list (default:
+// max(k, 50)). The words of `text` count once each, the first kMaxQueryTerms of them (store.h).
 std::vector<Hit> search_index(const OpenIndex& ix, SearchMode mode, const std::string& text, const float* vec,
-                              int64_t k, int64_t depth = 0);
+                              int64_t k, int64_t effort = 0, int64_t depth = 0);
 
 }  // namespace slm::embed

@@ -5,9 +5,11 @@
 
 #include <cctype>
 #include <fmt/format.h>
+#include <unordered_set>
 
 #include "util/error.h"
 #include "util/files.h"
+#include "util/interrupt.h"
 
 namespace slm::embed {
 namespace {
@@ -149,20 +151,26 @@ std::vector<std::pair<int64_t, double>> Store::lexical(const std::string& query,
                "ORDER BY bm25(entries_fts), rowid LIMIT ?", path_);
   sqlite3_bind_text(st.s, 1, q.c_str(), -1, SQLITE_TRANSIENT);
   sqlite3_bind_int64(st.s, 2, k);
+  // Ctrl-C and SIGTERM cut a long search short (SQLite asks every 10,000 instructions).
+  sqlite3_progress_handler(db_, 10000, [](void*) { return interrupted() ? 1 : 0; }, nullptr);
   int rc;
   while ((rc = sqlite3_step(st.s)) == SQLITE_ROW) out.emplace_back(sqlite3_column_int64(st.s, 0), -sqlite3_column_double(st.s, 1));
+  sqlite3_progress_handler(db_, 0, nullptr, nullptr);
+  if (rc == SQLITE_INTERRUPT && interrupted()) return out;  // the caller sees interrupted() and stops
   if (rc != SQLITE_DONE) throw UserError(fmt::format("{}: {}", path_, sqlite3_errmsg(db_)));
   return out;
 }
 
 std::string fts_query(const std::string& text) {
   std::string q, word;
+  std::unordered_set<std::string> seen;
   auto flush = [&] {
-    if (word.empty()) return;
-    q += (q.empty() ? "\"" : " OR \"") + word + "\"";
+    if (!word.empty() && seen.size() < kMaxQueryTerms && seen.insert(word).second)
+      q += (q.empty() ? "\"" : " OR \"") + word + "\"";
     word.clear();
   };
   for (unsigned char c : text) {
+    if (seen.size() == kMaxQueryTerms) break;
     if (std::isalnum(c) || c >= 0x80) word += static_cast<char>(std::tolower(c));
     else flush();
   }

@@ -38,7 +38,8 @@ class Store {
   int64_t count() const;
   int64_t next_doc() const;  // 1 + the largest document number (0 when empty)
   std::vector<Entry> get(const std::vector<int64_t>& ids) const;  // in the order asked
-  // The k best entries for `query` by BM25 (FTS5's bm25(), negated: higher is better).
+  // The k best entries for `query` by BM25 (FTS5's bm25(), negated: higher is better); cut short
+  // (what was found so far) once interrupted() (util/interrupt.h).
   std::vector<std::pair<int64_t, double>> lexical(const std::string& query, int64_t k) const;
 
  private:
@@ -49,7 +50,9 @@ class Store {
 };
 
 // "Don't panic!" -> "\"don\" OR \"t\" OR \"panic\"" (words: runs of letters, digits and non-ASCII
-// bytes); "" when the text has no word.
+// bytes, each once, the first kMaxQueryTerms distinct ones); "" when the text has no word. The bound
+// keeps a long query's BM25 search short (FTS5's time grows faster than its number of terms).
+inline constexpr size_t kMaxQueryTerms = 64;
 std::string fts_query(const std::string& text);
 
 }  // namespace slm::embed

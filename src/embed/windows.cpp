@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "util/utf8.h"
+
 namespace slm::embed {
 
 std::vector<Window> cut_windows(const tokenizer::BpeModel& tok, tokenizer::Encoder& enc, std::string_view text,
@@ -30,6 +32,11 @@ std::vector<Window> cut_windows(const tokenizer::BpeModel& tok, tokenizer::Encod
     if (end == n) break;
   }
   return out;
+}
+
+std::pair<int64_t, int64_t> whole_characters(std::string_view text, int64_t begin, int64_t end) {
+  return {static_cast<int64_t>(utf8_char_start(text, static_cast<size_t>(begin))),
+          static_cast<int64_t>(utf8_char_end(text, static_cast<size_t>(end)))};
 }
 
 }  // namespace slm::embed

@@ -47,11 +47,11 @@ at::Tensor chunked_loss(const at::Tensor& x, const at::Tensor& w, int64_t V, int
     const at::Tensor xc = x.narrow(0, r, n).to(cdt);
     const at::Tensor t = targets.narrow(0, r, n).unsqueeze(1);
     at::Tensor gc = at::mm(xc, wv_t);  // (n, width) logits, then their gradient
-    if (width > V) gc.narrow(1, V, width - V).fill_(-std::numeric_limits<double>::infinity());
-    if (width == V && xent_rows_supported(gc)) {
-      total += xent_rows(gc, t.squeeze(1), dx != nullptr).sum();
+    if (xent_rows_supported(gc, V)) {  // AVX-512 rows on the CPU, a CUDA kernel on a GPU
+      total += xent_rows(gc, t.squeeze(1), dx != nullptr, V).sum();
       if (!dx) continue;
     } else {
+      if (width > V) gc.narrow(1, V, width - V).fill_(-std::numeric_limits<double>::infinity());
       const at::Tensor logp = at::log_softmax(gc, 1, acc);  // from 16-bit logits in one pass on GPUs
       const at::Tensor logp_t = logp.gather(1, t);
       total -= logp_t.sum();

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "tokenizer/hf_files.h"
 #include "util/error.h"
 #include "util/files.h"
 
@@ -67,12 +68,9 @@ void write_hf_files(const GPT2& m, const std::string& tokenizer_dir, int64_t eot
       {"eos_token_id", eot_id},               {"tie_word_embeddings", true},
       {"torch_dtype", "float32"}};
   write_file_atomic(dir + "/config.json", cfg.dump(2) + "\n");
-  for (const char* f : {"vocab.json", "merges.txt", "tokenizer_config.json", "special_tokens_map.json"}) {
-    std::string src = tokenizer_dir + "/" + f;
-    if (path_exists(src)) write_file_atomic(dir + "/" + f, read_file(src));
-    else if (std::string(f) == "vocab.json" || std::string(f) == "merges.txt")
-      throw UserError(fmt::format("{}: missing; cannot export the tokenizer", src));
-  }
+  // Read in whatever format slm accepts (vocab.json + merges.txt, encoder.json + vocab.bpe,
+  // tokenizer.json) and written as GPT2Tokenizer's files, truncating at the model's context.
+  tokenizer::write_tokenizer_files(tokenizer::load_tokenizer(tokenizer_dir), dir, c.block_size);
 }
 
 }  // namespace slm::model

@@ -19,8 +19,9 @@ void save_safetensors(const std::string& path,
                       const std::vector<std::pair<std::string, at::Tensor>>& tensors);
 
 // Writes `dir` (atomically; refuses an existing one unless overwrite) with model.safetensors and
-// config.json, then copies the tokenizer files (vocab.json, merges.txt, tokenizer_config.json,
-// special_tokens_map.json) from tokenizer_dir. eot_id becomes bos/eos_token_id.
+// config.json, then the tokenizer of tokenizer_dir (any format load_tokenizer reads) as
+// transformers' GPT2Tokenizer files (vocab.json, merges.txt, tokenizer_config.json with
+// model_max_length = the block size, special_tokens_map.json). eot_id becomes bos/eos_token_id.
 void export_hf(const GPT2& m, const std::string& tokenizer_dir, int64_t eot_id,
                const std::string& dir, bool overwrite);
 // The same files written into an existing folder `dir` (for callers that add files of their own

@@ -8,6 +8,9 @@
 #include <vector>
 
 #include "model/avx512_rows.h"
+#ifdef SLM_HAVE_CUDA_KERNELS
+#include "model/cuda/ops.h"
+#endif
 
 namespace slm::model {
 
@@ -59,19 +62,25 @@ void xent_all(T* data, int64_t rows, int64_t V, const int64_t* targets, bool gra
 }  // namespace
 #endif
 
-bool xent_rows_supported(const at::Tensor& logits) {
+bool xent_rows_supported(const at::Tensor& logits, int64_t V) {
+  if (logits.dim() != 2 || V < 1 || V > logits.size(1)) return false;
+#ifdef SLM_HAVE_CUDA_KERNELS
+  if (logits.is_cuda()) return cuda::kernels_take(logits);
+#endif
 #if defined(__x86_64__)
-  return avx512_rows::cpu_has() && logits.device().is_cpu() && logits.dim() == 2 && logits.is_contiguous() &&
+  return avx512_rows::cpu_has() && logits.device().is_cpu() && logits.is_contiguous() && V == logits.size(1) &&
          (logits.scalar_type() == at::kFloat || logits.scalar_type() == at::kBFloat16);
 #else
-  (void)logits;
   return false;
 #endif
 }
 
-at::Tensor xent_rows(at::Tensor& logits, const at::Tensor& targets, bool grad) {
-  TORCH_CHECK(xent_rows_supported(logits), "xent_rows: needs a contiguous float/bf16 CPU matrix and AVX-512");
-  const int64_t rows = logits.size(0), V = logits.size(1);
+at::Tensor xent_rows(at::Tensor& logits, const at::Tensor& targets, bool grad, int64_t V) {
+#ifdef SLM_HAVE_CUDA_KERNELS
+  if (logits.is_cuda()) return cuda::xent_rows(logits, targets, V, grad);
+#endif
+  TORCH_CHECK(xent_rows_supported(logits, V), "xent_rows: needs a contiguous float/bf16 CPU matrix and AVX-512");
+  const int64_t rows = logits.size(0);
   const at::Tensor t = targets.to(at::kLong).contiguous();
   TORCH_CHECK(t.numel() == rows, "xent_rows: ", t.numel(), " targets for ", rows, " rows");
   TORCH_CHECK(rows == 0 || (t.min().item<int64_t>() >= 0 && t.max().item<int64_t>() < V),

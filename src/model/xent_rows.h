@@ -4,19 +4,22 @@
 // log(sum) + max - logit[target], and (asked for) the gradient softmax - onehot written over the
 // logits in their own dtype. ATen's log_softmax, exp and cast each stream the whole (rows, V) block
 // through memory, which on a 2-core VM costs more than the head's three matmuls together
-// (docs/benchmarks.md). Vectorised with AVX-512 (a hand-written exp, ~1 ulp); elsewhere the fused
-// head keeps ATen's ops.
+// (docs/benchmarks.md). Vectorised with AVX-512 (a hand-written exp, ~1 ulp); on a GPU the same
+// in a CUDA kernel (model/cuda/xent_rows.cu); elsewhere the fused head keeps ATen's ops.
 #pragma once
 #include <ATen/core/Tensor.h>
 
 namespace slm::model {
 
-// Whether xent_rows can run on `logits` here: a contiguous CPU float or bf16 (rows, V) tensor on a
-// CPU with AVX-512 (F, BW and VL).
-bool xent_rows_supported(const at::Tensor& logits);
+// Whether xent_rows can run on `logits` (rows, width) with the first V columns taking part: a
+// contiguous CPU float or bf16 tensor with width == V on a CPU with AVX-512 (F, BW and VL), or, in
+// a build with the own CUDA kernels (model/cuda/kernels.h), a contiguous float, bf16 or fp16 CUDA
+// tensor of any width >= V (the padded vocabulary).
+bool xent_rows_supported(const at::Tensor& logits, int64_t V);
 
-// Per-row loss (rows) as fp32; with `grad`, logits are replaced by softmax - onehot(target).
-// targets: (rows) int64 in [0, V).
-at::Tensor xent_rows(at::Tensor& logits, const at::Tensor& targets, bool grad);
+// Per-row loss (rows) as fp32; with `grad`, logits are replaced by softmax - onehot(target), and
+// columns from V on by 0. targets: (rows) int64 in [0, V) (on a GPU, a loss of NaN marks one that
+// is not: no host sync to check them).
+at::Tensor xent_rows(at::Tensor& logits, const at::Tensor& targets, bool grad, int64_t V);
 
 }  // namespace slm::model

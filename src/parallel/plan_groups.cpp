@@ -2,7 +2,10 @@
 #include "parallel/plan_groups.h"
 
 #include <algorithm>
+#include <fmt/format.h>
 #include <map>
+
+#include "util/error.h"
 
 namespace slm::parallel {
 
@@ -26,6 +29,9 @@ comm::ProcessGroups make_plan_groups(comm::World& w, const Plan& p) {
   // DiLoCo: dp groups inside each site; `outer` joins the replicas of the same index in each site.
   std::vector<int> site(static_cast<size_t>(p.dp), 0), index(static_cast<size_t>(p.dp), 0);
   if (p.sync_ranks_per_site > 0) {
+    if (p.sync_ranks_per_site > w.world.size)  // 3 per site on 2 ranks once ran as one site, silently
+      throw UserError(fmt::format("sync: dist.ranks_per_site = {} is more than the job's {} ranks: a site must be whole",
+                                  p.sync_ranks_per_site, w.world.size));
     site = replica_sites(p, p.sync_ranks_per_site);
     std::map<int, int> seen;
     for (int r = 0; r < p.dp; ++r) index[static_cast<size_t>(r)] = seen[site[static_cast<size_t>(r)]]++;

@@ -277,6 +277,10 @@ SearchResult search_plans(const CostInputs& in_given, const SearchOptions& o) {
   SearchResult r;
   r.evaluated = s.evaluated;
   auto cmp = [&](const Ranked& a, const Ranked& b) { return better(a.p, b.p, o.objective); };
+  if (s.all.empty())  // e.g. thousands of ranks for a global batch of 16
+    throw UserError(fmt::format("plan auto: no layout of the {} ranks fits the global batch {} ({} layers, {} heads: "
+                                "at most 32 stages and tp 8); use fewer ranks or a larger batch.batch_size",
+                                in.cluster->world(), o.batch_size, in.model.n_layer, in.model.n_head));
   std::vector<Ranked> fit;
   const Ranked* tightest = nullptr;  // the candidate that misses its cap by the least
   for (const Ranked& c : s.all) {
@@ -342,6 +346,9 @@ Ranked study_heuristic(const CostInputs& in, const SearchOptions& o) {
   if (cl.sites.size() == 1 || worst_rtt < 5e-3) {
     for (int r = 0; r < cl.world(); ++r) c.ranks.push_back(r);
     const int dp = cl.world();
+    if (dp > B)  // every rank a replica of at least one sequence
+      throw UserError(fmt::format("plan auto: the global batch {} is smaller than the {} ranks (batch.batch_size must be "
+                                  "at least the number of ranks the layouts replicate over)", B, dp));
     const int64_t mb = std::max<int64_t>(1, std::min<int64_t>(o.micro_batch, B / dp));
     c.plan = make_plan(1, 1, dp, 1, {0, L}, B / (mb * dp), std::vector<int64_t>(static_cast<size_t>(dp), mb), "none");
   } else {

@@ -1,8 +1,8 @@
 // testbed/spec.cpp: see spec.h.
 #include "testbed/spec.h"
 
+#include <algorithm>
 #include <fmt/format.h>
-
 #include <set>
 #include <toml++/toml.h>
 
@@ -110,6 +110,10 @@ TestbedSpec parse_testbed(const std::string& text, const std::string& where) {
         *ends[k] = found;
       }
       if (p.a == p.b) throw UserError(w + ": a link joins two different sites (use [inside] within a site)");
+      for (size_t j = 0; j < s.pairs.size(); ++j)  // one would silently win over the other
+        if (std::minmax(s.pairs[j].a, s.pairs[j].b) == std::minmax(p.a, p.b))
+          throw UserError(fmt::format("{}: sites '{}' and '{}' already have a link (link {}); give one per pair", w,
+                                      s.sites[static_cast<size_t>(p.a)].name, s.sites[static_cast<size_t>(p.b)].name, j));
       p.link = link_of(*lt, w);
       s.pairs.push_back(p);
     }

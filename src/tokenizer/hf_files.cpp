@@ -19,6 +19,11 @@ static std::string token_text(const BpeModel& m, int32_t id) {
 
 void save_tokenizer(const BpeModel& m, const std::string& dir, bool overwrite) {
   AtomicDir out(dir, overwrite);
+  write_tokenizer_files(m, out.dir(), 1024);
+  out.commit();
+}
+
+void write_tokenizer_files(const BpeModel& m, const std::string& dir, int64_t model_max_length) {
   std::string vocab = "{";  // written by hand to keep id order
   try {
     for (int32_t id = 0; id < m.vocab_size(); ++id)
@@ -31,8 +36,8 @@ void save_tokenizer(const BpeModel& m, const std::string& dir, bool overwrite) {
   vocab += "}";
   std::string merges = "#version: 0.2\n";
   for (auto [a, b] : m.merges) merges += token_text(m, a) + " " + token_text(m, b) + "\n";
-  write_file_atomic(out.dir() + "/vocab.json", vocab);
-  write_file_atomic(out.dir() + "/merges.txt", merges);
+  write_file_atomic(dir + "/vocab.json", vocab);
+  write_file_atomic(dir + "/merges.txt", merges);
   if (int32_t eot = m.special_id("<|endoftext|>"); eot >= 0) {
     nlohmann::ordered_json special = {{"bos_token", "<|endoftext|>"},
                     {"eos_token", "<|endoftext|>"},
@@ -40,11 +45,10 @@ void save_tokenizer(const BpeModel& m, const std::string& dir, bool overwrite) {
     nlohmann::ordered_json config = special;
     config["tokenizer_class"] = "GPT2Tokenizer";
     config["add_prefix_space"] = false;
-    config["model_max_length"] = 1024;
-    write_file_atomic(out.dir() + "/special_tokens_map.json", special.dump(2) + "\n");
-    write_file_atomic(out.dir() + "/tokenizer_config.json", config.dump(2) + "\n");
+    config["model_max_length"] = model_max_length;
+    write_file_atomic(dir + "/special_tokens_map.json", special.dump(2) + "\n");
+    write_file_atomic(dir + "/tokenizer_config.json", config.dump(2) + "\n");
   }
-  out.commit();
 }
 
 static std::string pick(const std::string& dir, const char* a, const char* b) {
@@ -63,6 +67,37 @@ static json parse_json(const std::string& path) {
   }
 }
 
+// The parts of a tokenizer.json around its BPE model that change how text is encoded must be
+// GPT-2's, which slm implements exactly: no normalizer, one ByteLevel pre-tokenizer with GPT-2's
+// split (use_regex) and no prefix space, and a BPE model without dropout, byte fallback, subword
+// affixes or ignore_merges. Anything else is refused by name rather than encoded differently.
+static void check_gpt2_parts(const std::string& path, const json& j, const json& model) {
+  const auto refuse = [&](const std::string& what) {
+    throw UserError(fmt::format("{}: {}; slm encodes exactly as GPT-2's byte-level BPE and does not support it", path, what));
+  };
+  const auto type_of = [](const json& part) { return part.is_object() ? part.value("type", std::string("?")) : std::string("?"); };
+  if (j.contains("normalizer") && !j["normalizer"].is_null()) refuse("normalizer " + type_of(j["normalizer"]));
+  json pre = j.contains("pre_tokenizer") ? j["pre_tokenizer"] : json();
+  if (pre.is_object() && pre.value("type", "") == "Sequence" && pre.contains("pretokenizers")) {
+    std::string kinds;
+    for (const json& p : pre["pretokenizers"]) kinds += (kinds.empty() ? "" : ", ") + type_of(p);
+    if (pre["pretokenizers"].size() != 1) refuse("pre_tokenizer Sequence [" + kinds + "]");
+    pre = pre["pretokenizers"][0];
+  }
+  if (!pre.is_object() || pre.value("type", "") != "ByteLevel")
+    throw UserError(fmt::format("{}: not a byte-level BPE (GPT-2's pre-tokenizer is ByteLevel, this is {})", path,
+                                pre.is_null() ? std::string("none") : type_of(pre)));
+  if (pre.value("add_prefix_space", false))
+    throw UserError(fmt::format("{}: add_prefix_space is true; slm encodes as GPT-2 (no prefix space)", path));
+  if (!pre.value("use_regex", true)) refuse("pre_tokenizer ByteLevel with use_regex false");
+  if (model.contains("dropout") && !model["dropout"].is_null()) refuse("model.dropout");
+  if (model.value("byte_fallback", false)) refuse("model.byte_fallback");
+  if (model.value("ignore_merges", false)) refuse("model.ignore_merges");
+  for (const char* affix : {"continuing_subword_prefix", "end_of_word_suffix"})
+    if (model.contains(affix) && model[affix].is_string() && !model[affix].get<std::string>().empty())
+      refuse(std::string("model.") + affix);
+}
+
 // tokenizer.json (the `tokenizers` library's single file, all transformers 5 writes): its BPE
 // vocabulary, merges (as "a b" lines) and added tokens; refused unless it is GPT-2's byte-level BPE.
 static void read_tokenizer_json(const std::string& path, json* vocab, std::string* merges) {
@@ -71,11 +106,7 @@ static void read_tokenizer_json(const std::string& path, json* vocab, std::strin
   if (!model.is_object() || model.value("type", "") != "BPE" || !model.contains("vocab") || !model.contains("merges"))
     throw UserError(fmt::format("{}: not a BPE tokenizer (model.type {})", path,
                                 model.is_object() ? model.value("type", "?") : "?"));
-  const std::string pre = j.contains("pre_tokenizer") ? j["pre_tokenizer"].dump() : "";
-  if (pre.find("\"ByteLevel\"") == std::string::npos)
-    throw UserError(fmt::format("{}: not a byte-level BPE (GPT-2's pre-tokenizer is ByteLevel)", path));
-  if (pre.find("\"add_prefix_space\":true") != std::string::npos)
-    throw UserError(fmt::format("{}: add_prefix_space is true; slm encodes as GPT-2 (no prefix space)", path));
+  check_gpt2_parts(path, j, model);
   *vocab = model["vocab"];
   if (j.contains("added_tokens"))
     for (const json& t : j["added_tokens"]) (*vocab)[t.at("content").get<std::string>()] = t.at("id");

@@ -15,6 +15,7 @@
 #include "model/hf_import.h"
 #include "parallel/tensor/model.h"
 #include "train/archive_file.h"
+#include "train/checkpoint_state.h"
 #include "util/error.h"
 #include "util/files.h"
 #include "util/hash.h"
@@ -220,6 +221,7 @@ std::string finish_checkpoint(CheckpointSnapshot& c) {
     json shards = json::array();
     for (const std::string& f : files) shards.push_back({{"file", f}, {"checksum", hash_file_hex(c.partial + "/" + f)}});
     c.state["shards"] = shards;
+    c.state["checksum"] = state_checksum(c.state);
     write_file_atomic(c.partial + "/state.json", c.state.dump(1) + "\n");
     fs::remove_all(c.path);
     fs::rename(c.partial, c.path);
@@ -248,6 +250,7 @@ static json read_state(const std::string& dir) {
     for (const json& s : state.at("shards"))
       if (hash_file_hex(dir + "/" + s.at("file").get<std::string>()) != s.at("checksum").get<std::string>())
         throw UserError(fmt::format("{}/{}: checksum mismatch", dir, s.at("file").get<std::string>()));
+    check_state(state, dir);
   } catch (const json::exception& e) {
     throw UserError(fmt::format("{}/state.json: malformed ({})", dir, e.what()));
   }

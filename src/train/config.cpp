@@ -12,6 +12,7 @@
 #include <toml++/toml.h>
 #include <variant>
 
+#include "model/attention_choice.h"
 #include "util/error.h"
 #include "util/files.h"
 
@@ -58,6 +59,7 @@ std::vector<Field> fields(Config& c) {
       {"system", "threads", &c.system.threads},
       {"system", "seed", &c.system.seed},
       {"system", "peak_tflops", &c.system.peak_tflops},
+      {"system", "attention", &c.system.attention},
       {"system", "loss_scaling", &c.system.loss_scaling},
       {"system", "loss_scale_init", &c.system.loss_scale_init},
       {"system", "loss_scale_growth_interval", &c.system.loss_scale_growth_interval},
@@ -65,6 +67,7 @@ std::vector<Field> fields(Config& c) {
       {"eval", "batches", &c.eval.batches},
       {"log", "every", &c.log.every},
       {"log", "trace_steps", &c.log.trace_steps},
+      {"log", "tensorboard", &c.log.tensorboard},
       {"checkpoint", "every", &c.checkpoint.every},
       {"checkpoint", "every_minutes", &c.checkpoint.every_minutes},
       {"checkpoint", "keep", &c.checkpoint.keep},
@@ -289,6 +292,7 @@ void validate(const Config& c) {
   need(c.system.loss_scale_init >= 1 && c.system.loss_scale_growth_interval >= 1,
        "system: loss_scale_init must be >= 1 and loss_scale_growth_interval >= 1");
   need(c.system.threads >= 0, "system: threads must be >= 0");
+  model::attention_candidates(c.system.attention);  // a one-line UserError for an unknown kernel
   need(c.eval.every >= 0 && c.eval.batches >= 1, "eval: every must be >= 0 and batches >= 1");
   need(c.log.every >= 1 && c.log.trace_steps >= 0, "log: every must be >= 1 and trace_steps >= 0");
   need(c.checkpoint.every >= 0 && c.checkpoint.keep >= 1 && c.checkpoint.every_minutes >= 0,

@@ -61,6 +61,9 @@ struct SystemConfig {
   int threads = 0;                 // CPU threads per rank; 0 = cores / ranks on this machine
   uint64_t seed = 1337;            // model initialisation
   double peak_tflops = 0;          // device peak for MFU; 0 = measure by a GEMM once (cached)
+  std::string attention = "auto";  // GPU attention kernel: auto (the fastest of cudnn, flash and
+                                   // efficient for each shape, measured once per GPU and cached) |
+                                   // cudnn | flash | efficient | math | default (LibTorch's order)
 };
 
 struct CostConfig {
@@ -76,6 +79,8 @@ struct LogConfig {
   int64_t every = 10;  // plain progress line every N steps when stderr is not a terminal
   int64_t trace_steps = 0;  // > 0: each rank's timeline of this many steps after the session's first
                             // (run.dir/trace/rank_K.json, Chrome trace events; util/trace.h)
+  bool tensorboard = true;  // rank 0 also writes metrics.jsonl's curves as a TensorBoard event file in
+                            // run.dir (report/tensorboard.h): `tensorboard --logdir runs/`
 };
 
 struct CheckpointConfig {

@@ -12,10 +12,14 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <string>
+#include <utility>
+#include <vector>
 #include <torch/cuda.h>
 
 #include "comm/collectives.h"
 #include "comm/hierarchy.h"
+#include "report/tensorboard.h"
 #include "train/agreement.h"
 #include "train/async_checkpoint.h"
 #include "train/checkpoint.h"
@@ -47,6 +51,16 @@ struct MetricsLog {
     std::fflush(f);
   }
 };
+
+// One metrics.jsonl record's numbers as TensorBoard scalars of its step.
+void write_curves(report::TensorBoardWriter& board, const nlohmann::json& j) {
+  std::vector<std::pair<std::string, float>> values;
+  for (const auto& [field, v] : j.items())
+    if (const std::string tag = report::tensorboard_tag(field); !tag.empty() && v.is_number())
+      values.emplace_back(tag, v.get<float>());
+  const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  board.scalars(j.value("step", int64_t{0}), j.contains("time") ? j["time"].get<double>() : now, values);
+}
 
 }  // namespace
 
@@ -143,12 +157,15 @@ int run_training(const Config& cfg_in, bool resume, int64_t stop_at) {
   if (t->outer) parallel::check_same_outer(*t->outer);
   if (restart > 0 && main_rank) record_restart(*t, run, ckpt);
   std::unique_ptr<MetricsLog> metrics;
+  std::unique_ptr<report::TensorBoardWriter> board;
   if (main_rank) {
     write_file_atomic(run + "/config.toml", to_toml(cfg));
     metrics = std::make_unique<MetricsLog>(run + "/metrics.jsonl");
+    if (cfg.log.tensorboard) board = std::make_unique<report::TensorBoardWriter>(run);
   }
   auto log = [&](const nlohmann::json& j) {
     if (metrics) metrics->write(j);
+    if (board) write_curves(*board, j);
   };
   // Per device: the global step's FLOPs are shared by the data-parallel ranks.
   const double flops = step_flops(cfg.model, cfg.batch.batch_size, t->seq_len) / devices;

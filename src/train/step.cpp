@@ -15,6 +15,7 @@
 #include "data/batch_tensor.h"
 #include "comm/collectives.h"
 #include "comm/probe.h"
+#include "model/gpu_attention.h"
 #include "model/hf_import.h"
 #include "parallel/pipeline/stage.h"
 #include "parallel/diloco.h"
@@ -22,6 +23,7 @@
 #include "parallel/sync_by_time.h"
 #include "parallel/tensor/model.h"
 #include "train/auto_plan.h"
+#include "train/cuda_info.h"
 #include "train/device.h"
 #include "util/torch_compat.h"
 #include "train/memory_caps.h"
@@ -194,9 +196,12 @@ std::unique_ptr<Trainer> make_trainer(const Config& cfg_in) {
   validate(cfg);
   parallel::tensor::validate_tp(cfg.model, static_cast<int>(cfg.parallel.tp));
   t->device = resolve_device(cfg.system.device, cfg.dist.backend);
+  if (t->device == "cuda") model::set_gpu_attention(cfg.system.attention, cuda_info().name);
   t->seq_len = cfg.batch.seq_len > 0 ? cfg.batch.seq_len : cfg.model.block_size;
   t->world = comm::init_world(cfg.dist, t->device);
-  comm::require_same(to_toml(cfg), t->world.world, "configuration");
+  Config compared = cfg;
+  compared.dist.secret_file.clear();  // ranks may keep the secret in other places: rendezvous proved its content
+  comm::require_same(to_toml(compared), t->world.world, "configuration");
   configure_cpu_threads(cfg.system.threads, t->world.env.local_world);
   choose_precision(*t);
   std::string why;  // why a plan leaves ranks out

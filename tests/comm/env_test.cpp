@@ -1,9 +1,11 @@
-// tests/comm/env_test.cpp: read_launch_env understands torchrun, Slurm and mpirun variables.
+// tests/comm/env_test.cpp: read_launch_env understands torchrun, Slurm and mpirun variables;
+// which failed starts `slm launch --max-restarts` starts again.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 
 #include "comm/env.h"
+#include "comm/launch.h"
 #include "util/error.h"
 
 namespace {
@@ -90,6 +92,14 @@ TEST_F(Env, BadValuesAreOneLineErrors) {
   EXPECT_THROW(slm::comm::read_launch_env(), slm::UserError);  // no MASTER_ADDR
   set("MASTER_ADDR", "h"), set("MASTER_PORT", "70000");
   EXPECT_THROW(slm::comm::read_launch_env(), slm::UserError);
+}
+
+// What `slm launch --max-restarts` starts again: a peer's failure (exit 4), an internal error, a
+// signal; never an input error (exit 1) or a usage error (exit 2), which would fail again.
+TEST(Launch, RestartsWhatAnotherStartCanFix) {
+  EXPECT_NE(slm::comm::not_restartable(1).find("input error (exit 1)"), std::string::npos);
+  EXPECT_NE(slm::comm::not_restartable(2).find("usage error (exit 2)"), std::string::npos);
+  for (int code : {3, slm::kExitJobError, 137, 139}) EXPECT_EQ(slm::comm::not_restartable(code), "") << code;
 }
 
 }  // namespace

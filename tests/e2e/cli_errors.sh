@@ -66,4 +66,14 @@ expect_error "--top-k -5 must be at least 0" "$SLM" generate nowhere --top-k -5
 expect_error "--max-tokens -1 must be at least 0" "$SLM" generate nowhere -n -1
 expect_error "--batches 0 must be at least 1" "$SLM" eval nowhere --batches 0
 expect_error "--micro-batch -1 must be at least 1" "$SLM" eval nowhere --micro-batch -1
+# A text file with one stray NUL byte is skipped as binary, and named in a warning (it was skipped
+# silently while the corpus had other text).
+mkdir -p mixed && printf 'hello world\n\nsecond document here\n' > mixed/a.txt && printf 'a stray \0 byte\n' > mixed/b.txt
+err=$("$SLM" tokenizer train mixed --vocab-size 300 --out tnul -q 2>&1 >/dev/null) || fail "a folder with a NUL-byte file: $err"
+[[ "$err" == *"warning: skipped 1 file(s) that look binary (a NUL byte in the first 64 KiB): mixed/b.txt"* ]] \
+  || fail "the skipped file was not named: $err"
+echo "ok: a skipped binary file is named"
+# More ranks than the global batch has sequences: one line (it was "micro_batches 0 must be >= 1").
+printf 'name = "big"\n[[site]]\nname = "a"\nranks = 10000\n' > big.toml
+expect_error "plan auto: the global batch 32 is smaller than the 10000 ranks" "$SLM" plan auto --cluster big.toml --objective time
 echo "cli_errors: all passed"

@@ -19,7 +19,7 @@
 #    on another number of sites (2 -> 4 and 2 -> 1: exact DiLoCo still trains the single-process
 #    model; 2 x 2 -> 1 x 2 with syncs in flight finishes), not with other ranks per site (one line);
 #  - refusals in one line: inner_steps 0, fragments not dividing n_layer, no dist.ranks_per_site,
-#    sites of unequal replica counts, parallel.plan = auto.
+#    sites of unequal replica counts, a site larger than the job, parallel.plan = auto.
 # Tolerances: sums in another order only (measured ~1e-7 on the loss).
 source "$(dirname "$0")/lib.sh"
 DUMP=$3
@@ -253,7 +253,8 @@ expect_error "sync: site_speeds \"1,x\" must be numbers > 0" "$SLM" train "${COM
 expect_error "the planner chooses DiLoCo itself" "$SLM" train "${COMMON[@]}" --set sync.mode=diloco --set dist.ranks_per_site=1 \
   --set parallel.plan=auto
 for case in "3 --set dist.ranks_per_site=2 --set batch.batch_size=12|same number of replicas in every site" \
-            "2 --set dist.ranks_per_site=1 --set sync.by=time --set sync.site_speeds=1,2,3|site_speeds has 3 value(s) for 2 sites"; do
+            "2 --set dist.ranks_per_site=1 --set sync.by=time --set sync.site_speeds=1,2,3|site_speeds has 3 value(s) for 2 sites" \
+            "2 --set dist.ranks_per_site=3|dist.ranks_per_site = 3 is more than the job's 2 ranks"; do
   args=${case%%|*} want=${case#*|}
   # shellcheck disable=SC2086
   rc=0; "$SLM" launch -n ${args%% *} -- "$SLM" train "${COMMON[@]}" --set sync.mode=diloco --set run.dir=bad \

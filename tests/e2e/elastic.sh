@@ -57,7 +57,7 @@ rc=0; wait $A || rc=$?
 [ $rc -eq 0 ] || { cat a.log; fail "elastic: the host's launcher exited $rc"; }
 rc=0; wait $C || rc=$?
 [ $rc -eq 0 ] || { cat c.log; fail "elastic: the joining launcher exited $rc"; }
-grep -q "slm launch: round 1: machine 0 of 1 (1 rank): rank 0 exited with code 1: .*lost rank 1; 1 of 2 machines did not come back, going on with 1" a.log \
+grep -q "slm launch: round 1: machine 0 of 1 (1 rank): rank 0 exited with code 4: .*lost rank 1; 1 of 2 machines did not come back, going on with 1" a.log \
   || { grep launch a.log; fail "no shrink line"; }
 grep -q "slm launch: the job runs on 1 machine; asking to join at its next round" c.log || fail "no ask-to-join line"
 grep -q "slm launch: round 2: machine 1 of 2 (2 ranks): a machine asked to join; 2 machines now, 1 before" c.log \
@@ -141,6 +141,8 @@ echo "ok: a rank killed on machine 1: both machines restarted and finished"
 # 3. Bad input.
 expect_error "--nnodes" "$SLM" launch -n 1 --nnodes 2:1 --master 127.0.0.1:1 -- true
 expect_error "--nnodes" "$SLM" launch -n 1 --nnodes x -- true
+expect_error "--nnodes: 1:2:3 is not N or MIN:MAX" "$SLM" launch -n 1 --nnodes 1:2:3 -- true
+expect_error "--nnodes: 1:2x is not N or MIN:MAX" "$SLM" launch -n 1 --nnodes 1:2x -- true
 expect_error "needs an elastic job: --nnodes N:N" "$SLM" launch -n 1 --nnodes 2 --master 127.0.0.1:1 --max-restarts 1 -- true
 P=$(free_port)
 expect_error "only 1 of at least 2 machines joined round 0 within 2 s" \

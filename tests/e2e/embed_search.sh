@@ -3,11 +3,13 @@
 #     reference (Debian's python3-torch: GPT-2 forward from model.safetensors, final LayerNorm,
 #     mean over the text positions, L2 norm) to 1e-4.
 #  2. `slm search`: vector results equal a brute-force ranking of embeddings.npy; lexical (BM25)
-#     finds a rare word; hybrid and --queries (with latency) and --json work; hnsw/fp16 indexes.
+#     finds a rare word; hybrid and --queries (with latency) and --json work; hnsw/fp16 indexes;
+#     text cut inside characters and invalid UTF-8; -k beyond the index; a 100 KB query.
 #  3. --append from the run folder (same weights as the export): the new documents are found.
 #  4. Refusals in one line, nothing overwritten: another model's vectors, an existing --out,
 #     a missing index, an empty query, a corrupt index file.
 #  5. `slm embed eval`: the retrieval table on generated documents, where it must beat chance.
+#  6. An index made from a run folder stays usable while the run trains on.
 source "$(dirname "$0")/lib.sh"
 HERE=$(cd "$(dirname "$0")" && pwd)
 PY=/usr/bin/python3
@@ -109,6 +111,44 @@ import json, sys; r = json.load(sys.stdin)['results']
 assert $qid in [x['id'] for x in r] and r[0]['score'] > 0.999, r" || fail "hnsw/fp16 does not find the entry near the top"
 echo "ok: search (vector = brute force, BM25, hybrid, latency, hnsw fp16)"
 
+# 2b. Text that byte-level BPE cuts inside characters (accents, CJK, emoji) and a document with
+# invalid UTF-8: with 16-token windows some windows begin or end inside a character. Every
+# entry's range falls on character boundaries, --json never fails (invalid bytes come out as
+# U+FFFD), and a 100 KB query is answered at once in lexical and hybrid mode.
+python3 - <<'PY'
+cjk = "東京は日本の首都であり、大阪は商業の中心です。Café naïve Žluťoučký kůň 🙂 emoji 😀 über straße. "
+open("mb.txt", "w", encoding="utf-8").write("\n\n".join(cjk * (i % 3 + 1) for i in range(12)) + "\n\n")
+open("mb.txt", "ab").write(b"broken \xff\xfe bytes caf\xc3 and \xe6\x9d here, then more text to cut " * 4 + b"\n")
+PY
+"$SLM" embed hf mb.txt --separator blank --window 16 --stride 7 -q --out ixmb > /dev/null || fail "embed multi-byte text"
+for mode in vector lexical hybrid; do
+  "$SLM" search ixmb "東京 café bytes" --mode $mode -k 1000000000 --json > mb_$mode.json || fail "search --json ($mode)"
+done
+python3 - <<'PY' || fail "multi-byte windows"
+import json, sqlite3
+db = sqlite3.connect("ixmb/index.sqlite")
+db.text_factory = bytes
+rows = db.execute("SELECT doc, text FROM entries").fetchall()
+broken = max(d for d, _ in rows)  # the last document holds the invalid bytes
+for d, t in rows:
+    assert t and not 0x80 <= t[0] < 0xC0, t[:8]  # never begins inside a character
+    if d != broken: t.decode("utf-8")  # strict: whole characters only
+n = len(rows)
+for mode in ("vector", "lexical", "hybrid"):
+    r = json.loads(open(f"mb_{mode}.json", encoding="utf-8").read())["results"]
+    assert r and all(x["text"] for x in r), mode
+    assert mode == "lexical" or len(r) == n, (mode, len(r), n)  # -k 1e9: every entry
+lex = json.loads(open("mb_lexical.json").read())["results"]
+assert any("\ufffd" in x["text"] for x in lex), "the invalid bytes should come out as U+FFFD"
+print(f"{n} entries on character boundaries; -k 1e9 gives all of them")
+PY
+python3 -c "import random; random.seed(1); print(' '.join('w%d' % random.randrange(10**6) for _ in range(13000)))" > long.txt
+[ "$(wc -c < long.txt)" -gt 100000 ] || fail "long query too short"
+for mode in lexical hybrid; do
+  timeout 60 "$SLM" search ix --queries long.txt --mode $mode -k 3 > /dev/null 2>&1 || fail "a 100 KB $mode query: not answered within 60 s"
+done
+echo "ok: multi-byte and invalid UTF-8 (character boundaries, --json), -k beyond the index, a 100 KB query"
+
 # 3. Append from the run folder (same weights as its export).
 before=$($PY -c "import numpy; print(numpy.load('ix/embeddings.npy').shape[0])")
 "$SLM" embed run b.txt --separator blank -q --append ix > append.txt || fail "append"
@@ -124,6 +164,8 @@ sum_before=$(cat ix/* | sha256sum)
 expect_error "ix: built with another model" "$SLM" embed run/checkpoints/step_00000020 b.txt --separator blank -q --append ix
 expect_error "ix: built with another pooling" "$SLM" embed run b.txt --separator blank -q --append ix --pooling last
 expect_error "ix: already exists" "$SLM" embed run b.txt -q --out ix
+expect_error "embed: --index chooses a new index's kind (--out); --append ix keeps the kind it was made with" \
+  "$SLM" embed run b.txt --separator blank -q --append ix --index hnsw
 expect_error "nowhere: no such index folder" "$SLM" search nowhere "query"
 expect_error "search: empty query" "$SLM" search ix "  "
 [ "$(cat ix/* | sha256sum)" = "$sum_before" ] || fail "a refused command changed the index"
@@ -156,4 +198,14 @@ assert rows["hybrid (mean + BM25, RRF)"]["recall_at_10"] > best  # fusion adds t
 assert rows["BM25 (SQLite FTS5)"]["recall_at_1"] > 0.9  # the made-up word is in query and target
 for r in rows.values(): assert 0 <= r["recall_at_1"] <= r["recall_at_10"] <= 1 and r["mrr_at_10"] <= r["recall_at_10"]
 PY
+# 6. An index made from a run folder records the run's newest checkpoint, not the folder: it stays
+# usable after the run trains on (it was refused as "no longer the model" once it had).
+"$SLM" embed run b.txt --separator blank -q --out ixrun > /dev/null || fail "embed from the run folder"
+"$SLM" train -c /dev/null --set data.dir=data --set run.dir=run --set model.n_layer=2 --set model.n_head=2 \
+  --set model.n_embd=64 --set model.block_size=64 --set batch.batch_size=8 --set batch.micro_batch=8 \
+  --set optim.lr=3e-3 --set schedule.max_steps=60 --set schedule.warmup_steps=4 --set eval.every=0 \
+  --set checkpoint.every=20 --set system.threads=2 --resume 2>/dev/null || fail "training on"
+[ -d run/checkpoints/step_00000060 ] || fail "the run did not train on"
+"$SLM" search ixrun "$line" --mode vector -k 1 > /dev/null || fail "the index of a run that trained on was refused"
+echo "ok: an index made from a run folder after the run trained on"
 echo "embed_search: all passed"

@@ -20,6 +20,29 @@ for f in model.safetensors config.json vocab.json merges.txt tokenizer_config.js
   [ -f hf/$f ] || fail "export lacks $f"
 done
 expect_error "hf: already exists (pass --force" "$SLM" export run --out hf
+# transformers truncates at tokenizer_config.json's model_max_length: the model's block size.
+$PY -c "import json; c = json.load(open('hf/tokenizer_config.json')); assert c['model_max_length'] == 32, c" \
+  || fail "model_max_length is not the block size"
+# A tokenizer in OpenAI's names (encoder.json + vocab.bpe) or as one tokenizer.json exports the same
+# GPT2Tokenizer files.
+mkdir -p tok_openai tok_json
+cp tok/vocab.json tok_openai/encoder.json && cp tok/merges.txt tok_openai/vocab.bpe
+$PY - <<'PY'
+import json
+vocab = json.load(open("tok/vocab.json"))
+merges = [l for l in open("tok/merges.txt", encoding="utf-8").read().split("\n")[1:] if l]
+eot = vocab.pop("<|endoftext|>")
+json.dump({"normalizer": None, "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "use_regex": True},
+           "model": {"type": "BPE", "dropout": None, "vocab": vocab, "merges": [m.split(" ") for m in merges]},
+           "added_tokens": [{"id": eot, "content": "<|endoftext|>", "special": True}]}, open("tok_json/tokenizer.json", "w"))
+PY
+for t in tok_openai tok_json; do
+  "$SLM" export run -t $t --out hf_$t >/dev/null || fail "export with the tokenizer in $t"
+  for f in vocab.json merges.txt tokenizer_config.json special_tokens_map.json; do
+    cmp -s hf/$f hf_$t/$f || fail "export with $t: $f differs"
+  done
+done
+echo "ok: tokenizer files (model_max_length = block size; from encoder.json/vocab.bpe and tokenizer.json)"
 ids="5 17 200 42 299 0 7 7 7 100 250 3"
 "$DUMP" run $ids > slm_logits.json
 $PY - hf "$ids" slm_logits.json "$HERE" <<'PY' || fail "logits differ"

@@ -4,6 +4,8 @@
 #  2. A stranger with the wrong secret, started as rank 1 before the real rank 1: refused in one
 #     line; rank 0 warns naming its address; the real rank 1 is admitted and the job finishes.
 #  3. A stranger without a secret: refused in one line ("this job needs its secret").
+#  3b. A raw TCPStore client without the secret that copies the real rank 1's proof into an attempt
+#     of its own: refused; the real rank 1 is admitted and the job finishes.
 #  4. Rank 0 without a secret, rank 1 with one: rank 1 says so in one line.
 source "$(dirname "$0")/lib.sh"
 cd "$WORK"
@@ -45,6 +47,50 @@ rank 1 29862 "$SECRET" job > r1.log 2>&1 || { cat r1.log; fail "the real rank 1 
 wait $r0 || { cat r0.log; fail "rank 0 after strangers"; }
 grep -q "checkpoint job/checkpoints/step_00000004" r0.log || { cat r0.log; fail "the job did not finish"; }
 echo "ok: strangers refused, the job undisturbed"
+
+# 3b. An intruder that speaks raw TCPStore and has no secret: it takes an attempt number before the
+# real rank 1, waits for rank 1's answer, and copies it into its own attempt (the answers are in
+# the store in clear). Each answer is bound to its attempt, so the copy proves nothing: rank 0
+# refuses it, admits the real rank 1, and the job finishes. (Before, rank 0 admitted the copy as
+# rank 1 and refused the real one: "rank 1 is already in the job".)
+if /usr/bin/python3 -c 'import torch.distributed as d; d.TCPStore' 2>/dev/null; then
+  rank 0 29864 "$SECRET" replay > p0.log 2>&1 &
+  p0=$!
+  /usr/bin/python3 - 29864 > intruder.log 2>&1 <<'PY' &
+import sys, time
+from datetime import timedelta
+import torch.distributed as dist
+for _ in range(300):  # until rank 0's store is up
+    try:
+        s = dist.TCPStore("127.0.0.1", int(sys.argv[1]), 2, False, timedelta(seconds=60), False)
+        break
+    except Exception:
+        time.sleep(0.1)
+k = "slm/join0.0/auth/"
+s.wait([k + "challenge"])
+mine = s.add(k + "attempts", 1) - 1
+open("reserved", "w").write(str(mine))
+theirs = k + f"attempt/{mine + 1}"  # the real rank 1, started after the number was taken, takes the next
+s.wait([theirs])
+s.set(k + f"attempt/{mine}", s.get(theirs))
+print("copied", theirs, "into attempt", mine, flush=True)
+PY
+  intruder=$!
+  for i in $(seq 300); do [ -s reserved ] && break; sleep 0.1; done
+  [ -s reserved ] || { cat intruder.log p0.log; fail "the intruder did not reach the store"; }
+  rank 1 29864 "$SECRET" replay > p1.log 2>&1 || { cat p1.log intruder.log; fail "the real rank 1 was refused after a replay"; }
+  wait $intruder || { cat intruder.log; fail "the intruder"; }
+  wait $p0 || { cat p0.log; fail "rank 0 after a replay"; }
+  grep -q "^copied" intruder.log || { cat intruder.log; fail "the intruder did not copy the proof"; }
+  # Rank 0 reads the copy either before the real answer (then refuses it as a wrong secret) or not at
+  # all (the job is complete by then); never as rank 1. (tests/comm/admission_test.cpp makes rank 0
+  # read the copy first, every time.)
+  ! grep -q "claiming rank 1: rank 1 is already in the job" p0.log || { cat p0.log; fail "a copied proof was admitted"; }
+  grep -q "checkpoint replay/checkpoints/step_00000004" p0.log || { cat p0.log; fail "the job did not finish after a replay"; }
+  echo "ok: a replayed proof is refused; the real rank is admitted"
+else
+  echo "skip: no TCPStore in /usr/bin/python3 (Debian's python3-torch) for the replay test"
+fi
 
 # 4. A secret on rank 1 only.
 env RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29863 "$SLM" train "${COMMON[@]}" --set dist.join_timeout_s=5 \

@@ -9,8 +9,10 @@
 #     checkpoint.async writes in the background: byte-identical checkpoints to synchronous saves
 #     (ZeRO-1 on 2 ranks, and a 2-stage pipeline), the same losses, the time each save cost the
 #     training thread in metrics.jsonl. (A full disk during a background write: hardening.sh.)
-#  3. The launcher gives up after N restarts, never restarts a usage error (exit 2), and refuses
-#     --max-restarts with a fixed --nnodes > 1 (across machines: elastic.sh).
+#  3. The launcher gives up after N restarts, never restarts an input or usage error (exit 1, 2:
+#     a missing dataset, a run that needs --resume), stops with 143 and a line on SIGTERM during
+#     --restart-delay, and refuses --max-restarts with a fixed --nnodes > 1 (across machines:
+#     elastic.sh).
 source "$(dirname "$0")/lib.sh"
 cd "$WORK"
 gen_corpus 2000 > gen.txt
@@ -123,6 +125,28 @@ rc=0; "$SLM" launch -n 2 --max-restarts 2 --restart-delay 0 -- sh -c 'exit 3' > 
 rc=0; "$SLM" launch -n 2 --max-restarts 2 -- sh -c 'exit 2' > usage.log 2>&1 || rc=$?
 [ $rc -eq 2 ] && grep -q "not restarting after a usage error" usage.log && ! grep -q "restart 1" usage.log \
   || { cat usage.log; fail "usage error restarted (exit $rc)"; }
+# An input error (exit 1) would fail the same way again: a missing dataset is not started 4 times,
+# and a finished run's "has checkpoints; pass --resume" refusal is not turned into a resume with
+# other settings by the restart.
+rc=0; "$SLM" launch -n 2 --max-restarts 3 --restart-delay 0 -- "$SLM" train "${COMMON[@]}" --dp 2 \
+  --set data.dir=/nonexistent --set run.dir=nodata > nodata.log 2>&1 || rc=$?
+[ $rc -eq 1 ] && grep -q "not restarting after an input error (exit 1)" nodata.log && ! grep -q "restart 1 of" nodata.log \
+  || { cat nodata.log; fail "an input error was restarted (exit $rc)"; }
+"$SLM" train "${COMMON[@]}" --set schedule.max_steps=20 --set run.dir=done > done.log 2>&1 || { cat done.log; fail "the run to refuse"; }
+sum_before=$(cat done/checkpoints/*/* | sha256sum)
+rc=0; "$SLM" launch -n 1 --max-restarts 2 --restart-delay 0 -- "$SLM" train "${COMMON[@]}" --set schedule.max_steps=40 \
+  --set optim.lr=1e-2 --set run.dir=done > again.log 2>&1 || rc=$?
+[ $rc -eq 1 ] && grep -q "pass --resume" again.log && ! grep -q "restart 1 of" again.log \
+  && [ "$(ls done/checkpoints)" = step_00000020 ] && [ "$(cat done/checkpoints/*/* | sha256sum)" = "$sum_before" ] \
+  || { cat again.log; ls done/checkpoints; fail "the refusal to overwrite a run was restarted into a resume (exit $rc)"; }
+# SIGTERM while the launcher waits to restart: exit 143 and a line, not the failed rank's code.
+"$SLM" launch -n 1 --max-restarts 2 --restart-delay 30 -- sh -c 'kill -9 $$' > delay.log 2>&1 &
+launcher=$!
+for i in $(seq 100); do grep -q "restart 1 of 2 in 30 s" delay.log && break; sleep 0.1; done
+kill -TERM $launcher
+rc=0; wait $launcher || rc=$?
+[ $rc -eq 143 ] && grep -q "slm launch: stopped by signal 15 before the restart" delay.log \
+  || { cat delay.log; fail "SIGTERM during --restart-delay: exit $rc"; }
 expect_error "--max-restarts across machines needs an elastic job" \
   "$SLM" launch -n 1 --nnodes 2 --node-rank 0 --master 127.0.0.1:29999 --max-restarts 1 -- true
-echo "ok: restarts give up, usage errors are not restarted, a fixed --nnodes > 1 refused"
+echo "ok: restarts give up, input and usage errors are not restarted, SIGTERM between starts, a fixed --nnodes > 1 refused"

@@ -115,6 +115,15 @@ TEST(Store, Fts5RanksByBm25) {
   EXPECT_TRUE(s.lexical("zebra", 10).empty());
   EXPECT_EQ(fts_query("Don't panic!"), "\"don\" OR \"t\" OR \"panic\"");
   EXPECT_EQ(fts_query("  ?! "), "");
+  // Each word once, the first kMaxQueryTerms distinct ones: a long query stays a short search.
+  EXPECT_EQ(fts_query("the cat and THE cat"), "\"the\" OR \"cat\" OR \"and\"");
+  std::string many;
+  for (int i = 0; i < 5000; ++i) many += "w" + std::to_string(i % 1000) + " ";
+  const std::string q = fts_query(many);
+  size_t terms = 1;
+  for (size_t at = q.find(" OR "); at != std::string::npos; at = q.find(" OR ", at + 1)) ++terms;
+  EXPECT_EQ(terms, kMaxQueryTerms);
+  EXPECT_EQ(q.substr(0, 16), "\"w0\" OR \"w1\" OR ");
   EXPECT_EQ(s.get({2, 0})[0].text.substr(0, 6), "Banana");
   EXPECT_EQ(s.count(), 4);
   EXPECT_EQ(s.next_doc(), 4);
@@ -193,6 +202,10 @@ TEST(Index, CreateAppendOpenAndRefusals) {
   const NpyArray npy = read_npy(dir + "/embeddings.npy");
   EXPECT_EQ(npy.rows, 25);
   EXPECT_EQ(std::memcmp(npy.data.data(), first_vectors.data(), first_vectors.size() * 4), 0);
+  // k beyond the index's size means all of them, in every mode (a k of a billion once allocated
+  // a billion result slots).
+  for (SearchMode m : {SearchMode::kVector, SearchMode::kLexical, SearchMode::kHybrid})
+    EXPECT_EQ(search_index(ix, m, "number", first_vectors.data(), 1'000'000'000).size(), 25u);
   // Hybrid: both lists agree on entry 0 when the words match too.
   EXPECT_EQ(search_index(ix, SearchMode::kHybrid, "apple number 0", first_vectors.data(), 3)[0].id, 0);
 

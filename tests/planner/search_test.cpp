@@ -1,7 +1,8 @@
 // tests/planner/search_test.cpp: the search finds the known optimum in small synthetic cases: the
 // stage boundary on the site boundary over a 100 ms link, a memory cap forcing pipelines or
 // ZeRO-3, a 3x slower site getting fewer layers or fewer sequences, a far slow site left out, the
-// cost objective, the study's heuristic, and a one-line error when nothing fits.
+// cost objective, the study's heuristic, and a one-line error when nothing fits or when there are
+// more ranks than the global batch has sequences for.
 #include <gtest/gtest.h>
 
 #include "planner/search.h"
@@ -146,6 +147,26 @@ TEST(Search, NothingFitsNamesTheTightestRank) {
     EXPECT_NE(m.find("plan auto: no layout fits; the closest"), std::string::npos) << m;
     EXPECT_NE(m.find("on rank"), std::string::npos) << m;
     EXPECT_NE(m.find("over its"), std::string::npos) << m;
+  }
+}
+
+// More ranks than the global batch has sequences for: one line each, not "micro_batches 0" (the
+// heuristic) or a crash (the search, when no layout was possible at all).
+TEST(Search, MoreRanksThanTheBatchIsOneLine) {
+  const ComputeProfile prof = make_profile(1000, 0.01);
+  const Cluster many = make_cluster({1000}, {1e-4, 1e9}, {});
+  CostInputs in{&many, &prof, make_model(4), 16, 25, 0, {}};
+  try {
+    study_heuristic(in, opts(16));
+    FAIL() << "the heuristic planned 1000 replicas of a batch of 16";
+  } catch (const UserError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("plan auto: the global batch 16 is smaller than the 1000 ranks", 0), 0u) << e.what();
+  }
+  try {
+    search_plans(in, opts(16));
+    FAIL() << "the search planned 1000 ranks for a batch of 16";
+  } catch (const UserError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("plan auto: no layout of the 1000 ranks fits the global batch 16", 0), 0u) << e.what();
   }
 }
 

@@ -61,6 +61,10 @@ TEST(TestbedSpec, OneLineErrors) {
             "t.toml: link 0: 'delay_ms' must be >= 0");
   EXPECT_EQ(error("delay = \"fast\"\n[[site]]\n"), "t.toml: 'delay' must be \"auto\", \"netem\" or \"delayer\"");
   EXPECT_EQ(error("[[site]]\ncpus = -1\n"), "t.toml: site 0: 'cpus' must be >= 0");
+  // Two links between one pair of sites: one would silently win (in either order of the names).
+  EXPECT_EQ(error("[[site]]\nname = \"a\"\n[[site]]\nname = \"b\"\n[[link]]\nsites = [\"a\", \"b\"]\ndelay_ms = 5\n"
+                  "[[link]]\nsites = [\"b\", \"a\"]\ndelay_ms = 50\n"),
+            "t.toml: link 1: sites 'b' and 'a' already have a link (link 0); give one per pair");
 }
 
 TEST(TestbedSpec, DelayBackendAndSlowSite) {

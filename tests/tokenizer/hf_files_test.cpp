@@ -92,6 +92,40 @@ TEST(HfFiles, LoadsTokenizerJson) {
   j["pre_tokenizer"]["add_prefix_space"] = true;
   test::write(tmp / "prefix/tokenizer.json", j.dump());
   EXPECT_NE(error_of(tmp / "prefix").find("add_prefix_space"), std::string::npos);
+  j["pre_tokenizer"]["add_prefix_space"] = false;
+  // What changes the encoding and slm does not implement is refused in one line naming it: a
+  // normalizer (Lowercase), Llama 3's digit split before ByteLevel, BPE options GPT-2 lacks.
+  const auto refused = [&](const std::string& name, nlohmann::json variant) {
+    test::write(tmp / (name + "/tokenizer.json"), variant.dump());
+    return error_of(tmp / name);
+  };
+  nlohmann::json lower = j;
+  lower["normalizer"] = {{"type", "Lowercase"}};
+  EXPECT_NE(refused("lower", lower).find("tokenizer.json: normalizer Lowercase; slm encodes exactly as GPT-2"),
+            std::string::npos);
+  nlohmann::json llama = j;
+  llama["pre_tokenizer"] = {{"type", "Sequence"},
+                            {"pretokenizers", {{{"type", "Split"}, {"pattern", {{"Regex", "\\p{N}{1,3}"}}}},
+                                               {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", false}}}}};
+  EXPECT_NE(refused("llama", llama).find("pre_tokenizer Sequence [Split, ByteLevel]"), std::string::npos);
+  nlohmann::json noregex = j;
+  noregex["pre_tokenizer"]["use_regex"] = false;
+  EXPECT_NE(refused("noregex", noregex).find("use_regex false"), std::string::npos);
+  nlohmann::json ignore = j;
+  ignore["model"]["ignore_merges"] = true;
+  EXPECT_NE(refused("ignore", ignore).find("model.ignore_merges"), std::string::npos);
+  nlohmann::json none = j;
+  none.erase("pre_tokenizer");
+  EXPECT_NE(refused("none", none).find("not a byte-level BPE (GPT-2's pre-tokenizer is ByteLevel, this is none)"),
+            std::string::npos);
+  // GPT-2's own file: null normalizer and dropout, a Sequence of one ByteLevel, empty affixes.
+  nlohmann::json gpt2 = j;
+  gpt2["normalizer"] = nullptr;
+  gpt2["model"]["dropout"] = nullptr;
+  gpt2["model"]["continuing_subword_prefix"] = "";
+  gpt2["pre_tokenizer"] = {{"type", "Sequence"}, {"pretokenizers", {j["pre_tokenizer"]}}};
+  test::write(tmp / "gpt2seq/tokenizer.json", gpt2.dump());
+  EXPECT_EQ(load_tokenizer(tmp / "gpt2seq").vocab_size(), 260);
   j["model"]["type"] = "WordPiece";
   test::write(tmp / "wp/tokenizer.json", j.dump());
   EXPECT_NE(error_of(tmp / "wp").find("tokenizer.json: not a BPE tokenizer (model.type WordPiece)"), std::string::npos);
