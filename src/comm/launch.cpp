@@ -18,6 +18,7 @@
 #include <functional>
 #include <string_view>
 
+#include "comm/launch_record.h"
 #include "util/error.h"
 
 namespace slm::comm {
@@ -240,18 +241,21 @@ int launch(const LaunchOptions& o) {
     port = o.master.substr(colon + 1);
   }
   catch_launcher_signals();
+  const LaunchRecord record;  // restarts that fail before they resume, and giving up, in RUN/events.jsonl
   std::string cause;
   for (int restart = 0;; ++restart) {
     // A fresh store port for each start (the old one may linger in TIME_WAIT); --master keeps its own.
     const std::string p = o.master.empty() ? std::to_string(free_port(false)) : port;
     const Outcome r = run_ranks(o, addr, p, restart, cause, {});
     if (r.code == 0 || r.by_user || o.max_restarts == 0) return r.code;
+    if (restart > 0) record.restart_failed(restart, cause, r.cause);
     if (const std::string why = not_restartable(r.code); !why.empty()) {
       std::fprintf(stderr, "slm launch: %s\n", why.c_str());
       return r.code;
     }
     if (restart >= o.max_restarts) {
       std::fprintf(stderr, "slm launch: giving up after %d restarts (last: %s)\n", o.max_restarts, r.cause.c_str());
+      record.gave_up(o.max_restarts, r.cause);
       return r.code;
     }
     cause = r.cause;

@@ -108,13 +108,21 @@ std::vector<uint8_t> bytes_of(const std::string& s) { return std::vector<uint8_t
 // Every rank counts itself in on the store and states its WORLD_SIZE; each waits until the count
 // reaches its world size, comparing its WORLD_SIZE with rank 0's (and rank 0 with everyone's) as
 // soon as they are there. So a peer that never arrives, or ranks launched with different world
-// sizes, fail in one line within join_timeout_s, before any process group is built.
+// sizes, fail in one line within join_timeout_s, before any process group is built. Rank 0 then
+// marks the rendezvous done, and a stray process that arrives later (another job on the same port)
+// is refused in one line instead of waiting for a job that will never count it in.
 void await_ranks(c10d::Store& store, const LaunchEnv& env, const std::optional<std::string>& secret,
                  double join_timeout_s, std::chrono::steady_clock::time_point start) {
   static int rendezvous = 0;  // a process may build several worlds in turn; all ranks in the same order
   const char* restart = std::getenv("TORCHELASTIC_RESTART_COUNT");  // torchrun's store outlives a restart
   const std::string key = fmt::format("slm/join{}.{}/", restart ? restart : "0", rendezvous++);
   const auto waited = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  // A process that reaches the store of a job whose ranks have all joined (a second job given the
+  // same MASTER_ADDR:MASTER_PORT) is refused at once, before it writes anything there.
+  if (env.rank != 0 && store.check({key + "done"}))
+    throw UserError(fmt::format("rendezvous at {}:{}: a job already runs there (all its ranks have joined); give this "
+                                "job another MASTER_PORT (slm launch --master HOST:PORT)",
+                                env.master_addr, env.master_port));
   admit(store, key, env, secret, join_timeout_s, waited, env.rank == 0 ? "" : local_address_towards(env.master_addr));
   store.set(key + "world/" + std::to_string(env.rank), bytes_of(std::to_string(env.world)));
   store.add(key + "count", 1);
@@ -130,7 +138,10 @@ void await_ranks(c10d::Store& store, const LaunchEnv& env, const std::optional<s
         throw UserError(fmt::format("rendezvous at {}:{}: ranks disagree on the world size: rank {} has WORLD_SIZE "
                                     "{}, rank {} has {} (start every rank with the same WORLD_SIZE)",
                                     env.master_addr, env.master_port, r, *ws, env.rank, env.world));
-    if (n >= env.world) return;
+    if (n >= env.world) {
+      if (env.rank == 0) store.set(key + "done", bytes_of("1"));
+      return;
+    }
     if (waited() > join_timeout_s)
       throw JobError(fmt::format("rendezvous at {}:{}: {} of {} ranks arrived within {:.0f} s (dist.join_timeout_s); "
                                   "start the others with the same MASTER_ADDR, MASTER_PORT and WORLD_SIZE ({} variables)",

@@ -88,6 +88,7 @@ RunSummary summarize(const std::string& run_dir) {
   s.median_step_s = upper_median(step_s);
   s.median_wall_step_s = wall.empty() ? 0 : upper_median(wall);
   s.restarts = train::read_restart_events(run_dir);
+  s.launcher_events = train::read_launcher_events(run_dir);
   return s;
 }
 
@@ -115,6 +116,7 @@ std::string summary_table(const RunSummary& s) {
                                                                : fmt::format("{} ({} finished steps lost, {:.1f} s down)",
                                                                              s.restarts.size(), lost, down));
   for (const auto& e : s.restarts) t += fmt::format("| | {} |\n", train::describe(e));
+  for (const std::string& e : s.launcher_events) t += fmt::format("| | {} |\n", e);
   return t;
 }
 

@@ -22,6 +22,7 @@ struct RunSummary {
   double median_step_s = 0, median_wall_step_s = 0;
   int64_t peak_mem_bytes = 0;
   std::vector<train::RestartEvent> restarts;  // RUN/events.jsonl
+  std::vector<std::string> launcher_events;   // the same file: failed restarts, giving up (in words)
 };
 
 RunSummary summarize(const std::string& run_dir);  // UserError if metrics.jsonl is missing/empty

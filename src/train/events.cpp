@@ -58,6 +58,25 @@ std::vector<RestartEvent> read_restart_events(const std::string& run) {
   return out;
 }
 
+std::vector<std::string> read_launcher_events(const std::string& run) {
+  std::vector<std::string> out;
+  std::ifstream in(run + "/events.jsonl");
+  for (std::string line; std::getline(in, line);) {
+    const auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (!j.is_object()) continue;
+    try {
+      const std::string kind = j.value("event", "");
+      if (kind == "restart_failed")
+        out.push_back(fmt::format("restart {} ({}) failed before it resumed: {}", j.value("restart", 0),
+                                  j.value("cause", ""), j.value("failure", "")));
+      else if (kind == "gave_up")
+        out.push_back(fmt::format("gave up after {} restarts (last: {})", j.value("restarts", 0), j.value("cause", "")));
+    } catch (const nlohmann::json::exception&) {  // a field of the wrong type: skip the line
+    }
+  }
+  return out;
+}
+
 std::string describe(const RestartEvent& e) {
   const bool moved = !e.old_layout.empty() && e.old_layout != e.layout;
   return fmt::format("restart {} ({}): resumed at step {}, {} finished step{} lost, down {:.1f} s, {} rank{} ({}{})",

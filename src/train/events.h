@@ -1,7 +1,8 @@
 // train/events.h: RUN/events.jsonl, the run's record of what happened to it besides its steps:
 // each restart of the job (when, why, from which step it resumed, how many finished steps were lost,
 // how long it was down, on which layout it ran and goes on). Rank 0 of the restarted job appends the line;
-// `slm report` shows them. No torch here.
+// the launcher adds what no rank can (comm/launch_record.h: a restart that failed before it resumed,
+// giving up); `slm report` shows them. No torch here.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -29,5 +30,8 @@ void append_restart_event(const std::string& run, const RestartEvent& e);
 // Every restart in RUN/events.jsonl (none when the file is missing); lines it cannot read are skipped.
 std::vector<RestartEvent> read_restart_events(const std::string& run);
 std::string describe(const RestartEvent& e);  // "restart 1 (rank 1 was killed by signal 9): ..."
+// What the launcher itself recorded in RUN/events.jsonl (comm/launch_record.h), in words: "restart 2
+// (cause) failed before it resumed: FAILURE", "gave up after 2 restarts (last: CAUSE)".
+std::vector<std::string> read_launcher_events(const std::string& run);
 
 }  // namespace slm::train

@@ -19,6 +19,7 @@
 
 #include "comm/collectives.h"
 #include "comm/hierarchy.h"
+#include "comm/launch_record.h"
 #include "report/tensorboard.h"
 #include "train/agreement.h"
 #include "train/async_checkpoint.h"
@@ -131,6 +132,7 @@ static void record_restart(const Trainer& t, const std::string& run, const std::
 
 int run_training(const Config& cfg_in, bool resume, int64_t stop_at) {
   const std::string run = cfg_in.run.dir;
+  comm::tell_launcher_run_dir(run);  // before rendezvous: a restart that fails there is recorded too
   std::unique_ptr<Trainer> t = make_trainer(cfg_in);
   if (!t) return 0;  // left out by parallel.plan = "auto"
   const Config& cfg = t->cfg;

@@ -139,6 +139,19 @@ expect_exit 1 "ranks disagree on the world size: rank 0 has WORLD_SIZE 2, rank 1
   env RANK=1 WORLD_SIZE=4 MASTER_ADDR=127.0.0.1 MASTER_PORT=29842 "${DIST[@]}" --set run.dir=ws
 wait $! && fail "rank 0 with another world size must fail too"
 grep -q "ranks disagree on the world size" ws0.log || { cat ws0.log; fail "rank 0's message"; }
+# A second job's rank given the port of a running job: one line at once (it waited for the
+# join timeout, then said that not all ranks had connected).
+for r in 0 1; do
+  env RANK=$r WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29843 "${DIST[@]}" --set schedule.max_steps=100000 \
+    --set batch.micro_batch=2 --set checkpoint.every=0 --set run.dir=busy > busy$r.log 2>&1 &
+done
+for i in $(seq 100); do grep -q "step " busy0.log && break; sleep 0.2; done
+grep -q "step " busy0.log || { cat busy0.log; fail "the running job did not start"; }
+start=$(date +%s)
+expect_exit 1 "rendezvous at 127.0.0.1:29843: a job already runs there (all its ranks have joined)" \
+  env RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29843 "${DIST[@]}" --set run.dir=stray
+[ $(( $(date +%s) - start )) -lt 3 ] || fail "the stray rank waited"
+kill -INT $(jobs -p) 2>/dev/null; wait
 python3 -c 'import socket, time; s = socket.socket(); s.bind(("127.0.0.1", 29843)); s.listen(); time.sleep(8)' &
 holder=$!
 sleep 0.5

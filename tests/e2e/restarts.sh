@@ -11,7 +11,8 @@
 #     training thread in metrics.jsonl. (A full disk during a background write: hardening.sh.)
 #  3. The launcher gives up after N restarts, never restarts an input or usage error (exit 1, 2:
 #     a missing dataset, a run that needs --resume), stops with 143 and a line on SIGTERM during
-#     --restart-delay, and refuses --max-restarts with a fixed --nnodes > 1 (across machines:
+#     --restart-delay, records a restart that failed before it resumed and giving up in
+#     RUN/events.jsonl, and refuses --max-restarts with a fixed --nnodes > 1 (across machines:
 #     elastic.sh).
 source "$(dirname "$0")/lib.sh"
 cd "$WORK"
@@ -139,6 +140,22 @@ rc=0; "$SLM" launch -n 1 --max-restarts 2 --restart-delay 0 -- "$SLM" train "${C
 [ $rc -eq 1 ] && grep -q "pass --resume" again.log && ! grep -q "restart 1 of" again.log \
   && [ "$(ls done/checkpoints)" = step_00000020 ] && [ "$(cat done/checkpoints/*/* | sha256sum)" = "$sum_before" ] \
   || { cat again.log; ls done/checkpoints; fail "the refusal to overwrite a run was restarted into a resume (exit $rc)"; }
+# A restart whose rank dies again before the job resumed (here: rank 1 before rendezvous, every
+# time) is recorded by the launcher in RUN/events.jsonl, and so is giving up (there was no file).
+cat > die1.sh <<'SH'
+if [ "$RANK" = 1 ]; then sleep 5; exit 5; fi  # rank 0 is in rendezvous by then
+exec "$@"
+SH
+rc=0; "$SLM" launch -n 2 --max-restarts 1 --restart-delay 0 --grace 5 -- sh die1.sh "$SLM" train "${COMMON[@]}" --dp 2 \
+  --set run.dir=dies > dies.log 2>&1 || rc=$?
+[ $rc -eq 5 ] && grep -q "giving up after 1 restarts (last: rank 1 exited with code 5)" dies.log || { cat dies.log; fail "dies: exit $rc"; }
+python3 - dies/events.jsonl <<'PY' || fail "the failed restart and giving up are not in events.jsonl"
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1])]
+assert [e["event"] for e in ev] == ["restart_failed", "gave_up"], ev
+assert ev[0]["restart"] == 1 and ev[0]["cause"] == ev[0]["failure"] == "rank 1 exited with code 5", ev
+assert ev[1]["restarts"] == 1 and ev[1]["cause"] == "rank 1 exited with code 5", ev
+PY
 # SIGTERM while the launcher waits to restart: exit 143 and a line, not the failed rank's code.
 "$SLM" launch -n 1 --max-restarts 2 --restart-delay 30 -- sh -c 'kill -9 $$' > delay.log 2>&1 &
 launcher=$!
