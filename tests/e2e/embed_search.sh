@@ -147,7 +147,15 @@ python3 -c "import random; random.seed(1); print(' '.join('w%d' % random.randran
 for mode in lexical hybrid; do
   timeout 60 "$SLM" search ix --queries long.txt --mode $mode -k 3 > /dev/null 2>&1 || fail "a 100 KB $mode query: not answered within 60 s"
 done
-echo "ok: multi-byte and invalid UTF-8 (character boundaries, --json), -k beyond the index, a 100 KB query"
+# SIGTERM stops a long run of queries like any command (exit 143, one line); it was ignored.
+for i in $(seq 20000); do echo "query number $i about the sea"; done > many.txt
+"$SLM" search ix --queries many.txt --mode vector -k 1 > /dev/null 2> term.txt &
+searcher=$!
+sleep 2
+kill -TERM $searcher
+rc=0; wait $searcher || rc=$?
+[ $rc -eq 143 ] && grep -q "slm: search: stopped by signal 15" term.txt || { cat term.txt; fail "SIGTERM during a search: exit $rc"; }
+echo "ok: multi-byte and invalid UTF-8 (character boundaries, --json), -k beyond the index, a 100 KB query, SIGTERM"
 
 # 3. Append from the run folder (same weights as its export).
 before=$($PY -c "import numpy; print(numpy.load('ix/embeddings.npy').shape[0])")

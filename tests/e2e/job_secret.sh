@@ -28,7 +28,18 @@ printf '%s\n' "$SECRET" > secret.txt && chmod 600 secret.txt
 chmod 644 secret.txt
 expect_error "others may read it; chmod 600" env RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29861 \
   "$SLM" train "${COMMON[@]}" --set dist.secret_file="$WORK/secret.txt" --set run.dir=bad
-echo "ok: jobs with a secret train; the secret is written nowhere"
+# The same secret in files at different places on different ranks (as on different machines),
+# one of them written on Windows (CRLF): the same job (the paths once made the configurations differ).
+mkdir -p elsewhere && printf '%s\r\n' "$SECRET" > elsewhere/s.txt && chmod 600 elsewhere/s.txt secret.txt
+pids=()
+for r in 0 1; do
+  f=$([ $r = 0 ] && echo "$WORK/secret.txt" || echo "$WORK/elsewhere/s.txt")
+  env RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29865 \
+    "$SLM" train "${COMMON[@]}" --set dist.secret_file="$f" --set run.dir=paths > paths$r.log 2>&1 &
+  pids+=($!)
+done
+wait "${pids[0]}" && wait "${pids[1]}" || { cat paths0.log paths1.log; fail "the same secret in two files"; }
+echo "ok: jobs with a secret train; the secret is written nowhere; its file may be anywhere"
 
 # 2. A stranger with the wrong secret arrives first as rank 1.
 rank() {  # rank R PORT SECRET RUN
