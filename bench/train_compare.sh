@@ -22,7 +22,7 @@ export GLIBC_TUNABLES=glibc.malloc.mmap_threshold=1073741824:glibc.malloc.trim_t
 W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
 for r in $(seq "$ROUNDS"); do
   PY=${PY:-/usr/bin/python3}
-  py=$("$PY" "$(dirname "$0")/train_reference.py" $L $C $H $T $V $B $MICRO "$STEPS" "$PREC" "$THREADS" eager)
+  py=$(PEAK_OUT="$W/eager_peak" "$PY" "$(dirname "$0")/train_reference.py" $L $C $H $T $V $B $MICRO "$STEPS" "$PREC" "$THREADS" eager)
   compiled=""
   if [ "${COMPILE:-0}" = 1 ]; then
     c=$("$PY" "$(dirname "$0")/train_reference.py" $L $C $H $T $V $B $MICRO "$STEPS" "$PREC" "$THREADS" compile 2>/dev/null || echo 0)
@@ -43,9 +43,11 @@ print(f\"{statistics.median(x['tokens_per_s'] for x in r):.0f}\")")
 import json, statistics
 r = [json.loads(l) for l in open('$W/run/metrics.jsonl') if 'mfu' in l][2:]
 print(f\"{100 * statistics.median(x['mfu'] for x in r):.1f}%\")")
+  # Peak memory: on a GPU slm's and eager PyTorch's device peaks (max_memory_allocated), else slm's RSS.
   peak=$(python3 -c "
 import json
 r = [json.loads(l) for l in open('$W/run/metrics.jsonl') if 'peak_mem_bytes' in l]
-print(f\"{max(x['peak_mem_bytes'] for x in r) / 2**30:.2f}\")")
-  echo "round $r ($DEVICE $PREC, L=$L C=$C T=$T V=$V, batch $B micro $MICRO, $THREADS threads): pytorch $("$PY" -c 'import torch; print(torch.__version__)') eager $py tok/s$compiled, slm ($("$SLM" --version)) $slm tok/s (MFU $mfu), peak RSS $peak GiB, ratio to eager $(python3 -c "print(f'{$slm/$py:.2f}')")"
+gpu = max(x.get('gpu_peak_mem_bytes', 0) for x in r)
+print(f\"GPU {gpu / 2**30:.2f} GiB (eager $(cat "$W/eager_peak" 2>/dev/null || echo -) GiB)\" if gpu else f\"RSS {max(x['peak_mem_bytes'] for x in r) / 2**30:.2f} GiB\")")
+  echo "round $r ($DEVICE $PREC, L=$L C=$C T=$T V=$V, batch $B micro $MICRO, $THREADS threads): pytorch $("$PY" -c 'import torch; print(torch.__version__)') eager $py tok/s$compiled, slm ($("$SLM" --version)) $slm tok/s (MFU $mfu), peak $peak, ratio to eager $(python3 -c "print(f'{$slm/$py:.2f}')")"
 done

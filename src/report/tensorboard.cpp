@@ -120,6 +120,7 @@ std::string tensorboard_tag(const std::string& field) {
       {"skipped", "optim/skipped_steps"}, {"mfu", "speed/mfu"}, {"cost_usd", "cost/usd"},
       {"tokens_per_usd", "cost/tokens_per_usd"}, {"loss_drop_per_usd", "cost/loss_drop_per_usd"},
       {"peak_mem_per_rank", "memory/peak_per_rank"}, {"peak_mem_bytes", "memory/peak_bytes"},
+      {"gpu_peak_mem_bytes", "memory/gpu_peak_bytes"},
       {"checkpoint_s", "checkpoint/seconds"}, {"tokens", "speed/tokens_per_step"}};
   if (const auto it = named.find(field); it != named.end()) return it->second;
   if (field == "step" || field == "time" || field == "checkpoint_async") return "";

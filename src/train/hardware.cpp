@@ -13,6 +13,11 @@
 #include <torch/cuda.h>
 #include <torch/torch.h>
 
+#ifdef SLM_HAVE_CUDA_KERNELS
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAFunctions.h>
+#endif
+
 #include "train/cuda_info.h"
 #include "train/runtime.h"
 
@@ -95,6 +100,16 @@ DeviceInfo describe_device(const std::string& device, const std::string& precisi
   } catch (...) {  // caching is best effort
   }
   return d;
+}
+
+int64_t gpu_peak_memory_bytes() {
+#ifdef SLM_HAVE_CUDA_KERNELS
+  if (!torch::cuda::is_available()) return 0;
+  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(c10::cuda::current_device());
+  return stats.allocated_bytes[0].peak;  // [0]: every pool together (StatType::AGGREGATE)
+#else
+  return 0;
+#endif
 }
 
 int64_t peak_memory_bytes() {

@@ -26,6 +26,10 @@ std::string cpu_model_name();
 
 // Peak resident memory of this process (CPU), in bytes.
 int64_t peak_memory_bytes();
+// The most GPU memory this process's tensors held at once on its current CUDA device (LibTorch's
+// caching allocator's peak of allocated bytes, as torch.cuda.max_memory_allocated); 0 without a
+// GPU or in a build without the CUDA headers (SLM_HAVE_CUDA_KERNELS).
+int64_t gpu_peak_memory_bytes();
 // Resident memory of this process now (CPU), in bytes.
 int64_t resident_memory_bytes();
 

@@ -257,6 +257,7 @@ int run_training(const Config& cfg_in, bool resume, int64_t stop_at) {
          {"bytes_dp", g.bytes_dp}, {"bytes_outer", g.bytes_outer}, {"peak_mem_per_rank", all.peak_mem},
          {"agree_steps", block}, {"agree_wait_s", g.wait_s},
          {"mfu", step_flop / step_s / dev.peak_flops}, {"peak_mem_bytes", peak_memory_bytes()},
+         {"gpu_peak_mem_bytes", gpu_peak_memory_bytes()},
          {"cost_usd", spent_usd},
          {"tokens_per_usd", s.tokens / (step_s / 3600.0 * dev.price_per_hour * devices)},
          {"loss_drop_per_usd", (first_loss - s.loss) / spent_usd}};

@@ -18,6 +18,7 @@
 #include "model/gpu_attention.h"
 #include "model/hf_import.h"
 #include "parallel/pipeline/stage.h"
+#include "planner/cost_model.h"
 #include "parallel/diloco.h"
 #include "parallel/plan_groups.h"
 #include "parallel/sync_by_time.h"
@@ -492,9 +493,7 @@ parallel::ModelShape model_shape(const model::GPT2Config& m, const std::string& 
 }
 
 double step_flops(const model::GPT2Config& m, int64_t batch, int64_t s) {
-  const double B = batch, h = m.n_embd, L = m.n_layer, V = m.vocab_size;
-  const double k = m.recompute ? 96.0 : 72.0;  // recomputation adds one block forward
-  return k * B * s * h * h * L * (1.0 + s / (6.0 * h)) + 6.0 * B * s * h * V;
+  return planner::model_flops(model_shape(m, "fp32"), batch, s);  // the planner's count: one formula
 }
 
 }  // namespace slm::train

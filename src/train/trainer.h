@@ -97,7 +97,9 @@ double mean_loss(const LossFn& loss, data::Loader& loader, int64_t micro, int64_
 parallel::ModelShape model_shape(const model::GPT2Config& m, const std::string& precision = "fp32");
 
 // FLOPs of one optimizer step by the GPT-2 scaling studies' formula (Narayanan et al.):
-// 72·B·s·h²·L·(1 + s/(6h)) + 6·B·s·h·V, with 96 for 72 under activation recomputation.
+// 72·B·s·h²·L·(1 + s/(6h)) + 6·B·s·h·V, with 96 for 72 under activation recomputation and V the
+// padded vocabulary (a GPU runs the head's GEMMs over it; the CPU over V, 0.1% less for GPT-2):
+// planner::model_flops, so training's MFU and the planner's TFLOP/s count the same work.
 double step_flops(const model::GPT2Config& m, int64_t batch, int64_t seq_len);
 
 }  // namespace slm::train

@@ -1,11 +1,14 @@
 // tests/train/config_test.cpp: TOML configuration: defaults, file + overrides, typed values,
-// unknown keys rejected by name, the saved effective config reads back identically; LR schedule.
+// unknown keys rejected by name, the saved effective config reads back identically; LR schedule;
+// the FLOPs of a step (one count with the planner).
 #include "train/config.h"
 
 #include <gtest/gtest.h>
 
 #include "test_util.h"
+#include "planner/cost_model.h"
 #include "train/optim.h"
+#include "train/trainer.h"
 #include "util/error.h"
 
 namespace slm::train {
@@ -67,4 +70,22 @@ TEST(Schedule, WarmupThenCosineOrLinearToFloor) {
   EXPECT_DOUBLE_EQ(lr_at(s, 1.0, 100), 1.0);
 }
 
+}  // namespace slm::train
+
+namespace slm::train {
+namespace {
+
+// One FLOPs count for training's MFU and the planner's TFLOP/s (they once differed: the real
+// against the padded vocabulary): GPT-2 124M at 1024 tokens, the head over the padded 50,304.
+TEST(Flops, TrainingCountsThePlannersFlops) {
+  model::GPT2Config m;
+  m.n_layer = 12, m.n_head = 12, m.n_embd = 768, m.block_size = 1024, m.vocab_size = 50257;
+  const double want = 72.0 * 8 * 1024 * 768.0 * 768 * 12 * (1 + 1024 / (6.0 * 768)) + 6.0 * 8 * 1024 * 768 * 50304;
+  EXPECT_DOUBLE_EQ(step_flops(m, 8, 1024), want);
+  EXPECT_DOUBLE_EQ(step_flops(m, 8, 1024), planner::model_flops(model_shape(m), 8, 1024));
+  m.recompute = true;  // one more block forward: 96 for 72
+  EXPECT_DOUBLE_EQ(step_flops(m, 8, 1024), want + 24.0 * 8 * 1024 * 768.0 * 768 * 12 * (1 + 1024 / (6.0 * 768)));
+}
+
+}  // namespace
 }  // namespace slm::train
