@@ -142,14 +142,14 @@ grep -q "ranks disagree on the world size" ws0.log || { cat ws0.log; fail "rank 
 # A second job's rank given the port of a running job: one line at once (it waited for the
 # join timeout, then said that not all ranks had connected).
 for r in 0 1; do
-  env RANK=$r WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29843 "${DIST[@]}" --set schedule.max_steps=100000 \
+  env RANK=$r WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29846 "${DIST[@]}" --set schedule.max_steps=100000 \
     --set batch.micro_batch=2 --set checkpoint.every=0 --set run.dir=busy > busy$r.log 2>&1 &
 done
 for i in $(seq 100); do grep -q "step " busy0.log && break; sleep 0.2; done
 grep -q "step " busy0.log || { cat busy0.log; fail "the running job did not start"; }
 start=$(date +%s)
-expect_exit 1 "rendezvous at 127.0.0.1:29843: a job already runs there (all its ranks have joined)" \
-  env RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29843 "${DIST[@]}" --set run.dir=stray
+expect_exit 1 "rendezvous at 127.0.0.1:29846: a job already runs there (all its ranks have joined)" \
+  env RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29846 "${DIST[@]}" --set run.dir=stray
 [ $(( $(date +%s) - start )) -lt 3 ] || fail "the stray rank waited"
 kill -INT $(jobs -p) 2>/dev/null; wait
 python3 -c 'import socket, time; s = socket.socket(); s.bind(("127.0.0.1", 29843)); s.listen(); time.sleep(8)' &
