@@ -35,7 +35,7 @@ namespace {
 [[noreturn]] void fail(const Group& g, const char* op, const std::exception& e) {
   std::string what = e.what();
   what = what.substr(0, what.find('\n'));
-  std::string who = g.backend && g.backend->health ? g.backend->health->lost_ranks(g.ranks) : "a peer";
+  std::string who = g.backend && g.backend->health ? g.backend->health->lost_ranks() : "a peer";
   throw PeerLost(fmt::format("{} in group {} ({} ranks) failed; lost {}: {}", op, g.name, g.size, who, what));
 }
 

@@ -22,7 +22,7 @@ c10::intrusive_ptr<c10d::Store> connect(const std::string& host, int port) {
 }
 }  // namespace
 
-Health::Health(const std::string& host, int port, int rank_) : rank(rank_) {
+Health::Health(const std::string& host, int port, int rank_, int world_) : rank(rank_), world(world_) {
   store = connect(host, port);
   store->add(fmt::format("hb/{}", rank), 1);
   thread = std::thread([this] {
@@ -46,10 +46,11 @@ Health::~Health() {
   if (thread.joinable()) thread.join();
 }
 
-std::string Health::lost_ranks(const std::vector<int>& ranks) {
+std::string Health::lost_ranks() {
   std::map<int, int64_t> before;
-  std::vector<int> job;  // the job's ranks: heartbeats and messages use them
-  for (int r : ranks) job.push_back(job_rank.empty() ? r : job_rank.at(static_cast<size_t>(r)));
+  std::vector<int> job = job_rank;  // the job's ranks still in it: heartbeats and messages use them
+  if (job.empty())
+    for (int r = 0; r < world; ++r) job.push_back(r);
   try {
     for (int r : job) before[r] = store->add(fmt::format("hb/{}", r), 0);
     std::this_thread::sleep_for(kBeat * 3);

@@ -204,7 +204,7 @@ World init_world(const DistConfig& cfg, const std::string& device) {
   store->setTimeout(std::chrono::milliseconds(static_cast<int64_t>(cfg.join_timeout_s * 1000)));
   await_ranks(*store, w.env, secret, cfg.join_timeout_s, start);
   w.store = std::make_shared<c10::intrusive_ptr<c10d::Store>>(store);
-  auto health = std::make_shared<Health>(w.env.master_addr, w.env.master_port, w.env.rank);
+  auto health = std::make_shared<Health>(w.env.master_addr, w.env.master_port, w.env.rank, w.env.world);
   w.world.backend = make_backend(w, "world/", w.env.rank, w.env.world, cfg);
   w.world.backend->health = health;
   return w;

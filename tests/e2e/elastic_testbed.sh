@@ -37,7 +37,7 @@ lose_site_b() {
 import json, sys
 ev = [json.loads(l) for l in open(sys.argv[1])]
 assert len(ev) == 1 and ev[0]["world"] == 2 and "did not come back" in ev[0]["cause"], ev
-assert "lost ranks 2, 3" in ev[0]["cause"], ev  # the surviving rank's own words
+assert "lost ranks 2, 3" in ev[0]["cause"], ev  # the surviving rank names every lost rank of the job, whichever group failed
 print("ok: site b lost:", ev[0]["cause"], "->", ev[0]["layout"])
 PY
 }
