@@ -1,8 +1,9 @@
-// tests/test_util.h: helpers shared by the unit tests: a temporary directory, file writing, and
-// the location of ../shared/data (tests that need it call GTEST_SKIP when it is absent).
+// tests/test_util.h: helpers shared by the unit tests: a temporary directory, a temporary HOME (for
+// the measurement cache), file writing, and the location of ../shared/data (tests that need it call GTEST_SKIP when it is absent).
 #pragma once
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -17,6 +18,22 @@ struct TempDir {
   }
   ~TempDir() { std::filesystem::remove_all(path); }
   std::string operator/(const std::string& name) const { return path + "/" + name; }
+};
+
+// HOME pointed at a fresh folder for the object's life (so ~/.cache/slmtrain starts empty).
+struct TempHome {
+  std::string dir, saved;
+  explicit TempHome(const std::string& name)
+      : dir("/tmp/slm_test_" + name + "_home_" + std::to_string(::getpid())),
+        saved(std::getenv("HOME") ? std::getenv("HOME") : "") {
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    ::setenv("HOME", dir.c_str(), 1);
+  }
+  ~TempHome() {
+    ::setenv("HOME", saved.c_str(), 1);
+    std::filesystem::remove_all(dir);
+  }
 };
 
 inline void write(const std::string& path, const std::string& contents) {

@@ -39,19 +39,6 @@ void add_layout_flags(CLI::App* cmd, std::vector<std::string>& sets);
 // (GPT-2's 50257 when there is no dataset either) (plan_cmd.cpp).
 train::Config model_config(const std::string& config, const std::vector<std::string>& set);
 
-// What planning needs (plan_auto_cmd.cpp): the cluster file (+ a probe's links), the precision
-// training would use there, and the compute profile (a file, else the device table).
-struct PlanningInputs {
-  testbed::TestbedSpec spec;
-  planner::Cluster cluster;
-  planner::ComputeProfile profile;
-  std::string profile_from, precision;
-  int64_t seq_len = 0;
-};
-PlanningInputs load_planning_inputs(const train::Config& cfg, const std::string& cluster, const std::string& topology,
-                                    const std::string& profile);
-// A plan with the run's [dist]/[parallel]/[model] options as a planner candidate on every rank.
-planner::Candidate candidate_of(const parallel::Plan& plan, const train::Config& cfg, const planner::Cluster& c);
 // One line: the prediction's step time and its terms.
 std::string describe_prediction(const planner::Prediction& p);
 

@@ -2,7 +2,7 @@
 // per check with a verdict (ok, info, warn, fail) and, where something is missing, the command that
 // fixes it. It measures instead of guessing (the GEMM peaks and the precision probe that `slm train`
 // uses, cached in ~/.cache/slmtrain/), and reads the same facts as `slm train`'s header
-// (train/machine.h). Exit 1 when a check fails.
+// (host/machine.h). Exit 1 when a check fails.
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -15,13 +15,13 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "host/device.h"
+#include "host/hardware.h"
+#include "host/machine.h"
+#include "host/runtime.h"
 #include "model/kernel_threads.h"
 #include "testbed/netns.h"
-#include "train/device.h"
-#include "train/hardware.h"
-#include "train/machine.h"
 #include "train/precision.h"
-#include "train/runtime.h"
 #include "util/cache_dir.h"
 #include "util/files.h"
 
@@ -43,21 +43,21 @@ double free_bytes(const std::string& dir) {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
-// The BLAS that takes LibTorch's fp32 products on the CPU (train/blas_info.h).
-Check blas_check(const train::BlasInfo& b) {
-  const train::BlasWarning w = train::blas_warning(b);
+// The BLAS that takes LibTorch's fp32 products on the CPU (host/blas_info.h).
+Check blas_check(const host::BlasInfo& b) {
+  const host::BlasWarning w = host::blas_warning(b);
   if (!w.problem.empty()) return {"blas", "warn", w.problem, w.fix};
   return {"blas", "ok", b.kind + " takes fp32 matrix products (" + b.file + ")", ""};
 }
 
-std::vector<Check> hardware_checks(const train::MachineFacts& m) {
+std::vector<Check> hardware_checks(const host::MachineFacts& m) {
   std::vector<Check> c;
   const std::string build = m.torch_cuda ? (m.torch_nccl ? "with CUDA and NCCL" : "with CUDA") : "CPU-only";
   c.push_back({"slm", "ok", fmt::format("LibTorch {} ({})", m.torch_version, build), ""});
   c.push_back(blas_check(m.blas));
   const bool avx2 = std::find(m.cpu_features.begin(), m.cpu_features.end(), "avx2") != m.cpu_features.end();
   c.push_back({"cpu", avx2 ? "ok" : "warn",
-               train::describe_cpu(m) + "; slm train uses all of them, slm launch -n N shares them" +
+               host::describe_cpu(m) + "; slm train uses all of them, slm launch -n N shares them" +
                    (avx2 ? "" : "; without AVX2 training is slow"),
                ""});
   const double avail = m.memory_available_bytes / kGiB;
@@ -86,10 +86,10 @@ std::vector<Check> hardware_checks(const train::MachineFacts& m) {
 // The GEMM peaks (MFU's denominator) and the precision `auto` picks for the configuration's step.
 std::vector<Check> speed_checks(const train::Config& cfg) {
   std::vector<Check> c;
-  const std::string device = train::resolve_device(cfg.system.device, cfg.dist.backend);
-  train::configure_cpu_threads(cfg.system.threads, 1);
-  c.push_back({"runtime", "ok", train::runtime_settings() + " (as `slm train` runs; set one to override it)", ""});
-  const int kernel = model::kernel_threads(), threads = train::cpu_threads();
+  const std::string device = host::resolve_device(cfg.system.device, cfg.dist.backend);
+  host::configure_cpu_threads(cfg.system.threads, 1);
+  c.push_back({"runtime", "ok", host::runtime_settings() + " (as `slm train` runs; set one to override it)", ""});
+  const int kernel = model::kernel_threads(), threads = host::cpu_threads();
   c.push_back(kernel == threads
                   ? Check{"kernels", "ok", fmt::format("slm's own CPU kernels run on all {} threads", threads), ""}
                   : Check{"kernels", "warn",
@@ -97,7 +97,7 @@ std::vector<Check> speed_checks(const train::Config& cfg) {
                                       threads),
                           "rebuild with scripts/setup.sh --build"});
   for (const char* p : {"fp32", "bf16"}) {
-    const train::DeviceInfo d = train::describe_device(device, p, train::cpu_threads(), 0, 0);
+    const host::DeviceInfo d = host::describe_device(device, p, host::cpu_threads(), 0, 0);
     c.push_back({std::string(p) + " peak", "ok",
                  fmt::format("{:.3f} TFLOP/s on {} (matmul, {})", d.peak_flops / 1e12, d.name, d.peak_source), ""});
   }
@@ -163,8 +163,8 @@ void add_doctor_command(CLI::App& app) {
   cmd->add_flag("--json", a->json, "one JSON array of {check, verdict, detail, fix}");
   cmd->callback([a] {
     const train::Config cfg = model_config(a->config, a->set);
-    const train::MachineFacts m = train::machine_facts();
-    if (!a->json) std::printf("slm doctor: %s\n", train::describe_machine(m).c_str());
+    const host::MachineFacts m = host::machine_facts();
+    if (!a->json) std::printf("slm doctor: %s\n", host::describe_machine(m).c_str());
     std::vector<Check> checks = hardware_checks(m);
     for (Check& c : speed_checks(cfg)) checks.push_back(std::move(c));
     for (Check& c : tool_checks()) checks.push_back(std::move(c));

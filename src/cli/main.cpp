@@ -13,15 +13,15 @@
 
 #include "cli/checks.h"
 #include "cli/commands.h"
+#include "host/runtime.h"
 #include "util/error.h"
-#include "train/runtime.h"
 #include "util/interrupt.h"
 
 int main(int argc, char** argv) {
   // Every command that may compute (`launch` too: its ranks inherit the settings, and an elastic
   // launcher's c10d store logs through glog).
-  if (argc > 1 && slm::train::runs_compute(argv[1])) slm::train::reexec_with_blas_env(argc, argv);
-  slm::train::configure_process();
+  if (argc > 1 && slm::host::runs_compute(argv[1])) slm::host::reexec_with_blas_env(argc, argv);
+  slm::host::configure_process();
   CLI::App app{
       "slm: pretrain small GPT-2-class language models on your own corpus and cluster.\n"
       "Run `slm <command> --help` for the options of each command; `slm doctor` checks this machine.",

@@ -1,42 +1,27 @@
-// cli/plan_auto_cmd.cpp: `slm plan auto`: choose the layout for a cluster. Reads the cluster
-// description (the testbed TOML with devices, planner/cluster.h), optionally the links of
-// `slm probe` (topology.json) and the compute of `slm profile` (profile.json; without one, the
-// device table's assumptions), searches every layout (planner/search.h), prints the top K with
-// their predictions and why the other layout families lost, and writes the best plan with the
-// settings it needs ([set], planner/plan_file.h). --measure K runs the top K on the real ranks
-// (the testbed when the file can be emulated and we are root, else `slm launch` on this machine)
-// for a few steps in --measure-rounds rounds (the order reversed each round), prints predicted
-// against measured, and writes the measured best.
-#include <unistd.h>
-
+// cli/plan_auto_cmd.cpp: `slm plan auto`: choose the layout for a cluster. Parses the flags, loads
+// the planning inputs (autoplan/inputs.h: the cluster file, optionally `slm probe`'s links and
+// `slm profile`'s compute, else the device table), searches every layout (planner/search.h),
+// optionally runs the top K on the real ranks (autoplan/measure.h), and prints the top K with their
+// predictions, why the other layout families lost and the study heuristic's pick; writes the best
+// plan with the settings it needs ([set], planner/plan_file.h).
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
-#include <filesystem>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "autoplan/inputs.h"
+#include "autoplan/measure.h"
 #include "cli/commands.h"
-#include "planner/comm_cost.h"
-#include "planner/devices.h"
 #include "planner/plan_file.h"
 #include "planner/search.h"
 #include "testbed/spec.h"
-#include "train/hardware.h"
-#include "train/precision.h"
-#include "train/profile.h"
-#include "train/runtime.h"
 #include "train/trainer.h"
 #include "util/error.h"
-#include "util/files.h"
-#include "util/stats.h"
 
 namespace slm::cli {
 namespace {
-namespace fs = std::filesystem;
 
 struct AutoArgs {
   std::string config, cluster, topology, profile, out, strategy = "search", objective;
@@ -47,17 +32,6 @@ struct AutoArgs {
 
 std::string mib(double b) { return fmt::format("{:.1f}", b / (1 << 20)); }
 std::string gib(double b) { return fmt::format("{:.2f}", b / (1024.0 * 1024 * 1024)); }
-
-// The precision training would use on these devices: the config's, or for "auto" this machine's
-// choice on CPU clusters and bf16 (fp16 without bf16 units) on GPUs.
-std::string planning_precision(const train::Config& cfg, const planner::Cluster& c) {
-  if (cfg.system.precision != "auto") return cfg.system.precision;
-  const planner::DeviceSpec* d = planner::find_device(c.ranks[0].device);
-  if (d && d->name != "cpu") return d->bf16_tflops > 0 ? "bf16" : "fp16";
-  std::string why;
-  const int64_t T = cfg.batch.seq_len > 0 ? cfg.batch.seq_len : cfg.model.block_size;
-  return train::resolve_precision("auto", "cpu", {cfg.model, cfg.batch.micro_batch, T}, &why);
-}
 
 nlohmann::json to_json(const planner::Ranked& r, const planner::Cluster& cl) {
   const planner::Prediction& p = r.p;
@@ -83,102 +57,7 @@ void print_table(const std::vector<planner::Ranked>& rows, const planner::Cluste
   }
 }
 
-std::string quote(const std::string& s) {
-  std::string o = "'";
-  for (char c : s) o += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return o + "'";
-}
-
-// Step times (steps 2..: the first warms up) of a short run of `plan_file` on every rank of the
-// cluster; empty when the run failed.
-std::vector<double> measure_plan(const AutoArgs& a, const std::string& plan_file, const std::string& dir, bool testbed,
-                                 int world) {
-  char buf[4096];
-  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  const std::string self = n > 0 ? std::string(buf, static_cast<size_t>(n)) : "slm";
-  std::string train = quote(self) + " train";
-  if (!a.config.empty()) train += " -c " + quote(a.config);
-  for (const std::string& s : a.set) train += " --set " + quote(s);
-  train += fmt::format(" --set parallel.plan={} --set run.dir={} --set schedule.max_steps={} --set eval.every=0 "
-                       "--set checkpoint.every=0 --set log.every=1",
-                       quote(plan_file), quote(dir + "/run"), a.measure_steps);
-  const std::string launcher = testbed ? quote(self) + " testbed run " + quote(a.cluster) + " -- "
-                                       : fmt::format("{} launch -n {} -- ", quote(self), world);
-  const std::string cmd = launcher + train + " > " + quote(dir + "/log") + " 2>&1";
-  std::error_code ec;
-  fs::remove_all(dir + "/run", ec);
-  if (std::system(cmd.c_str()) != 0) return {};
-  std::vector<double> steps;
-  std::ifstream in(dir + "/run/metrics.jsonl");
-  for (std::string line; std::getline(in, line);) {
-    auto j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_object() && j.contains("step_s")) steps.push_back(j["step_s"].get<double>());
-  }
-  if (steps.size() < 2) return {};
-  steps.erase(steps.begin());
-  return steps;
-}
-
 }  // namespace
-
-PlanningInputs load_planning_inputs(const train::Config& cfg, const std::string& cluster, const std::string& topology,
-                                    const std::string& profile) {
-  PlanningInputs p;
-  if (cluster.empty()) throw UserError("plan: --cluster FILE is required (the testbed TOML with devices)");
-  if (!path_exists(cluster)) throw UserError(fmt::format("{}: no such file", cluster));
-  p.spec = testbed::parse_testbed(read_file(cluster), cluster);
-  p.cluster = planner::cluster_from_spec(p.spec, cluster);
-  if (!topology.empty()) {
-    if (!path_exists(topology)) throw UserError(fmt::format("{}: no such file", topology));
-    planner::apply_topology(p.cluster, read_file(topology), topology);
-  }
-  p.seq_len = cfg.batch.seq_len > 0 ? cfg.batch.seq_len : cfg.model.block_size;
-  if (!profile.empty()) {
-    if (!path_exists(profile)) throw UserError(fmt::format("{}: no such file", profile));
-    p.profile = planner::parse_profile(read_file(profile), profile);
-  }
-  // With "auto", a profile's precision is what `slm profile` measured the ranks to pick (it probes
-  // at its largest micro-batch, so its choice can differ from a probe at the config's).
-  p.precision = cfg.system.precision == "auto" && !profile.empty() ? p.profile.shape.precision
-                                                                  : planning_precision(cfg, p.cluster);
-  const planner::ProfileShape shape = train::profile_shape(cfg.model, p.seq_len, p.precision);
-  if (!profile.empty()) {
-    planner::check_profile(p.profile, shape, p.cluster.world(), profile);
-    p.profile_from = profile + " (" + p.profile.ranks[0].source + ")";
-  } else {
-    // The device table; CPU ranks from this machine's one-core GEMM peak (measured once, cached).
-    train::configure_cpu_threads(1, 1);
-    const double core = train::describe_device("cpu", p.precision == "bf16" ? "bf16" : "fp32", 1, 0, 0).peak_flops;
-    std::vector<int64_t> sizes;
-    for (int64_t b = 1; b <= std::max<int64_t>(cfg.batch.batch_size, 1); b *= 2) sizes.push_back(b);
-    p.profile = planner::profile_from_devices(p.cluster, shape, core, sizes);
-    p.profile_from = fmt::format("device table (assumed; CPU core peak {:.0f} GFLOP/s measured) - `slm profile` measures",
-                                 core / 1e9);
-  }
-  return p;
-}
-
-planner::Candidate candidate_of(const parallel::Plan& plan, const train::Config& cfg, const planner::Cluster& c) {
-  planner::Candidate k;
-  k.plan = plan;
-  k.ranks = plan.job_ranks;  // the plan's ranks in the cluster (job_ranks, else all)
-  if (k.ranks.empty())
-    for (int r = 0; r < c.world(); ++r) k.ranks.push_back(r);
-  k.ranks_per_site = cfg.dist.wan.ranks_per_site;
-  k.compress = cfg.dist.wan.compress;
-  k.zero_site = cfg.parallel.zero_scope == "site";
-  k.recompute = cfg.model.recompute;
-  if (cfg.sync.mode == "diloco") k.diloco_steps = cfg.sync.inner_steps;  // (the predicted codec is int8)
-  // dist.channels = 0: as the runtime resolves it (comm/hierarchy.h resolve_wan): from the slowest
-  // link when a topology is known (a file, or the probe at start), else one connection.
-  std::vector<int> g;
-  for (int r = 0; r < plan.dp; ++r) g.push_back(k.ranks.at(static_cast<size_t>(parallel::rank_at(plan, 0, r, 0))));
-  const planner::RingLinks ring = planner::ring_links(c, g);
-  k.channels = cfg.dist.wan.channels > 0 ? static_cast<int>(cfg.dist.wan.channels)
-               : cfg.dist.wan.topology.empty() || !ring.crosses_sites ? 1
-                                                                      : planner::channels_for(ring.slowest);
-  return k;
-}
 
 std::string describe_prediction(const planner::Prediction& p) {
   return fmt::format("predicted {:.3f} s per step ({:.0f} tokens/s, {:.4f} TFLOP/s per device, {:.3g} tokens/$): "
@@ -196,7 +75,7 @@ namespace {
 void run_auto(const AutoArgs& a) {
   train::Config cfg = model_config(a.config, a.set);
   model::validate(cfg.model);
-  PlanningInputs pi = load_planning_inputs(cfg, a.cluster, a.topology, a.profile);
+  autoplan::PlanningInputs pi = autoplan::load_planning_inputs(cfg, a.cluster, a.topology, a.profile);
   const testbed::TestbedSpec& spec = pi.spec;
   planner::Cluster& cl = pi.cluster;
   planner::ComputeProfile& prof = pi.profile;
@@ -224,54 +103,16 @@ void run_auto(const AutoArgs& a) {
   }
   planner::Ranked chosen = r.top.at(0);
   // Measure the top K on the real ranks, if asked.
-  std::vector<double> measured(r.top.size(), -1);
-  std::vector<std::vector<double>> round_medians(r.top.size());  // each round's median, for the table
+  autoplan::Measured m;
+  m.step_s.assign(r.top.size(), -1);
+  m.round_medians.resize(r.top.size());
   if (a.measure > 0) {
-    const bool testbed = ::geteuid() == 0 && [&] {
-      try {
-        testbed::check_emulatable(spec, a.cluster);
-        return true;
-      } catch (const UserError&) {
-        return false;
-      }
-    }();
-    const std::string tmp = fs::temp_directory_path() / fmt::format("slm-plan-measure-{}", ::getpid());
-    std::vector<size_t> runs;  // the candidates that can run: without rank 0 (the store's host) a job cannot start
-    for (size_t i = 0; i < r.top.size() && static_cast<int>(i) < a.measure; ++i)
-      if (r.top[i].c.ranks.at(0) == 0) runs.push_back(i);
-    // Rounds over every candidate, every second one in reverse order: a slow spell of the machine
-    // falls on different candidates, and each is judged by the median of all its rounds' steps.
-    std::vector<std::vector<double>> steps(r.top.size());
-    std::vector<bool> failed(r.top.size(), false);
-    for (int round = 0; round < a.measure_rounds; ++round) {
-      if (round > 0) std::reverse(runs.begin(), runs.end());
-      for (size_t i : runs) {
-        if (failed[i]) continue;
-        const std::string dir = fmt::format("{}/{}", tmp, i + 1);
-        fs::create_directories(dir);
-        write_file_atomic(dir + "/plan.toml", planner::candidate_to_toml(r.top[i].c, cl.world(), ""));
-        std::fprintf(stderr, "measure %zu/%d, round %d/%d: %s ...\n", i + 1, a.measure, round + 1, a.measure_rounds,
-                     planner::describe_candidate(r.top[i].c).c_str());
-        const std::vector<double> s = measure_plan(a, dir + "/plan.toml", dir, testbed, cl.world());
-        if (s.empty()) {
-          failed[i] = true;
-          std::fprintf(stderr, "  failed (log: %s/log)\n", dir.c_str());
-          continue;
-        }
-        round_medians[i].push_back(upper_median(s));
-        steps[i].insert(steps[i].end(), s.begin(), s.end());
-      }
-    }
-    for (size_t i : runs)
-      if (!failed[i]) measured[i] = upper_median(steps[i]);
-    size_t best = 0;
-    for (size_t i = 0; i < measured.size(); ++i)
-      if (measured[i] > 0 && (measured[best] <= 0 || measured[i] < measured[best])) best = i;
-    if (measured[best] > 0) chosen = r.top[best];
-    // The runs' folders go, unless a run failed: its message names its log there.
-    std::error_code ec;
-    if (std::none_of(failed.begin(), failed.end(), [](bool f) { return f; })) fs::remove_all(tmp, ec);
+    m = autoplan::measure_candidates({a.config, a.set, a.cluster, a.measure, a.measure_steps, a.measure_rounds}, r.top,
+                                     spec, cl.world());
+    if (m.best >= 0) chosen = r.top[static_cast<size_t>(m.best)];
   }
+  const std::vector<double>& measured = m.step_s;
+  const std::vector<std::vector<double>>& round_medians = m.round_medians;
   const std::string used = chosen.c.ranks.size() == static_cast<size_t>(cl.world())
                                ? fmt::format("all {} ranks", cl.world())
                            : chosen.c.ranks[0] == 0

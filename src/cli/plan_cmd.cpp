@@ -7,13 +7,14 @@
 #include <fmt/format.h>
 #include <memory>
 
+#include "autoplan/inputs.h"
+#include "autoplan/memory_caps.h"
 #include "cli/checks.h"
 #include "cli/commands.h"
 #include "data/manifest.h"
+#include "host/hardware.h"
 #include "parallel/plan.h"
 #include "train/config.h"
-#include "train/hardware.h"
-#include "train/memory_caps.h"
 #include "train/trainer.h"
 #include "util/error.h"
 #include "util/files.h"
@@ -54,12 +55,12 @@ void common_options(CLI::App* cmd, PlanArgs& a) {
 // With --cluster: the cost model's prediction for this plan (planner/cost_model.h).
 void print_prediction(const parallel::Plan& p, const train::Config& cfg, const PlanArgs& a) {
   if (a.cluster.empty()) return;
-  PlanningInputs pi = load_planning_inputs(cfg, a.cluster, a.topology, a.profile);
+  autoplan::PlanningInputs pi = autoplan::load_planning_inputs(cfg, a.cluster, a.topology, a.profile);
   if (pi.cluster.world() != a.world)
     throw UserError(fmt::format("{} has {} ranks, --world is {}", a.cluster, pi.cluster.world(), a.world));
   planner::CostInputs in{&pi.cluster, &pi.profile, train::model_shape(cfg.model, pi.precision), pi.seq_len, cfg.parallel.bucket_mb,
                          cfg.parallel.memory_cap_gb, {}};
-  const planner::Candidate k = candidate_of(p, cfg, pi.cluster);
+  const planner::Candidate k = autoplan::candidate_of(p, cfg, pi.cluster);
   std::fprintf(stderr, "  %s (%s)\n", describe_prediction(planner::predict(k, in)).c_str(), planner::describe_candidate(k).c_str());
   // Per virtual stage, one micro-batch of replica 0: what a traced run (log.trace_steps, `slm
   // report`) shows as its forward and backward spans.
@@ -77,9 +78,9 @@ void print_plan(parallel::Plan p, const train::Config& cfg, const PlanArgs& a) {
   const int64_t T = cfg.batch.seq_len > 0 ? cfg.batch.seq_len : cfg.model.block_size;
   // parallel.memory_cap_gb, and with --cluster each rank's site memory
   const int plan_world = p.job_ranks.empty() ? a.world : static_cast<int>(p.job_ranks.size());
-  auto caps = train::configured_memory_caps(cfg, a.cluster, plan_world, p.job_ranks);
+  auto caps = autoplan::configured_memory_caps(cfg, a.cluster, plan_world, p.job_ranks);
   for (auto& c : caps)  // what this process holds now stands for what the runtime will
-    if (c.whole_device) c.in_use_gb = static_cast<double>(train::resident_memory_bytes()) / (1 << 30);
+    if (c.whole_device) c.in_use_gb = static_cast<double>(host::resident_memory_bytes()) / (1 << 30);
   parallel::check_memory_caps(p, train::model_shape(cfg.model), T, caps);
   std::fprintf(stderr, "%s", parallel::describe_plan(p, train::model_shape(cfg.model), T).c_str());
   if (std::any_of(caps.begin(), caps.end(), [](const parallel::MemoryCap& c) { return c.gb > 0; }))

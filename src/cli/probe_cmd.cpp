@@ -48,6 +48,7 @@ void add_probe_command(CLI::App& app) {
     for (double mb : a->probe.allreduce_mb)
       if (mb <= 0) throw UserError("probe: --allreduce-mb sizes must be > 0");
     comm::World w = comm::init_world(a->dist, "cpu");
+    a->probe.wan = a->dist.wan;
     comm::ProbeResult r = comm::probe_links(w, a->probe);
     if (w.world.rank != 0) return;
     write_file_atomic(a->out, comm::probe_json(r));

@@ -1,5 +1,5 @@
 // cli/profile_cmd.cpp: `slm profile`: every rank of a job times its compute for the planner
-// (train/profile.h): a transformer block forward and backward, embeddings, head + loss and the
+// (autoplan/profile.h): a transformer block forward and backward, embeddings, head + loss and the
 // optimizer, at a few micro-batch sizes, on its own device and threads. Run it under the same
 // launcher (or testbed) as training: ranks that share a machine or a CPU quota measure that too.
 // Rank 0 writes the profile (JSON, planner/profile.h) and prints one line per rank.
@@ -8,13 +8,13 @@
 #include <fmt/ranges.h>
 #include <memory>
 
+#include "autoplan/profile.h"
 #include "cli/commands.h"
 #include "comm/world.h"
+#include "host/device.h"
+#include "host/runtime.h"
 #include "planner/profile.h"
-#include "train/device.h"
 #include "train/precision.h"
-#include "train/profile.h"
-#include "train/runtime.h"
 #include "util/error.h"
 #include "util/files.h"
 
@@ -48,17 +48,17 @@ void add_profile_command(CLI::App& app) {
     std::sort(sizes.begin(), sizes.end());
     sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
     if (sizes.front() < 1 || sizes.back() > 1024) throw UserError("profile: --micro-batches must be 1..1024");
-    const std::string device = train::resolve_device(cfg.system.device, cfg.dist.backend);
+    const std::string device = host::resolve_device(cfg.system.device, cfg.dist.backend);
     const int64_t T = cfg.batch.seq_len > 0 ? cfg.batch.seq_len : cfg.model.block_size;
     comm::World w = comm::init_world(cfg.dist, device);
-    train::configure_cpu_threads(cfg.system.threads, w.env.local_world);
+    host::configure_cpu_threads(cfg.system.threads, w.env.local_world);
     std::string why;
     const std::string precision =
         train::resolve_precision(cfg.system.precision, device, {cfg.model, sizes.back(), T}, &why);
-    train::ProfileRequest req{cfg.model, T, device, precision, sizes, a->repeats, !a->no_cache, w.env.local_world};
+    autoplan::ProfileRequest req{cfg.model, T, device, precision, sizes, a->repeats, !a->no_cache, w.env.local_world};
     planner::ComputeProfile p;
-    p.shape = train::profile_shape(cfg.model, T, precision);
-    p.ranks = train::profile_job(req, w);
+    p.shape = autoplan::profile_shape(cfg.model, T, precision);
+    p.ranks = autoplan::profile_job(req, w);
     const planner::RankProfile& mine = p.ranks[static_cast<size_t>(w.world.rank)];
     if (w.world.rank != 0) return;
     write_file_atomic(a->out, planner::profile_to_json(p));

@@ -1,6 +1,6 @@
 // comm/compat.h: every LibTorch-version difference of c10d in one place (the rest: util/torch_compat.h).
 // 1.x: ProcessGroupGloo / ProcessGroupNCCL derive from c10d::ProcessGroup; 2.x: from c10d::Backend.
-// Gloo gained reduce_scatter in 2.x, but (measured on 2.15, bench/gloo_bytes.py) it moves as many
+// Gloo gained reduce_scatter in 2.x, but (measured on 2.15, bench/micro/gloo_bytes.py) it moves as many
 // bytes as an all-reduce, so collectives.cpp keeps its all-reduce form on Gloo; NCCL's is a real one.
 // Gloo gained bf16/fp16: in 2.15 they travel as they are (half of fp32's bytes, measured); older
 // versions get an fp32 copy on the wire.

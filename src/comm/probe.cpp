@@ -164,7 +164,7 @@ ProbeResult probe_links(World& w, const ProbeConfig& c) {
   }
   if (!c.allreduce_mb.empty()) {  // as gradients travel: hierarchical / channels / bf16 per [dist]
     Group wan = new_group(w, "probe", g.ranks);
-    make_wan_group(w, wan, w.cfg.wan);
+    make_wan_group(w, wan, c.wan);
     const std::string how = describe_wan(wan);
     for (double mb : c.allreduce_mb) {
       at::Tensor t = at::zeros({std::max<int64_t>(1, static_cast<int64_t>(mb * (1 << 20) / 4))}, at::kFloat);

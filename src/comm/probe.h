@@ -29,7 +29,8 @@ struct ProbeConfig {
   int pairs_at_once = 0;  // pairs timed at the same time; 0 = auto: 1 up to 16 ranks, N/16 above
   bool collectives = true;  // time all-reduce and all-gather (4 B, 1 MiB; a 16 MiB all-gather) on the world group
   std::vector<double> allreduce_mb;  // also time all-reduces of these sizes (MiB) the way training
-                                     // reduces gradients: with the world's [dist] WAN options
+                                     // reduces gradients: with these [dist] WAN options
+  WanOptions wan;
 };
 
 struct PairLink {

@@ -34,7 +34,8 @@ struct World {
   std::string backend;  // resolved: "gloo" | "nccl"
   Group world;
   std::shared_ptr<void> store;  // the rendezvous store (c10d::Store), for new_group
-  DistConfig cfg;
+  DistConfig cfg;  // as joined: new groups take its backend and timeouts (WAN options are passed
+                  // where gradients are reduced: parallel/plan_groups.h, comm/probe.h)
   std::map<std::string, int> groups_made;  // per group name+ranks: how many so far (unique store keys)
   std::vector<int> job_ranks;  // after shrink_world: the launcher's rank of each rank (empty = the same)
 };

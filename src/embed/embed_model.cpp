@@ -6,10 +6,10 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "host/device.h"
 #include "model/hf_import.h"
 #include "tokenizer/encoder.h"
 #include "train/checkpoint.h"
-#include "train/device.h"
 #include "util/error.h"
 #include "util/files.h"
 
@@ -37,7 +37,7 @@ EmbedModel load_embed_model(const std::string& given, const std::string& device)
   m.tok = train::model_tokenizer(source, cfg, "");
   m.source = std::filesystem::absolute(source).lexically_normal().string();
   m.identity = model_identity(m.model);
-  m.device = train::resolve_device(device, "gloo");
+  m.device = host::resolve_device(device, "gloo");
   for (auto& [name, p] : model::named_parameters(m.model)) {
     p.requires_grad_(false);
     if (m.device != "cpu") p.set_data(p.data().to(m.device));

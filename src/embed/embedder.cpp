@@ -9,7 +9,7 @@
 #include <fmt/ranges.h>
 #include <numeric>
 
-#include "train/precision.h"
+#include "model/autocast.h"
 #include "util/hash.h"
 #include "util/progress.h"
 
@@ -53,7 +53,7 @@ at::Tensor embed_windows(const model::GPT2& m, const std::vector<Window>& window
     const at::Tensor idx = padded_batch(batch, lengths);
     at::Tensor v;
     {
-      train::AutocastGuard autocast(opt.precision, opt.device);
+      model::AutocastGuard autocast(opt.precision, opt.device);
       v = pool(final_hidden(m, idx.to(opt.device)), lengths, opt.pooling).cpu();
     }
     out.index_copy_(0, torch::from_blob(order.data() + i, {rows}, torch::kLong).clone(), v);

@@ -5,10 +5,7 @@
 
 #include <torch/torch.h>
 
-#include <unistd.h>
-
 #include <chrono>
-#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <limits>
@@ -21,17 +18,19 @@
 #include "embed/embed_model.h"
 #include "embed/embedder.h"
 #include "embed/pooling.h"
+#include "host/device.h"
+#include "host/runtime.h"
+#include "model/autocast.h"
 #include "model/hf_export.h"
 #include "model/hf_import.h"
 #include "parallel/batch_gather.h"
 #include "tokenizer/encoder.h"
 #include "tokenizer/hf_files.h"
+#include "train/cadence.h"
 #include "train/checkpoint.h"
-#include "train/device.h"
 #include "train/model_tokenizer.h"
 #include "train/optim.h"
-#include "train/precision.h"
-#include "train/runtime.h"
+#include "train/run_log.h"
 #include "util/error.h"
 #include "util/files.h"
 #include "util/interrupt.h"
@@ -126,7 +125,7 @@ StepStats tune_step(Run& r, const TuneOptions& o, const comm::Group& world) {
   r.opt->zero_grad();
   at::Tensor a, p;
   {
-    train::AutocastGuard autocast(o.precision, r.device);
+    model::AutocastGuard autocast(o.precision, r.device);
     a = pool(final_hidden(r.model, a_ids.to(r.device)), la, r.pooling);
     p = pool(final_hidden(r.model, p_ids.to(r.device)), lp, r.pooling);
   }
@@ -161,11 +160,11 @@ int run_tune(const TuneOptions& options) {
   TuneOptions o = options;
   comm::DistConfig dist = o.dist;
   Run r;
-  r.device = train::resolve_device(o.device, dist.backend);
+  r.device = host::resolve_device(o.device, dist.backend);
   comm::World w = comm::init_world(dist, r.device);
   const comm::Group& world = w.world;
   const bool main_rank = world.rank == 0;
-  train::configure_cpu_threads(o.threads, w.env.local_world);
+  host::configure_cpu_threads(o.threads, w.env.local_world);
   r.pooling = parse_pooling(o.pooling);
 
   train::Config cfg;
@@ -213,15 +212,15 @@ int run_tune(const TuneOptions& options) {
     throw UserError(fmt::format("embed tune: {} of the {} training documents have the {} tokens a pair needs; a batch "
                                 "of {} needs that many: lower --batch, or give more (or longer) documents",
                                 r.eligible.size(), r.docs.size(), o.pairs.anchor_min + o.pairs.positive_min, o.batch));
-  std::unique_ptr<FILE, int (*)(FILE*)> metrics(nullptr, std::fclose);
   if (main_rank) {
     fs::create_directories(o.out);
     if (!saved) {
       tokenizer::save_tokenizer(r.tok.tok, o.out + "/tokenizer", /*overwrite=*/true);
       write_file_atomic(o.out + "/options.json", identity.dump(2) + "\n");
     }
-    metrics.reset(std::fopen((o.out + "/metrics.jsonl").c_str(), "a"));
-    if (!metrics) throw UserError(o.out + "/metrics.jsonl: cannot open for writing");
+  }
+  train::RunLog log(main_rank, o.out + "/metrics.jsonl");
+  if (main_rank)
     std::fprintf(stderr,
                  "embed tune: %lld parameters, %s pooling, %lld training documents (%zu long enough for a pair; "
                  "%lld held out as `slm embed eval --val-fraction %g --seed %llu` holds out), batch %lld pairs on %d "
@@ -231,10 +230,8 @@ int run_tune(const TuneOptions& options) {
                  o.val_fraction, static_cast<unsigned long long>(o.pairs.seed), static_cast<long long>(o.batch),
                  world.size, r.device.c_str(), o.precision.c_str(), static_cast<long long>(r.step),
                  static_cast<long long>(o.steps), o.out.c_str());
-  }
 
   const int64_t end = o.stop_at > 0 ? std::min(o.stop_at, o.steps) : o.steps;
-  const bool tty = main_rank && ::isatty(STDERR_FILENO) == 1;
   while (r.step < end) {
     const auto t0 = std::chrono::steady_clock::now();
     StepStats s;
@@ -248,34 +245,24 @@ int run_tune(const TuneOptions& options) {
       // Every rank holds the whole model, and r.step counts only finished updates: rank 0 keeps them.
       if (main_rank) {
         save(r, o);
-        std::fprintf(stderr, "%ssaved %s/model at step %lld (rank 0 alone, after losing a peer)\n", tty ? "\n" : "",
-                     o.out.c_str(), static_cast<long long>(r.step));
+        log.say(fmt::format("saved {}/model at step {} (rank 0 alone, after losing a peer)", o.out, r.step));
       }
       throw;
     }
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (main_rank) {
-      const json line = {{"step", r.step}, {"loss", s.loss}, {"accuracy", s.accuracy}, {"lr", s.lr},
-                         {"grad_norm", s.grad_norm}, {"step_s", secs}, {"pairs_per_s", o.batch / secs},
-                         {"tokens_per_s", tokens / secs}};
-      std::fprintf(metrics.get(), "%s\n", line.dump().c_str());
-      std::fflush(metrics.get());
-      const std::string text = fmt::format("tune step {}/{} | loss {:.4f} | in-batch accuracy {:.3f} | lr {:.2e} | {:.1f} "
-                                           "pairs/s | {:.0f} tok/s", r.step, o.steps, s.loss, s.accuracy, s.lr,
-                                           o.batch / secs, tokens / secs);
-      if (tty) std::fprintf(stderr, "\r%s\033[K", text.c_str());
-      else if (r.step == 1 || r.step % 10 == 0 || r.step == end) std::fprintf(stderr, "%s\n", text.c_str());
-    }
-    const bool save_now = (o.save_every > 0 && r.step % o.save_every == 0) || r.step == end || stop;
-    if (save_now && main_rank) {
+    log.write({{"step", r.step}, {"loss", s.loss}, {"accuracy", s.accuracy}, {"lr", s.lr}, {"grad_norm", s.grad_norm},
+               {"step_s", secs}, {"pairs_per_s", o.batch / secs}, {"tokens_per_s", tokens / secs}});
+    log.progress(fmt::format("tune step {}/{} | loss {:.4f} | in-batch accuracy {:.3f} | lr {:.2e} | {:.1f} pairs/s "
+                             "| {:.0f} tok/s", r.step, o.steps, s.loss, s.accuracy, s.lr, o.batch / secs, tokens / secs),
+                 r.step == 1 || r.step % 10 == 0 || r.step == end);
+    const train::Due due = train::due_after(r.step, end, o.steps, 0, o.save_every);
+    if ((due.save || stop) && main_rank) {
       save(r, o);
-      std::fprintf(stderr, "%ssaved %s/model at step %lld\n", tty ? "\n" : "", o.out.c_str(),
-                   static_cast<long long>(r.step));
+      log.say(fmt::format("saved {}/model at step {}", o.out, r.step));
     }
-    if (stop && r.step < o.steps) {
-      if (main_rank) std::fprintf(stderr, "stopped by signal at step %lld; continue with --resume\n",
-                                  static_cast<long long>(r.step));
-      return interrupt_signal() == SIGINT ? 130 : 143;
+    if (stop && !due.last) {
+      log.say(fmt::format("stopped by signal at step {}; continue with --resume", r.step));
+      return train::stopped_exit_code();
     }
   }
   if (main_rank && r.step == o.steps)

@@ -7,7 +7,7 @@
 namespace slm::model {
 
 // Bumped whenever the own kernels change speed: cached measurements (GEMM peaks, the precision
-// probe, the planner's profile) name it (train::measurement_context), so they are taken again.
+// probe, the planner's profile) name it (host::measurement_context), so they are taken again.
 // 2: every thread, attention in query blocks (2026-11-27).
 constexpr int kKernelsRevision = 2;
 

@@ -17,7 +17,7 @@ struct ParallelConfig {
                                   // interleaved when virtual_stages > 1, else 1f1b)
   int64_t micro_batches = 0;  // per replica per step; 0 = batch.batch_size / (micro_batch * dp)
   std::string plan;       // plan file (TOML, `slm plan`); replaces dp/tp/pp/schedule/micro_batches;
-                          // "auto" = the planner chooses at start (train/auto_plan.h, [planner])
+                          // "auto" = the planner chooses at start (autoplan/auto_plan.h, [planner])
   int64_t zero = 0;       // 0 DDP, 1 shard optimizer state, 2 + gradients, 3 + parameters
   std::string zero_scope = "dp";  // ranks that split ZeRO state: "dp" = the whole data-parallel group;
                                   // "site" = each site's ranks (dist.ranks_per_site), replicated

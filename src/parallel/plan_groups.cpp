@@ -9,7 +9,7 @@
 
 namespace slm::parallel {
 
-comm::ProcessGroups make_plan_groups(comm::World& w, const Plan& p) {
+comm::ProcessGroups make_plan_groups(comm::World& w, const Plan& p, const comm::WanOptions& wan) {
   const int me = w.world.rank;
   const RankRole role = role_of(p, me);
   comm::ProcessGroups g;
@@ -47,7 +47,7 @@ comm::ProcessGroups make_plan_groups(comm::World& w, const Plan& p) {
       if (p.sync_ranks_per_site > 0)
         for (auto& [i, ranks] : outer_of_index) join("outer", ranks, g.outer, /*own=*/true);  // runs in the background
     }
-  if (p.sync_ranks_per_site == 0) comm::make_wan_group(w, g.dp, w.cfg.wan);  // hierarchical / multi-channel gradient all-reduce
+  if (p.sync_ranks_per_site == 0) comm::make_wan_group(w, g.dp, wan);  // hierarchical / multi-channel gradient all-reduce
   g.outer.name = "outer";
   g.site = g.world;
   if (p.sync_ranks_per_site > 0) {

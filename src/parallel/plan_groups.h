@@ -13,6 +13,7 @@
 
 namespace slm::parallel {
 
-comm::ProcessGroups make_plan_groups(comm::World& w, const Plan& p);
+// `wan`: how the data-parallel gradients cross slow links (the run's dist settings, comm/hierarchy.h).
+comm::ProcessGroups make_plan_groups(comm::World& w, const Plan& p, const comm::WanOptions& wan);
 
 }  // namespace slm::parallel

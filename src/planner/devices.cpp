@@ -19,10 +19,10 @@ const std::vector<DeviceSpec>& table() {
       {"A100-40GB", 19.5, 312, 312, 40, 1555, 0.50, 0.8, 2.90},
       {"A100-80GB", 19.5, 312, 312, 80, 2039, 0.50, 0.8, 3.70},
       // H100 / H200 efficiency measured: gpt2 in bf16 (1 x 64 x 1024 a step) trained by slm on an
-      // H200 at 0.35 of the data sheet's peak in the model's FLOPs (docs/benchmarks.md, 2026-11-26).
+      // H200 at 0.35 of the data sheet's peak in the model's FLOPs (docs/benchmarks.md, "On a GPU").
       {"H100", 67, 989, 989, 80, 3350, 0.35, 1.0, 4.50},
       {"H200", 67, 989, 989, 141, 4800, 0.35, 1.0, 5.50},  // the H100's chip with more, faster memory
-      // The CPU's peak is measured (train/hardware.h) and filled in by the caller; memory unknown.
+      // The CPU's peak is measured (host/hardware.h) and filled in by the caller; memory unknown.
       {"cpu", 0, 0, 0, 0, 20, 0.80, 0.3, 0.04},
   };
   return t;

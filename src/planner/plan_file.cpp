@@ -22,19 +22,32 @@ parallel::Plan plan_for_job(const Candidate& c, int world) {
   return p;
 }
 
+std::vector<Setting> candidate_settings(const Candidate& c) {
+  const auto flag = [](bool b) { return std::string(b ? "true" : "false"); };
+  std::vector<Setting> s = {{"dist", "ranks_per_site", std::to_string(c.ranks_per_site)},
+                            {"dist", "compress", flag(c.compress)},
+                            {"dist", "channels", std::to_string(c.channels)},
+                            {"parallel", "zero_scope", c.zero_site ? "\"site\"" : "\"dp\""},
+                            {"model", "recompute", flag(c.recompute)}};
+  if (c.diloco_steps > 0)  // DiLoCo (chosen only with planner.allow_lossy)
+    s.insert(s.end(), {{"sync", "mode", "\"diloco\""},
+                       {"sync", "inner_steps", std::to_string(c.diloco_steps)},
+                       {"sync", "compress", "\"int8\""}});
+  else
+    s.push_back({"sync", "mode", "\"step\""});
+  return s;
+}
+
 std::string candidate_to_toml(const Candidate& c, int world, const std::string& header) {
   std::string out;
   std::istringstream in(header);
   for (std::string line; std::getline(in, line);) out += "# " + line + "\n";
   out += parallel::plan_to_toml(plan_for_job(c, world));
-  out += fmt::format("\n[set.dist]\nranks_per_site = {}\ncompress = {}\nchannels = {}\n", c.ranks_per_site,
-                     c.compress ? "true" : "false", c.channels);
-  out += fmt::format("\n[set.parallel]\nzero_scope = \"{}\"\n", c.zero_site ? "site" : "dp");
-  out += fmt::format("\n[set.model]\nrecompute = {}\n", c.recompute ? "true" : "false");
-  if (c.diloco_steps > 0)
-    out += fmt::format("\n[set.sync]\nmode = \"diloco\"\ninner_steps = {}\ncompress = \"int8\"\n", c.diloco_steps);
-  else
-    out += "\n[set.sync]\nmode = \"step\"\n";
+  std::string section;
+  for (const Setting& s : candidate_settings(c)) {
+    if (s.section != section) out += "\n[set." + (section = s.section) + "]\n";
+    out += s.key + " = " + s.value + "\n";
+  }
   return out;
 }
 

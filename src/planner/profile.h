@@ -2,7 +2,7 @@
 // ProfileShape (the model and precision a profile was measured for), RankProfile, ComputeProfile,
 // profile_to_json / parse_profile, check_profile (one-line error for another model or world),
 // at_batch (interpolation over micro-batch sizes), profile_from_devices (the device table's
-// estimate when nothing was measured). Pure: no torch. The measuring side is train/profile.h
+// estimate when nothing was measured). Pure: no torch. The measuring side is autoplan/profile.h
 // (`slm profile`, and `parallel.plan = "auto"` at start).
 // Times are seconds per micro-batch of b sequences of seq_len tokens on one rank, at tp 1.
 #pragma once
@@ -36,7 +36,7 @@ struct RankProfile {
                                        // per-block overheads): multiplies the block times
   double overhead_bytes = 0;           // the runtime's memory before any model state
   std::string source = "measured";     // "measured" | "cached" | "device table"
-  std::string runtime;                 // the speed settings it ran with (train/runtime.h), e.g.
+  std::string runtime;                 // the speed settings it ran with (host/runtime.h), e.g.
                                        // "OPENBLAS_CORETYPE=SkylakeX OMP_WAIT_POLICY=PASSIVE ..."
   // Ranks that share a machine's cores (a testbed, several CPU ranks per node): the times above
   // were measured with all of them busy; alone a rank runs solo_speedup times faster. The cost

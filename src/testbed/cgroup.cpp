@@ -80,7 +80,7 @@ std::vector<std::string> cgroup_prefix(const std::string& dir) {
   // SLM_CGROUP tells the rank where it runs (a cgroup namespace may show it "/") and SLM_CPU_MAX
   // its quota as cpu.max says it ("quota period" in µs; the rank's network namespace remounts /sys,
   // where it could not read it): the compute profile keys its cache on both and times in whole
-  // periods (train/profile.cpp).
+  // periods (autoplan/profile.cpp).
   return {"sh", "-c",
           fmt::format("echo $$ > {0}/cgroup.procs && SLM_CGROUP={0} SLM_CPU_MAX=\"$(cat {0}/cpu.max 2>/dev/null || "
                       "echo $(cat {0}/cpu.cfs_quota_us) $(cat {0}/cpu.cfs_period_us))\" exec \"$@\"",

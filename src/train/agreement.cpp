@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "train/hardware.h"
+#include "host/hardware.h"
 
 namespace slm::train {
 
@@ -34,7 +34,7 @@ Agreement begin_agree(std::vector<LocalStep> steps, bool stop, bool save_due, co
                        static_cast<double>(l.sent.dp), static_cast<double>(l.sent.outer)});
   }
   v.resize(v.size() + n, 0.0);
-  v[v.size() - n + static_cast<size_t>(world.rank)] = static_cast<double>(peak_memory_bytes());
+  v[v.size() - n + static_cast<size_t>(world.rank)] = static_cast<double>(host::peak_memory_bytes());
   return {comm::sum_async(v, world), std::move(steps), world.size};
 }
 

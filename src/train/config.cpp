@@ -236,6 +236,8 @@ std::optional<toml::table> plan_settings(const Config& c) {
 
 }  // namespace
 
+void apply_settings(Config& c, const std::vector<std::string>& settings) { apply_overrides(c, settings); }
+
 Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
   Config c = path.empty() ? Config{} : parse_config_text(read_file(path), path);
   Config base = c;

@@ -118,6 +118,8 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
 // Cross-field checks (model validity, batch divisibility, known enum values); one-line errors.
 void validate(const Config& c);
 std::string to_toml(const Config& c);
+// Applies "section.key=value" settings (as --set gives them; the value in TOML, or a bare word).
+void apply_settings(Config& c, const std::vector<std::string>& settings);
 // Same, from TOML text (used to read a run's saved configuration).
 Config parse_config_text(const std::string& text, const std::string& where);
 

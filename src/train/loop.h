@@ -1,9 +1,12 @@
 // train/loop.h: a whole training run around train_step: the "once in a while" work.
-// Owns: run_training (setup or resume, the step loop, validation, metrics JSONL, progress
-// lines, checkpoints every N steps or minutes, at the end and on SIGINT/SIGTERM; after a launcher's
-// restart, resume and record it in RUN/events.jsonl). After each step every rank
-// agrees on the global loss, a stop request and the metrics in one small all-reduce; under DiLoCo
-// it travels while the next step trains (reported one step late, so no step waits for the link).
+// Owns: run_training: set up (setup.cpp) or resume, then the step loop, read top to bottom in
+// loop.cpp: the training step (fenced by the trace), the steps' agreement in blocks (every rank
+// learns the global loss, a stop request and the metrics in one small all-reduce that travels
+// while the next block trains, agreement.h), what is due after the step (cadence.h: validation,
+// a checkpoint), and the named parts that do it: the step's report (step_report.h), checkpoints
+// every N steps or minutes, at the end and on SIGINT/SIGTERM (run_checkpoints.h), and the run's
+// outputs (run_log.h: metrics.jsonl, TensorBoard, progress lines). After a launcher's restart it
+// resumes and records it in RUN/events.jsonl.
 #pragma once
 #include "train/config.h"
 

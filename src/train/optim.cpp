@@ -47,7 +47,7 @@ void adamw_range(float* p, const float* g, float* m, float* v, int64_t begin, in
 }
 
 // AdamW on contiguous fp32 CPU tensors, the threads splitting the range: one pass instead of the
-// ~7 passes of the ATen ops per chunk (~4x faster on a 2-core machine: docs/benchmarks.md).
+// ~7 passes of the ATen ops per chunk (AMX Xeon VM, 2 cores, 4.3M parameters: 50 ms -> 13 ms a step).
 bool adamw_cpu(AdamW& a, at::Tensor& param, const at::Tensor& grad, const OptimConfig& o, double lr, double bc1,
                double bc2) {
   const auto ok = [&](const at::Tensor& t) {

@@ -1,8 +1,8 @@
 // train/precision.cpp: see precision.h.
 #include "train/precision.h"
 
-#include "train/cuda_info.h"
-#include "train/precision_probe.h"
+#include "host/cuda_info.h"
+#include "host/precision_probe.h"
 #include "util/error.h"
 #include "util/torch_compat.h"
 
@@ -21,7 +21,7 @@ std::string resolve_precision(const std::string& requested, const std::string& d
     return requested;
   }
   if (device == "cpu") {  // measured: CPUs differ (AMX, AVX512-BF16, emulated bf16) more than flags tell
-    const PrecisionTiming t = time_precisions(shape.model, shape.micro_batch, shape.seq_len);
+    const host::PrecisionTiming t = host::time_precisions(shape.model, shape.micro_batch, shape.seq_len);
     const bool bf16 = t.bf16_s < 0.97 * t.fp32_s;  // a tie keeps fp32's accuracy
     *why = fmt::format("auto: one block + head, forward and backward at {}x{} on this CPU: fp32 {:.1f} ms, "
                        "bf16 {:.1f} ms ({}; ~/.cache/slmtrain/precision.json)",
@@ -29,7 +29,7 @@ std::string resolve_precision(const std::string& requested, const std::string& d
                        t.cached ? "cached" : "measured now");
     return bf16 ? "bf16" : "fp32";
   }
-  const CudaInfo gpu = cuda_info();
+  const host::CudaInfo gpu = host::cuda_info();
   if (gpu.ok && gpu.major < 8) {
     *why = "auto: " + gpu.name + " has no bf16 tensor cores (compute capability " + std::to_string(gpu.major) +
            "." + std::to_string(gpu.minor) + "), fp16 with dynamic loss scaling";
@@ -37,15 +37,6 @@ std::string resolve_precision(const std::string& requested, const std::string& d
   }
   *why = "auto: CUDA device with bf16" + (gpu.ok ? " (" + gpu.name + ")" : std::string());
   return "bf16";
-}
-
-AutocastGuard::AutocastGuard(const std::string& precision, const std::string& device)
-    : on_(precision == "bf16" || precision == "fp16"), cuda_(device == "cuda") {
-  if (!on_) return;
-  const at::ScalarType dtype = precision == "fp16" ? at::kHalf : at::kBFloat16;
-  const at::DeviceType dt = cuda_ ? at::kCUDA : at::kCPU;
-  compat::set_autocast_dtype(dt, dtype);
-  compat::set_autocast_enabled(dt, true);
 }
 
 bool update_loss_scale(LossScaler& s, bool finite) {
@@ -57,12 +48,6 @@ bool update_loss_scale(LossScaler& s, bool finite) {
   }
   if (++s.good_steps % s.growth_interval == 0) s.scale *= 2.0;
   return true;
-}
-
-AutocastGuard::~AutocastGuard() {
-  if (!on_) return;
-  compat::set_autocast_enabled(cuda_ ? at::kCUDA : at::kCPU, false);
-  at::autocast::clear_cache();
 }
 
 }  // namespace slm::train

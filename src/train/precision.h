@@ -1,6 +1,5 @@
 // train/precision.h: picking and applying the numeric precision of a run.
-// Owns: resolve_precision ("auto" -> the faster choice for the device, measured on CPUs), AutocastGuard (bf16 or
-// fp16 autocast with fp32 master weights, on CPU or CUDA, over a scope) and LossScaler (dynamic
+// Owns: resolve_precision ("auto" -> the faster choice for the device, measured on CPUs) and LossScaler (dynamic
 // loss scaling, for fp16). LibTorch's autocast API differences are in util/torch_compat.h.
 #pragma once
 #include <cstdint>
@@ -17,7 +16,7 @@ struct StepShape {
 };
 
 // "auto" -> on CPUs the faster of fp32 and bf16 autocast for this step, measured
-// (train/precision_probe.h; fp32 unless bf16 is at least 3% faster); "bf16" on CUDA devices with
+// (host/precision_probe.h; fp32 unless bf16 is at least 3% faster); "bf16" on CUDA devices with
 // bf16 tensor cores (compute capability >= 8.0), "fp16" on older ones. Returns the choice and, in
 // `why`, the reason for the log (with the measured times). UserError for fp16 on a CPU.
 std::string resolve_precision(const std::string& requested, const std::string& device, const StepShape& shape,
@@ -35,16 +34,5 @@ struct LossScaler {
 // Call once per step with whether the gradients were finite; returns whether to apply the update.
 bool update_loss_scale(LossScaler& s, bool finite);
 
-class AutocastGuard {
- public:
-  AutocastGuard(const std::string& precision, const std::string& device);
-  ~AutocastGuard();
-  AutocastGuard(const AutocastGuard&) = delete;
-  AutocastGuard& operator=(const AutocastGuard&) = delete;
-
- private:
-  bool on_ = false, cuda_ = false;
-  // dtype chosen by the constructor: bf16 or fp16
-};
 
 }  // namespace slm::train

@@ -1,7 +1,7 @@
 // train/trainer.h: everything one training run holds, built once by make_trainer.
 // Owns: Trainer (config, process groups, dataset, loaders, model, data-parallel state, optimizer,
 // device, precision, step counter), make_trainer, and the per-step and evaluation verbs
-// (step.cpp). No I/O besides opening data and joining the job.
+// (step.cpp; make_trainer in setup.cpp). No I/O besides opening data and joining the job.
 #pragma once
 #include <ATen/core/Tensor.h>
 
@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "data/loader.h"
-#include "data/manifest.h"
 #include "comm/mesh.h"
 #include "comm/world.h"
+#include "data/loader.h"
+#include "data/manifest.h"
 #include "model/gpt2.h"
 #include "parallel/data_parallel.h"
 #include "parallel/diloco.h"
@@ -54,7 +54,7 @@ struct Trainer {
   bool warmed_up = false;  // the first step of a process (one-time costs) is not measured
   std::vector<double> site_step_s;  // every site's seconds per inner step, averaged over the rounds
   std::optional<parallel::Plan> planned;  // the plan before setup: chosen by parallel.plan = "auto"
-                                          // (train/auto_plan.h), else from the file or the flags
+                                          // (autoplan/auto_plan.h), else from the file or the flags
   double predicted_step_s = 0;            // its predicted step time (0 = no prediction)
   ~Trainer();
 };

@@ -16,7 +16,7 @@ inline double median(std::vector<double> v) {
 }
 
 // The value at index n / 2 once sorted (the upper of the two middle ones for an even count, as
-// bench/planner_study.sh computes its medians: one of the measured values); 0 for none.
+// bench/studies/planner_study.sh computes its medians: one of the measured values); 0 for none.
 inline double upper_median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());

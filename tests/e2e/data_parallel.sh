@@ -13,8 +13,8 @@ TOL=1e-5
 TOL_LOGITS=1e-4
 cd "$WORK"
 make_dataset "$(real_corpus)" 512 0.02
-COMMON=(-c /dev/null --set system.precision=fp32 --set data.dir=data --set model.n_layer=2 --set model.n_head=2 --set model.n_embd=64
-        --set model.block_size=64 --set batch.batch_size=16 --set batch.micro_batch=4
+COMMON=(-c /dev/null --set system.precision=fp32 --set data.dir=data "${TINY_MODEL[@]}"
+        --set batch.batch_size=16 --set batch.micro_batch=4
         --set optim.lr=3e-3 --set schedule.warmup_steps=4 --set schedule.max_steps=20
         --set eval.every=0 --set log.every=10 --set parallel.bucket_mb=0.1)
 

@@ -28,8 +28,8 @@ TOL_LOGITS=1e-4
 LOSS_TOL=0.02
 cd "$WORK"
 make_dataset "$(real_corpus)" 512 0.02
-COMMON=(-c /dev/null --set system.precision=fp32 --set data.dir=data --set model.n_layer=2 --set model.n_head=2 --set model.n_embd=64
-        --set model.block_size=64 --set batch.batch_size=16 --set batch.micro_batch=2
+COMMON=(-c /dev/null --set system.precision=fp32 --set data.dir=data "${TINY_MODEL[@]}"
+        --set batch.batch_size=16 --set batch.micro_batch=2
         --set schedule.warmup_steps=4 --set schedule.max_steps=12 --set eval.every=0 --set log.every=4
         --set system.threads=1)
 SGD=(--set optim.name=sgd --set optim.lr=3e-2 --set optim.grad_clip=0)
@@ -148,7 +148,7 @@ print(f"by time: tokens per step {f[0]['tokens']} -> {b[0]['tokens']}; final los
 PY
 # Whether the extra tokens lower the loss depends on the text: after these 12 steps the validation
 # loss fell on tinyshakespeare and rose on the fortunes corpus (5.39 -> 5.61), so it is printed,
-# not asserted; bench/diloco_by_time.sh measures it over 100 steps (docs/benchmarks.md).
+# not asserted; bench/studies/diloco_by_time.sh measures it over 100 steps (docs/benchmarks.md).
 val() { "$SLM" eval "$1" --batches 8 --micro-batch 4 | sed -n 's/.*loss \([0-9.]*\),.*/\1/p'; }
 echo "by time: validation loss $(val fp32) -> $(val t12)"
 

@@ -184,7 +184,7 @@ echo "ok: refusals"
 # 5. Retrieval quality table, on generated documents that each repeat a made-up word: even an
 # untrained model's mean-pooled states carry it, so a wrong pairing of vectors and entries (or
 # a broken ranking) falls to chance, which the test would catch. Quality on real text is
-# measured in bench/embed_eval.sh (docs/embeddings.md).
+# measured in bench/studies/embed_eval.sh (docs/embeddings.md).
 gen_topics 150 5 6 > topics.txt
 "$SLM" embed eval run topics.txt --separator blank --all-docs --query-tokens 16 --json > eval.json || fail "embed eval"
 case "$corpus" in */tinyshakespeare.txt) export VECTOR_BAR=3 ;; *) export VECTOR_BAR=0 ;; esac

@@ -161,7 +161,7 @@ kill $holder 2>/dev/null || true
 
 # A slow BLAS behind LibTorch (Debian's reference libblas3 loaded ahead, as a carried libblas.so.3
 # once was): `slm train` warns in its header, with the fix, and still trains (`slm doctor` prints
-# the same line, train/blas_info.h, but measures its peaks on that BLAS for minutes: not here).
+# the same line, host/blas_info.h, but measures its peaks on that BLAS for minutes: not here).
 ref=/usr/lib/x86_64-linux-gnu/blas/libblas.so.3
 if [ -e "$ref" ]; then
   LD_PRELOAD=$ref "$SLM" train "${TINY[@]}" --set run.dir=refblas --set schedule.max_steps=1 --set system.precision=fp32 \

@@ -7,6 +7,10 @@ SHARED=${2:-}
 WORK=$(mktemp -d /tmp/slm_e2e_XXXXXX)
 trap '[ -n "${KEEP:-}" ] || rm -rf "$WORK"' EXIT
 
+# The tests' small model (2 layers x 64 channels, 2 heads, T = 64): fast on 2 cores, big enough
+# for every layout (tp 2, pp 2 stages of a layer each).
+TINY_MODEL=(--set model.n_layer=2 --set model.n_head=2 --set model.n_embd=64 --set model.block_size=64)
+
 fail() { echo "FAIL: $*" >&2; exit 1; }
 skip() { echo "SKIP: $*"; exit 77; }
 

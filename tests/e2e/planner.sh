@@ -55,7 +55,7 @@ for r, (x, y) in enumerate(zip(a, b)):
 assert any(a[0][k] != a[1][k] for k in keys), "both ranks measured the same"  # else this test proves nothing
 PY
 # Run on its own (no launcher passing its settings on), `slm profile` times with the speed
-# settings `slm train` runs with (train/runtime.h; without them OpenBLAS's generic kernel made
+# settings `slm train` runs with (host/runtime.h; without them OpenBLAS's generic kernel made
 # fp32 blocks 3-4x slower in the profile than in training on one VM).
 env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT "$SLM" profile "${COMMON[@]}" --micro-batches 2 --no-cache -o solo.json \
   > solo.log 2>&1 || { cat solo.log; fail "slm profile alone"; }
@@ -176,7 +176,7 @@ python3 - "$HOME/.cache/slmtrain/profile.json" <<'PY' || fail "the 4-rank profil
 import json, sys
 entries = [v for k, v in json.load(open(sys.argv[1])).items() if " of 4 here " in k]
 assert len(entries) == 4, len(entries)
-shared = sum(r["solo_speedup"] for r in entries) / 4 > 1.1  # the pool's mean (alone_too in train/profile.cpp)
+shared = sum(r["solo_speedup"] for r in entries) / 4 > 1.1  # the pool's mean (alone_too in autoplan/profile.cpp)
 for r in entries:
     assert len(r["tp2_fwd_s"]) == len(r["micro_batch"]), r
     assert len(r["tp2_pipe_fwd_s"]) == len(r["tp2_pipe_bwd_s"]) == (len(r["micro_batch"]) if shared else 0), r

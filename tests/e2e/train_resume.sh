@@ -7,8 +7,8 @@ source "$(dirname "$0")/lib.sh"
 cd "$WORK"
 corpus=$(real_corpus)
 make_dataset "$corpus" 512 0.02
-COMMON=(--set data.dir=data --set model.n_layer=2 --set model.n_head=2 --set model.n_embd=64
-        --set model.block_size=64 --set batch.batch_size=8 --set batch.micro_batch=4
+COMMON=(--set data.dir=data "${TINY_MODEL[@]}"
+        --set batch.batch_size=8 --set batch.micro_batch=4
         --set optim.lr=3e-3 --set schedule.warmup_steps=4 --set system.threads=2
         --set eval.every=10 --set eval.batches=4 --set log.every=10
         --set system.precision=fp32)  # slm eval runs in fp32: auto may pick bf16 (AMX CPUs do here)

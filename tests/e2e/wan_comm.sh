@@ -14,8 +14,8 @@
 source "$(dirname "$0")/lib.sh"
 cd "$WORK"
 make_dataset "$(real_corpus)" 512 0.02
-COMMON=(-c /dev/null --set system.precision=fp32 --set data.dir=data --set model.n_layer=2 --set model.n_head=2 --set model.n_embd=64
-        --set model.block_size=64 --set batch.batch_size=16 --set batch.micro_batch=4
+COMMON=(-c /dev/null --set system.precision=fp32 --set data.dir=data "${TINY_MODEL[@]}"
+        --set batch.batch_size=16 --set batch.micro_batch=4
         --set optim.lr=3e-3 --set schedule.warmup_steps=4 --set schedule.max_steps=12
         --set eval.every=0 --set log.every=6 --set parallel.bucket_mb=0.1)
 "$SLM" train "${COMMON[@]}" --set run.dir=ref 2> ref.log || { cat ref.log; fail "single-process run"; }

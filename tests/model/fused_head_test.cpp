@@ -8,7 +8,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-#include "train/precision.h"
+#include "model/autocast.h"
 
 namespace slm::model {
 namespace {
@@ -26,7 +26,7 @@ Result run(bool fused, at::ScalarType dt, int64_t rows, const std::string& preci
   at::Tensor t = torch::randint(V, {N}, torch::kLong);
   at::Tensor loss;
   {
-    train::AutocastGuard autocast(precision, "cpu");
+    model::AutocastGuard autocast(precision, "cpu");
     loss = fused ? fused_linear_cross_entropy(x, w, V, t, rows, width)
                  : at::cross_entropy_loss(at::linear(x, w.narrow(0, 0, V)), t);
   }

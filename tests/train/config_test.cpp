@@ -1,12 +1,14 @@
 // tests/train/config_test.cpp: TOML configuration: defaults, file + overrides, typed values,
 // unknown keys rejected by name, the saved effective config reads back identically; LR schedule;
-// the FLOPs of a step (one count with the planner).
+// the FLOPs of a step (one count with the planner); a planner candidate's settings reach a run the
+// same way from a plan file's [set] table and from parallel.plan = "auto".
 #include "train/config.h"
 
 #include <gtest/gtest.h>
 
 #include "test_util.h"
 #include "planner/cost_model.h"
+#include "planner/plan_file.h"
 #include "train/optim.h"
 #include "train/trainer.h"
 #include "util/error.h"
@@ -54,6 +56,39 @@ TEST(Config, ErrorsNameTheKey) {
   c = load_config("", {"data.dir=x", "model.vocab_size=100", "system.precision=fp8"});
   EXPECT_NE(error_of([&] { validate(c); }).find("precision \"fp8\" is not one of auto, fp32, bf16, fp16"),
             std::string::npos);
+}
+
+// The plan file's [set] table and apply_settings (what parallel.plan = "auto" calls) come from one
+// list, candidate_settings: both give the same config, with every setting the candidate changes.
+TEST(Config, CandidateSettingsFromThePlanFileEqualThoseApplied) {
+  for (int64_t diloco : {0, 25}) {
+    planner::Candidate c;
+    parallel::PlanFlags f;
+    f.dp = 2, f.zero = 1;
+    c.plan = parallel::plan_from_flags(f, 4, 2, 8, 2);
+    c.ranks = {0, 1};
+    c.ranks_per_site = 1, c.compress = true, c.channels = 3, c.zero_site = true, c.recompute = true;
+    c.diloco_steps = diloco;
+    test::TempDir tmp;
+    test::write(tmp / "plan.toml", planner::candidate_to_toml(c, 2, "a header"));
+    const Config from_file = load_config("", {"parallel.plan=" + tmp / "plan.toml"});
+    Config applied = load_config("", {});
+    applied.parallel.plan = tmp / "plan.toml";
+    std::vector<std::string> sets;
+    for (const planner::Setting& s : planner::candidate_settings(c)) sets.push_back(s.section + "." + s.key + "=" + s.value);
+    apply_settings(applied, sets);
+    EXPECT_EQ(to_toml(applied), to_toml(from_file));
+    EXPECT_EQ(applied.dist.wan.ranks_per_site, 1);
+    EXPECT_TRUE(applied.dist.wan.compress);
+    EXPECT_EQ(applied.dist.wan.channels, 3);
+    EXPECT_EQ(applied.parallel.zero_scope, "site");
+    EXPECT_TRUE(applied.model.recompute);
+    EXPECT_EQ(applied.sync.mode, diloco > 0 ? "diloco" : "step");
+    if (diloco > 0) {
+      EXPECT_EQ(applied.sync.inner_steps, 25);
+      EXPECT_EQ(applied.sync.compress, "int8");
+    }
+  }
 }
 
 TEST(Schedule, WarmupThenCosineOrLinearToFloor) {

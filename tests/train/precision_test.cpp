@@ -1,5 +1,5 @@
 // tests/train/precision_test.cpp: dynamic loss scaling follows GradScaler's rules; precision
-// choices and their errors; the measurements behind them cached per build.
+// choices and their errors; the measurements behind "auto" cached per build.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -8,10 +8,11 @@
 
 #include <torch/version.h>
 
+#include "host/hardware.h"
+#include "host/precision_probe.h"
 #include "model/kernel_threads.h"
-#include "train/hardware.h"
+#include "test_util.h"
 #include "train/precision.h"
-#include "train/precision_probe.h"
 #include "util/error.h"
 #include "util/files.h"
 
@@ -60,27 +61,13 @@ TEST(Precision, Fp16NeedsCuda) {
 }
 
 // An empty HOME (so an empty ~/.cache/slmtrain) for one test, the old one back afterwards.
-struct TempHome {
-  std::string dir, saved;
-  explicit TempHome(const std::string& name)
-      : dir(::testing::TempDir() + "/" + name + "_home_" + std::to_string(::getpid())),
-        saved(std::getenv("HOME") ? std::getenv("HOME") : "") {
-    std::filesystem::remove_all(dir);
-    std::filesystem::create_directories(dir);
-    ::setenv("HOME", dir.c_str(), 1);
-  }
-  ~TempHome() {
-    ::setenv("HOME", saved.c_str(), 1);
-    std::filesystem::remove_all(dir);
-  }
-};
 
 // "auto" on a CPU times both precisions (then reads the cache) and picks the faster, saying so.
 TEST(Precision, AutoOnCpuDecidesByMeasurement) {
-  const TempHome home("precision");
+  const slm::test::TempHome home("precision");
   slm::model::GPT2Config m;
   m.n_layer = 2, m.n_head = 2, m.n_embd = 64, m.block_size = 32, m.vocab_size = 300;
-  const slm::train::PrecisionTiming t = slm::train::time_precisions(m, 2, 32);
+  const slm::host::PrecisionTiming t = slm::host::time_precisions(m, 2, 32);
   EXPECT_GT(t.fp32_s, 0);
   EXPECT_GT(t.bf16_s, 0);
   EXPECT_FALSE(t.cached);
@@ -93,20 +80,4 @@ TEST(Precision, AutoOnCpuDecidesByMeasurement) {
   EXPECT_EQ(p, t.bf16_s < 0.97 * t.fp32_s ? "bf16" : "fp32");
   EXPECT_NE(why.find("fp32 "), std::string::npos) << why;
   EXPECT_NE(why.find("cached"), std::string::npos) << why;  // the second call reads the cache
-}
-
-// The measured GEMM peak (MFU's denominator) is cached per CPU, thread count, runtime settings,
-// build and kernels revision: LibTorch 1.13 with OpenBLAS and 2.x with MKL time the same CPU
-// differently.
-TEST(Peak, CachedPerBuild) {
-  const TempHome home("peak");
-  const slm::train::DeviceInfo first = slm::train::describe_device("cpu", "fp32", 1, 0, 0);
-  EXPECT_EQ(first.peak_source, "measured now");
-  EXPECT_GT(first.peak_flops, 0);
-  const std::string cached = slm::read_file(home.dir + "/.cache/slmtrain/peak.json");
-  EXPECT_NE(cached.find(std::string("LibTorch ") + TORCH_VERSION + ", BLAS "), std::string::npos) << cached;
-  EXPECT_NE(cached.find(", slm kernels r" + std::to_string(slm::model::kKernelsRevision)), std::string::npos) << cached;
-  const slm::train::DeviceInfo again = slm::train::describe_device("cpu", "fp32", 1, 0, 0);
-  EXPECT_EQ(again.peak_source, "cached");
-  EXPECT_EQ(again.peak_flops, first.peak_flops);
 }

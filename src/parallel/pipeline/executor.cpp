@@ -9,13 +9,14 @@
 
 #include "comm/collectives.h"
 #include "parallel/data_parallel.h"
+#include "parallel/pipeline/tied_embedding.h"
 #include "util/trace.h"
 
 namespace slm::parallel::pipeline {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr int kTiedGradTag = 1 << 30, kTiedWeightTag = (1 << 30) + 1, kNormTag = (1 << 30) + 2;
+constexpr int kNormTag = (1 << 30) + 2;  // after the tied embedding's (tied_embedding.h)
 
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
@@ -67,44 +68,43 @@ std::vector<Action> forward_actions(int micro, int chunks) {
   return out;
 }
 
-ScheduleResult run_actions(Pipeline& p, DataParallel& d, const std::vector<Action>& actions,
-                           const std::vector<MicroBatch>& batches, double weight, double scale, bool train) {
-  const auto started = Clock::now();
-  const int64_t C = p.model->cfg.n_embd;
-  ScheduleResult r;
-  at::Tensor loss_sum;  // the micro-batch losses, summed on the device
-  struct Live {
-    at::Tensor in, out;  // the chunk's input (activations with grad) and output (activations or loss)
-  };
-  std::map<std::pair<int, int>, Live> live;  // (micro, chunk) between its forward and backward
+namespace {
+
+// The activations and their gradients between stages, for one action list: receives posted ahead
+// (Gloo moves a message once its receive is posted and the receiver's notice has crossed the link,
+// so the first `ahead` actions' receives are posted at the start and each action posts the one
+// `ahead` later; NCCL pairs messages by order: one ahead), taken when an action needs them, and
+// sends collected to be waited for at the list's end.
+struct Messages {
+  Pipeline& p;
+  const std::vector<Action>& actions;
+  const std::vector<MicroBatch>& batches;
+  size_t ahead;
   std::map<size_t, std::pair<at::Tensor, comm::Pending>> posted;  // action index -> receive
   std::vector<comm::Pending> sends;
-  size_t final_b = actions.size(), final_first_b = actions.size();
-  for (size_t i = 0; i < actions.size(); ++i)
-    if (actions[i].op == Action::B) {
-      final_b = i;
-      if (p.chunks[static_cast<size_t>(actions[i].chunk)].first) final_first_b = i;
-    }
-  auto post = [&](size_t i) {
+
+  Messages(Pipeline& p_, const std::vector<Action>& a, const std::vector<MicroBatch>& b)
+      : p(p_), actions(a), batches(b),
+        ahead(comm::matched_by_tag(p_.p2p) ? static_cast<size_t>(kReceivesAhead) : 1) {}
+
+  // Posts the receive of action i's input (if it takes one and it is not posted yet).
+  void post(size_t i) {
     if (i >= actions.size() || posted.count(i) || !receives(p, actions[i])) return;
     const Action& a = actions[i];
     const Chunk& c = p.chunks[static_cast<size_t>(a.chunk)];
     const int from = a.op == Action::F ? c.stage - 1 : c.stage + 1;
     const at::Tensor& x = batches[static_cast<size_t>(a.micro)].x;
-    at::Tensor buf = at::empty({x.size(0), x.size(1), C}, x.options().dtype(at::kFloat));
+    at::Tensor buf = at::empty({x.size(0), x.size(1), p.model->cfg.n_embd}, x.options().dtype(at::kFloat));
     const int tag = a.op == Action::F ? tag_of(p, a.micro, c.stage, 0) : tag_of(p, a.micro, from, 1);
     at::Tensor wire = buf;
     if (scatter_gather(p, from, buf.numel())) wire = buf.view({p.tp.size, -1})[p.tp.rank];
     posted.emplace(i, std::make_pair(buf, comm::recv_async(wire, source_in(p, from), tag, p.p2p)));
-  };
-  // Receives posted ahead: Gloo moves a message once its receive is posted (the receiver's notice
-  // crosses the link first), so the first `ahead` actions' receives are posted at the start and
-  // each action posts the one `ahead` actions later; NCCL pairs messages by order: one ahead.
-  const size_t ahead = comm::matched_by_tag(p.p2p) ? static_cast<size_t>(kReceivesAhead) : 1;
-  auto post_first = [&] {
+  }
+  void post_first() {
     for (size_t i = 0; i < ahead; ++i) post(i);
-  };
-  auto take = [&](size_t i) {
+  }
+  // Action i's input, once it has arrived (all-gathered over the tp group where scattered).
+  at::Tensor take(size_t i) {
     post(i);
     auto it = posted.find(i);
     {
@@ -122,79 +122,55 @@ ScheduleResult run_actions(Pipeline& p, DataParallel& d, const std::vector<Actio
       comm::all_gather_into(flat, mine, p.tp);
     }
     return buf;
-  };
-  auto send = [&](const at::Tensor& t, int to_stage, int tag) {
+  }
+  void send(const at::Tensor& t, int to_stage, int tag) {
     at::Tensor wire = t.detach().to(at::kFloat).contiguous();
     if (scatter_gather(p, to_stage, wire.numel())) wire = wire.view({p.tp.size, -1})[p.tp.rank].contiguous();
     for (int dst : targets_in(p, to_stage)) sends.push_back(comm::send_async(wire, dst, tag, p.p2p));
-  };
-  // The tied embedding, where the first and last stage are on different ranks: the first stage's
-  // wte (as the last update left it) goes to the last stage's head in every action list. Gloo
-  // (pairs by tag): the first stage sends it right after its first activation, and the last stage
-  // waits for it only where its head is first used, at the end of its first forward. Sent at the
-  // list's start, the weights went first on the pair's one connection, and at 50 ms one way the
-  // first activation arrived 80-120 ms after it was computed instead of ~55 (the weights move only
-  // once the last stage's receive has been posted and its notice has crossed the link; traced,
-  // docs/planner.md). The head's gradient comes back into a receive posted here, long before the
-  // first stage's final backward needs it.
-  // (NCCL pairs messages by order: there the weights go first and are taken before the first
-  // forward, and the head's gradient receive is posted when it is needed, after the last
-  // activation gradient, which the last stage sends before the head's.)
-  const bool by_tag = comm::matched_by_tag(p.p2p);
-  const bool tied_out = holds_first(p) && !holds_last(p), tied_in = holds_last(p) && !holds_first(p);
-  at::Tensor head_grad;
-  comm::Pending head_grad_in;
-  auto post_head_grad = [&] {
-    head_grad = at::empty_like(p.model->wte);
-    head_grad_in = comm::recv_async(head_grad, source_in(p, num_stages(p) - 1), kTiedGradTag, p.p2p);
-  };
-  bool tied_sent = false;
-  auto send_tied = [&] {
-    if (!tied_out || tied_sent) return;
-    tied_sent = true;
-    sends.push_back(comm::send_async(p.model->wte.detach().contiguous(),
-                                     rank_at(p.plan, num_stages(p) - 1, p.role.replica, p.role.tp_rank), kTiedWeightTag, p.p2p));
-  };
-  at::Tensor tied_w;
-  comm::Pending tied_w_in;
-  double tied_wait_s = 0;  // inside a forward: not counted as compute (the trace's F span holds it)
-  auto take_tied = [&] {
-    if (!tied_w.defined()) return;
-    {
-      const auto t = Clock::now();
-      trace::Span span("wait tied weights", trace::kWait);
-      tied_w_in.wait();
-      tied_wait_s += since(t);
+  }
+  void wait_sends() {
+    trace::Span span("wait sends", trace::kWait);
+    for (comm::Pending& s : sends) s.wait();
+  }
+};
+
+// The index of the list's last backward, and of its last backward of the first chunk.
+std::pair<size_t, size_t> final_backwards(const Pipeline& p, const std::vector<Action>& actions) {
+  size_t final_b = actions.size(), final_first_b = actions.size();
+  for (size_t i = 0; i < actions.size(); ++i)
+    if (actions[i].op == Action::B) {
+      final_b = i;
+      if (p.chunks[static_cast<size_t>(actions[i].chunk)].first) final_first_b = i;
     }
-    torch::NoGradGuard no_grad;
-    p.model->head.detach().copy_(tied_w);
-    tied_w = at::Tensor();
+  return {final_b, final_first_b};
+}
+
+}  // namespace
+
+ScheduleResult run_actions(Pipeline& p, DataParallel& d, const std::vector<Action>& actions,
+                           const std::vector<MicroBatch>& batches, double weight, double scale, bool train) {
+  const auto started = Clock::now();
+  ScheduleResult r;
+  at::Tensor loss_sum;  // the micro-batch losses, summed on the device
+  struct Live {
+    at::Tensor in, out;  // the chunk's input (activations with grad) and output (activations or loss)
   };
-  if (tied_out) {
-    if (!by_tag) send_tied();
-    if (train && by_tag) post_head_grad();
-  }
-  if (tied_in) {
-    // Gloo: the activations' receives first, so that their notices cross before the weights' and
-    // the first stage, where both sends wait for their notices, lets the activation go first.
-    if (by_tag) post_first();
-    tied_w = at::empty_like(p.model->head);
-    tied_w_in = comm::recv_async(tied_w, rank_at(p.plan, 0, p.role.replica, p.role.tp_rank), kTiedWeightTag, p.p2p);
-    post_first();  // NCCL: in order after the weights' (a no-op where posted above)
-    if (!by_tag) take_tied();
-  }
-  const std::function<void()> before_head = take_tied;
-  post_first();  // a no-op where done above (the last stage posts before it waits for the weights)
+  std::map<std::pair<int, int>, Live> live;  // (micro, chunk) between its forward and backward
+  const auto [final_b, final_first_b] = final_backwards(p, actions);
+  Messages msg(p, actions, batches);
+  TiedExchange tied(p, train, msg.sends);
+  tied.start([&] { msg.post_first(); });
+  const std::function<void()> before_head = [&] { tied.before_head(); };
   for (size_t i = 0; i < actions.size(); ++i) {
     const Action& a = actions[i];
     const Chunk& c = p.chunks[static_cast<size_t>(a.chunk)];
     const MicroBatch& mb = batches[static_cast<size_t>(a.micro)];
     if (a.op == Action::F) {
-      at::Tensor in = c.first ? mb.x : take(i);
-      post(i + ahead);  // later messages travel while this chunk computes
+      at::Tensor in = c.first ? mb.x : msg.take(i);
+      msg.post(i + msg.ahead);  // later messages travel while this chunk computes
       if (!c.first && train) in.requires_grad_(true);
       const auto t = Clock::now();
-      const double waited = tied_wait_s;
+      const double waited = tied.wait_s;
       at::Tensor out;
       {
         trace::Span span("F", trace::kCompute, a.micro, a.chunk);
@@ -202,24 +178,18 @@ ScheduleResult run_actions(Pipeline& p, DataParallel& d, const std::vector<Actio
         out = chunk_forward(d, *p.model, c, in, mb.y, p.tp, train, before_head);
       }
       if (c.last) loss_sum = loss_sum.defined() ? loss_sum + out.detach().to(at::kDouble) : out.detach().to(at::kDouble);
-      r.compute_s += since(t) - (tied_wait_s - waited);
-      if (!c.last) send(out, c.stage + 1, tag_of(p, a.micro, c.stage + 1, 0));
-      send_tied();  // after the first activation (a no-op after that, or off the first stage)
+      r.compute_s += since(t) - (tied.wait_s - waited);
+      if (!c.last) msg.send(out, c.stage + 1, tag_of(p, a.micro, c.stage + 1, 0));
+      tied.after_forward();
       if (train) live[{a.micro, a.chunk}] = {in, out};
       continue;
     }
     auto it = live.find({a.micro, a.chunk});
     Live l = it->second;
     live.erase(it);
-    at::Tensor grad = c.last ? at::Tensor() : take(i);
-    post(i + ahead);
-    if (i == final_first_b && train && holds_first(p) && !holds_last(p)) {  // the head's share of the tied embedding gradient
-      if (!head_grad.defined()) post_head_grad();
-      trace::Span span("wait tied gradient", trace::kWait);
-      head_grad_in.wait();
-      at::Tensor& g = p.model->wte.mutable_grad();
-      g.defined() ? g.add_(head_grad) : (g = head_grad);
-    }
+    at::Tensor grad = c.last ? at::Tensor() : msg.take(i);
+    msg.post(i + msg.ahead);
+    if (i == final_first_b) tied.add_head_grad();  // the head's share of the tied embedding gradient
     begin_backward(d, /*last=*/i == final_b);
     const auto t = Clock::now();
     {
@@ -228,20 +198,10 @@ ScheduleResult run_actions(Pipeline& p, DataParallel& d, const std::vector<Actio
       else l.out.backward(grad);
     }
     r.compute_s += since(t);
-    if (!c.first) send(l.in.grad(), c.stage - 1, tag_of(p, a.micro, c.stage, 1));
+    if (!c.first) msg.send(l.in.grad(), c.stage - 1, tag_of(p, a.micro, c.stage, 1));
   }
-  if (train && holds_last(p) && !holds_first(p)) {
-    at::Tensor& g = p.model->head.mutable_grad();
-    at::Tensor wire = g.defined() ? g.contiguous() : at::zeros_like(p.model->head);
-    sends.push_back(comm::send_async(wire, rank_at(p.plan, 0, p.role.replica, p.role.tp_rank), kTiedGradTag, p.p2p));
-    g = at::Tensor();
-  }
-  send_tied();  // where the list had no forward: every list carries the weights once
-  take_tied();
-  {
-    trace::Span span("wait sends", trace::kWait);
-    for (comm::Pending& s : sends) s.wait();
-  }
+  tied.finish();
+  msg.wait_sends();
   if (loss_sum.defined()) r.loss = loss_sum.item<double>();  // one device sync per step, not per micro-batch
   r.wall_s = since(started);
   return r;

@@ -9,7 +9,7 @@
 // takes activations from sending tp rank j % tp_send, and sending tp rank i takes gradients from
 // receiving tp rank i % tp_recv (the activations between stages are whole on every tp rank; with
 // equal tp on both sides each sends only its 1/tp and the receivers all-gather it over their tp
-// group). Tied embedding: the last stage's head gradient is added to the first stage's wte
+// group). Tied embedding (tied_embedding.h): the last stage's head gradient is added to the first stage's wte
 // gradient before its final backward, and the updated wte goes to the last stage at the start of
 // the next action list.
 #pragma once

@@ -1,0 +1,113 @@
+// host/hardware.cpp: see hardware.h.
+#include "host/hardware.h"
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fmt/format.h>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <torch/cuda.h>
+#include <torch/torch.h>
+
+#ifdef SLM_HAVE_CUDA_KERNELS
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAFunctions.h>
+#endif
+
+#include "host/cuda_info.h"
+#include "host/runtime.h"
+
+#include "util/measure_cache.h"
+
+namespace slm::host {
+
+std::string cpu_model_name() {
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  return "unknown CPU";
+}
+
+// Best of a few n x n matmuls in the run's precision on the device.
+static double measure_gemm_flops(const std::string& device, const std::string& precision) {
+  const int64_t n = device == "cpu" ? 2048 : 8192;
+  auto opts = torch::TensorOptions().device(device).dtype(precision == "bf16" ? torch::kBFloat16 : torch::kFloat);
+  at::Tensor a = torch::randn({n, n}, opts), b = torch::randn({n, n}, opts);
+  double best = 0;
+  for (int i = 0; i < 6; ++i) {
+    if (device != "cpu") torch::cuda::synchronize();
+    auto t0 = std::chrono::steady_clock::now();
+    at::Tensor c = at::matmul(a, b);
+    if (device != "cpu") torch::cuda::synchronize();
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (i > 0) best = std::max(best, 2.0 * n * n * n / s);  // first run warms up
+  }
+  return best;
+}
+
+// Assumed on-demand prices, USD per device-hour (public cloud list prices, rounded; 2026).
+// A run can set cost.price_per_hour instead.
+static double assumed_price(const std::string& device, int threads, std::string* source) {
+  if (device == "cpu") {
+    *source = fmt::format("assumed: $0.04 per vCPU-hour x {} threads", threads);
+    return 0.04 * threads;
+  }
+  *source = "assumed: $2.50 per GPU-hour (set cost.price_per_hour for your GPU)";
+  return 2.5;
+}
+
+DeviceInfo describe_device(const std::string& device, const std::string& precision, int threads,
+                           double peak_tflops, double price_per_hour) {
+  DeviceInfo d;
+  const CudaInfo gpu = device == "cpu" ? CudaInfo{} : cuda_info();
+  d.name = device == "cpu" ? fmt::format("{} x{} threads", cpu_model_name(), threads) : gpu.ok ? gpu.name : "cuda:0";
+  if (price_per_hour > 0) {
+    d.price_per_hour = price_per_hour;
+    d.price_source = "configured";
+  } else {
+    d.price_per_hour = assumed_price(device, threads, &d.price_source);
+  }
+  if (peak_tflops > 0) {
+    d.peak_flops = peak_tflops * 1e12;
+    d.peak_source = "configured";
+    return d;
+  }
+  const std::string key = d.name + " " + precision + " | " + measurement_context();
+  if (const auto c = cached_measurement("peak.json", key); c && c->is_number()) {
+    d.peak_flops = c->get<double>();
+    d.peak_source = "cached";
+    return d;
+  }
+  d.peak_flops = measure_gemm_flops(device, precision);
+  d.peak_source = "measured now";
+  store_measurement("peak.json", key, d.peak_flops);
+  return d;
+}
+
+int64_t gpu_peak_memory_bytes() {
+#ifdef SLM_HAVE_CUDA_KERNELS
+  if (!torch::cuda::is_available()) return 0;
+  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(c10::cuda::current_device());
+  return stats.allocated_bytes[0].peak;  // [0]: every pool together (StatType::AGGREGATE)
+#else
+  return 0;
+#endif
+}
+
+int64_t peak_memory_bytes() {
+  struct rusage ru {};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<int64_t>(ru.ru_maxrss) * 1024;
+}
+
+int64_t resident_memory_bytes() {
+  std::ifstream in("/proc/self/statm");
+  int64_t pages = 0, resident = 0;
+  in >> pages >> resident;
+  return resident * ::sysconf(_SC_PAGESIZE);
+}
+
+}  // namespace slm::host

@@ -1,0 +1,69 @@
+// host/precision_probe.cpp: see precision_probe.h.
+#include "host/precision_probe.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "host/hardware.h"
+#include "host/runtime.h"
+#include "model/autocast.h"
+#include "util/measure_cache.h"
+
+namespace slm::host {
+namespace {
+
+// Best of three after a warm-up: the probe wants the kernel's speed, not the noise.
+template <class F>
+double best_time(F&& f) {
+  f();
+  double best = 1e30;
+  for (int i = 0; i < 3; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    f();
+    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return best;
+}
+
+double time_step_parts(const model::GPT2Config& shape, int64_t b, int64_t T, const std::string& precision) {
+  model::GPT2Config c = shape;
+  c.n_layer = 1, c.dropout = 0;
+  model::GPT2 m = model::init_gpt2(c, 1);
+  at::Tensor x = torch::randn({b, T, c.n_embd}).requires_grad_(true), g = torch::randn({b, T, c.n_embd});
+  at::Tensor idx = torch::randint(c.vocab_size, {b, T}, torch::kLong);
+  model::AutocastGuard autocast(precision, "cpu");
+  return best_time([&] {
+    model::block_forward(m.h[0], x, c, true).backward(g);
+    model::head_loss(m, x, idx).backward();
+  });
+}
+
+}  // namespace
+
+PrecisionTiming time_precisions(const model::GPT2Config& shape, int64_t micro_batch, int64_t seq_len) {
+  model::GPT2Config m = shape;
+  if (m.vocab_size <= 0) m.vocab_size = 50257;  // no dataset yet (planning): GPT-2's vocabulary
+  PrecisionTiming t;
+  t.micro_batch = std::clamp<int64_t>(micro_batch, 1, 4);
+  const std::string key = fmt::format("{} x{} threads | {} | C {} H {} Vp {} T {} B {}", cpu_model_name(),
+                                      torch::get_num_threads(), measurement_context(), m.n_embd, m.n_head, m.padded_vocab(), seq_len,
+                                      t.micro_batch);
+  if (const auto c = cached_measurement("precision.json", key);
+      c && c->is_object() && c->contains("fp32_s") && c->contains("bf16_s")) {
+    t.fp32_s = c->at("fp32_s").get<double>(), t.bf16_s = c->at("bf16_s").get<double>();
+    t.cached = true;
+    return t;
+  }
+  t.fp32_s = time_step_parts(m, t.micro_batch, seq_len, "fp32");
+  t.bf16_s = time_step_parts(m, t.micro_batch, seq_len, "bf16");
+  store_measurement("precision.json", key, {{"fp32_s", t.fp32_s}, {"bf16_s", t.bf16_s}});
+  return t;
+}
+
+}  // namespace slm::host
