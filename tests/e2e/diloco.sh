@@ -216,18 +216,7 @@ grep -q "slm: error: sync: the checkpoint's outer state has [0-9]* values, this 
   || { cat relayout.log; fail "2 ranks per site -> 1: no one-line refusal"; }
 
 echo "== the planner weighs DiLoCo (only with --allow-lossy)"
-cat > slow.toml <<'TOML'
-[[site]]
-name = "a"
-ranks = 1
-[[site]]
-name = "b"
-ranks = 1
-[[link]]
-sites = ["a", "b"]
-delay_ms = 50
-rate_mbit = 10
-TOML
+two_sites 1 50 10 > slow.toml
 "$SLM" launch -n 2 -- "$SLM" profile "${COMMON[@]}" -o profile.json > prof.log 2>&1 || { cat prof.log; fail "profile"; }
 "$SLM" plan auto "${COMMON[@]}" --set sync.inner_steps=4 --cluster slow.toml --profile profile.json --all-ranks \
   -o step.toml > step.txt 2>&1 || { cat step.txt; fail "plan auto"; }

@@ -10,7 +10,7 @@ need_testbed
 cd "$WORK"
 gen_corpus 2000 > gen.txt
 make_dataset gen.txt 300 0.05
-printf 'name = "tbel"\ndelay = "delayer"\n[[site]]\nname = "a"\nranks = 2\n[[site]]\nname = "b"\nranks = 2\n[[link]]\nsites = ["a", "b"]\ndelay_ms = 5\n' > el.toml
+{ printf 'name = "tbel"\ndelay = "delayer"\n'; two_sites 2 5; } > el.toml
 # lose_site_b RUN ARGS: the elastic job with training ARGS, site b killed after step 60; it must
 # finish on site a alone (exit 0, the final checkpoint, one shrink event naming the lost ranks).
 lose_site_b() {

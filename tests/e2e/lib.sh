@@ -11,6 +11,14 @@ trap '[ -n "${KEEP:-}" ] || rm -rf "$WORK"' EXIT
 # for every layout (tp 2, pp 2 stages of a layer each).
 TINY_MODEL=(--set model.n_layer=2 --set model.n_head=2 --set model.n_embd=64 --set model.block_size=64)
 
+# two_sites RANKS DELAY_MS [RATE_MBIT]: the tests' two-site cluster (the testbed TOML): sites a and
+# b of RANKS ranks each, joined by one link of DELAY_MS one way (and RATE_MBIT, if given).
+two_sites() {
+  printf '[[site]]\nname = "a"\nranks = %s\n[[site]]\nname = "b"\nranks = %s\n[[link]]\nsites = ["a", "b"]\ndelay_ms = %s\n' \
+    "$1" "$1" "$2"
+  [ -z "${3:-}" ] || printf 'rate_mbit = %s\n' "$3"
+}
+
 fail() { echo "FAIL: $*" >&2; exit 1; }
 skip() { echo "SKIP: $*"; exit 77; }
 

@@ -66,18 +66,7 @@ assert "OMP_WAIT_POLICY=PASSIVE" in r and "GOMP_SPINCOUNT=10000" in r, r
 PY
 
 # 2. plan auto for 2 sites x 1 rank, 20 ms apart
-cat > two.toml <<'TOML'
-[[site]]
-name = "a"
-ranks = 1
-[[site]]
-name = "b"
-ranks = 1
-[[link]]
-sites = ["a", "b"]
-delay_ms = 10
-rate_mbit = 1000
-TOML
+two_sites 1 10 1000 > two.toml
 "$SLM" plan auto "${COMMON[@]}" --cluster two.toml --profile profile.json --all-ranks --top 3 -o plan.toml > auto.txt 2> auto.err \
   || { cat auto.err; fail "plan auto"; }
 cat auto.txt
