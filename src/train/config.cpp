@@ -192,9 +192,7 @@ Config parse_config_text(const std::string& text, const std::string& where) {
   return c;
 }
 
-namespace {
-
-void apply_overrides(Config& c, const std::vector<std::string>& overrides) {
+void apply_settings(Config& c, const std::vector<std::string>& overrides) {
   std::vector<Field> fs = fields(c);
   for (const std::string& o : overrides) {
     size_t dot = o.find('.'), eq = o.find('=');
@@ -220,6 +218,8 @@ void apply_overrides(Config& c, const std::vector<std::string>& overrides) {
   }
 }
 
+namespace {
+
 // The plan file's [set] table (planner/plan_file.h), if parallel.plan names a file that has one.
 std::optional<toml::table> plan_settings(const Config& c) {
   if (c.parallel.plan.empty() || c.parallel.plan == "auto" || !path_exists(c.parallel.plan)) return std::nullopt;
@@ -236,17 +236,15 @@ std::optional<toml::table> plan_settings(const Config& c) {
 
 }  // namespace
 
-void apply_settings(Config& c, const std::vector<std::string>& settings) { apply_overrides(c, settings); }
-
 Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
   Config c = path.empty() ? Config{} : parse_config_text(read_file(path), path);
   Config base = c;
-  apply_overrides(c, overrides);
+  apply_settings(c, overrides);
   if (auto s = plan_settings(c)) {
     const std::string plan = c.parallel.plan;
     apply_table(base, *s, plan + ": [set]");
     base.parallel.plan = plan;
-    apply_overrides(base, overrides);
+    apply_settings(base, overrides);
     return base;
   }
   return c;
