@@ -8,6 +8,7 @@
 # COMPILE=1 adds torch.compile (2.x) to each round. SLM_EXTRA: more `slm train` arguments (e.g.
 # "--set system.attention=default"). DEVICE=cuda compares on the GPU; the shape is
 # the tiny preset's unless L, C, H, T, B, MICRO are set (e.g. gpt2: L=12 C=768 H=12 T=1024).
+# SLM_METRICS=FILE keeps the last round's slm metrics.jsonl there (to compare the losses of variants).
 # Both models have the padded vocabulary slm trains (a multiple of 128, as nanoGPT's 50304).
 set -euo pipefail
 SLM=$1 DATA=$2 PREC=${3:-fp32} STEPS=${4:-8} ROUNDS=${5:-2}
@@ -34,7 +35,8 @@ for r in $(seq "$ROUNDS"); do
     --set batch.micro_batch=$MICRO --set schedule.max_steps=$((STEPS + 2)) --set eval.every=0 \
     --set checkpoint.every=0 --set system.precision="$PREC" --set system.threads="$THREADS" --set system.device="$DEVICE" \
     ${SLM_EXTRA:-} 2> "$W/slm.err" || { cat "$W/slm.err" >&2; exit 1; }
-  grep "^attention:" "$W/slm.err" || true  # the GPU attention kernel slm chose, where it measured one
+  grep "^attention:\|^cuda graphs:\|^update:" "$W/slm.err" || true  # what slm chose on the GPU
+  [ -z "${SLM_METRICS:-}" ] || cp "$W/run/metrics.jsonl" "$SLM_METRICS"
   slm=$(python3 -c "
 import json, statistics
 r = [json.loads(l) for l in open('$W/run/metrics.jsonl') if 'tokens_per_s' in l][2:]

@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
-# bench/gpu/gpu_kernels.sh: the own CUDA kernels and the attention chooser on a lent GPU, in one run
-# that fits a 10-minute device call (an H100 or H200; none of this runs in CI):
+# bench/gpu/gpu_kernels.sh: the own CUDA kernels, the step's end on the device, CUDA graphs and the
+# attention chooser on a lent GPU (an H100 or H200; none of this runs in CI):
 #  1. builds slm against this machine's PyTorch with the CUDA kernels (build-gpu/, 16 jobs);
-#  2. their tests against the ATen compositions they replace (slm_torch_tests CudaXentRows.* and
-#     the fused head's; the chooser's host logic runs in CI);
+#  2. their tests against the ATen compositions they replace (slm_torch_tests Cuda*: the softmax
+#     cross-entropy, the residual add + LayerNorm, bias + GELU; the fused head's; the update on the
+#     device; the model's; the chooser's and the graphs' host logic run in CI too);
 #  3. gpt2 (124M), bf16, batch 32 x 1024 in one micro-batch: eager PyTorch, torch.compile and slm
-#     with system.attention = auto (the measured fastest kernel) and = default (LibTorch's choice),
-#     side by side (bench/compare/train_compare.sh), with each one's peak GPU memory; the rows go to
+#     (system.attention = auto: the measured fastest kernel; ATTENTION_DEFAULT=1 adds a run with
+#     LibTorch's own choice) side by side (bench/compare/train_compare.sh) with each one's peak GPU
+#     memory, then slm with system.cuda_graphs = on (its losses against the eager run's);
+#  4. the tiny preset (launch-bound) without and with CUDA graphs; the rows of 3 and 4 go to
 #     OUT/current.tsv, for docs/gpu/current.tsv.
-# The build takes most of the time (~5 min on 16 cores with an empty ccache): where one call must
-# stay short, run it once with SECTIONS=1, then SECTIONS="2 3" in the next call on the same machine.
+# All of it takes about 11 minutes on a fresh machine, the build about 4 of them (16 cores, empty
+# ccache): within 10-minute calls, run SECTIONS="1 2" and then SECTIONS="3 4" on the same machine.
 # Usage: bench/gpu/gpu_kernels.sh DATA_DIR OUT_DIR
 #   DATA_DIR: a prepared dataset whose tokenizer has GPT-2's 50257 tokens (the real head's shape);
 #   PY: the Python with this machine's torch (default python3); STEPS (default 12).
@@ -20,7 +23,7 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 mkdir -p "$OUT"
 cd "$ROOT"
 say() { echo "== $*" | tee -a "$OUT/summary.txt"; }
-SECTIONS=" ${SECTIONS:-1 2 3} "
+SECTIONS=" ${SECTIONS:-1 2 3 4} "
 on() { [[ "$SECTIONS" == *" $1 "* ]]; }
 
 if on 1; then
@@ -34,28 +37,53 @@ fi
 
 if on 2; then
 say "2. kernel tests against ATen"
-build-gpu/tests/slm_torch_tests --gtest_filter='CudaXentRows.*:FusedHead*:XentRows*' > "$OUT/tests.log" 2>&1
+build-gpu/tests/slm_torch_tests --gtest_filter='Cuda*:FusedHead*:XentRows*:DeviceUpdate.*:GPT2.*' > "$OUT/tests.log" 2>&1
 tail -3 "$OUT/tests.log" | tee -a "$OUT/summary.txt"
 fi
-on 3 || exit 0
+on 3 || on 4 || exit 0
 
-say "3. gpt2 bf16 batch 32 x 1024: eager, torch.compile, slm (attention auto / default)"
 gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)
-for attention in auto default; do
-  SLM_EXTRA="--set system.attention=$attention" PY=$PY DEVICE=cuda COMPILE=$([ $attention = auto ] && echo 1 || echo 0) \
-    L=12 C=768 H=12 T=1024 B=32 MICRO=32 bash bench/compare/train_compare.sh build-gpu/slm "$DATA" bf16 "$STEPS" 1 \
-    2>&1 | tee "$OUT/compare_$attention.log" | tee -a "$OUT/summary.txt"
-done
-grep -h "^attention:" "$OUT"/compare_*.log 2>/dev/null | sort -u | tee -a "$OUT/summary.txt"
-"$PY" - "$OUT" "$gpu" <<'PY'
-import re, sys
+compare() {  # compare NAME COMPILE VAR=VALUE...: one side-by-side run (shape, SLM_EXTRA), slm's losses kept
+  local name=$1 compile=$2; shift 2
+  env "$@" SLM_METRICS="$OUT/metrics_$name.jsonl" PY=$PY DEVICE=cuda COMPILE=$compile \
+    bash bench/compare/train_compare.sh build-gpu/slm "$DATA" bf16 "$STEPS" 1 \
+    2>&1 | tee "$OUT/compare_$name.log" | tee -a "$OUT/summary.txt"
+}
+GPT2=(L=12 C=768 H=12 T=1024 B=32 MICRO=32)
+if on 3; then
+  say "3. gpt2 bf16 batch 32 x 1024: eager, torch.compile, slm (attention auto / default; CUDA graphs)"
+  compare auto 1 "${GPT2[@]}" SLM_EXTRA="--set system.attention=auto"
+  [ "${ATTENTION_DEFAULT:-0}" = 0 ] || compare default 0 "${GPT2[@]}" SLM_EXTRA="--set system.attention=default"
+  compare graphs 0 "${GPT2[@]}" SLM_EXTRA="--set system.cuda_graphs=on"
+fi
+if on 4; then
+  say "4. the tiny preset (launch-bound: the graphs' case), bf16: eager, torch.compile, slm without and with CUDA graphs"
+  compare tiny 1 SLM_EXTRA="--set system.cuda_graphs=off"
+  compare tiny_graphs 0 SLM_EXTRA="--set system.cuda_graphs=on"
+fi
+grep -h "^attention:\|^cuda graphs:\|^update:" "$OUT"/compare_*.log 2>/dev/null | sort -u | tee -a "$OUT/summary.txt"
+"$PY" - "$OUT" "$gpu" <<'PY' | tee -a "$OUT/summary.txt"
+import json, re, sys
 out, gpu = sys.argv[1], sys.argv[2]
-rows = ["model\tgpu\tprecision\tbatch\tattention\teager_tok_s\tcompile_tok_s\tslm_tok_s\tslm_peak_gib\teager_peak_gib"]
-for attention in ("auto", "default"):
-    text = open(f"{out}/compare_{attention}.log").read()
+rows = ["model\tgpu\tprecision\tbatch\tvariant\teager_tok_s\tcompile_tok_s\tslm_tok_s\tslm_peak_gib\teager_peak_gib"]
+for name, model, batch in (("auto", "gpt2", "32x1024"), ("default", "gpt2", "32x1024"), ("graphs", "gpt2", "32x1024"),
+                           ("tiny", "tiny", "16x256"), ("tiny_graphs", "tiny", "16x256")):
+    try:
+        text = open(f"{out}/compare_{name}.log").read()
+    except OSError:
+        continue
     m = re.search(r"eager (\d+) tok/s(?:, torch.compile (\d+) tok/s)?.* (\d+) tok/s \(MFU [^)]*\), peak GPU ([\d.]+) GiB \(eager ([\d.-]+) GiB\)", text)
     if m:
-        rows.append("\t".join(["gpt2", gpu, "bf16", "32x1024", attention] + [g or "" for g in m.groups()]))
+        rows.append("\t".join([model, gpu, "bf16", batch, name] + [g or "" for g in m.groups()]))
 open(f"{out}/current.tsv", "w").write("\n".join(rows) + "\n")
 print("\n".join(rows))
+# CUDA graphs replay the same kernels: the same losses as the eager run of the same shape (bf16).
+losses = lambda n: [json.loads(l)["loss"] for l in open(f"{out}/metrics_{n}.jsonl") if '"loss"' in l]
+for a, b in (("auto", "graphs"), ("tiny", "tiny_graphs")):
+    try:
+        x, y = losses(a), losses(b)
+    except OSError:
+        continue
+    d = max(abs(p - q) for p, q in zip(x, y))
+    print(f"losses {a} vs {b}: {len(x)} / {len(y)} steps, max difference {d:.2e}", "ok" if len(x) == len(y) and d < 2e-2 else "DIFFER")
 PY

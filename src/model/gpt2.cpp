@@ -5,11 +5,13 @@
 #include "util/torch_compat.h"
 
 #include <cmath>
+#include <tuple>
 #include <fmt/format.h>
 
+#include "model/add_layer_norm.h"
+#include "model/bias_gelu.h"
 #include "model/causal_attention.h"
 #include "model/fused_head.h"
-#include "model/gelu_tanh.h"
 #include "model/gpu_attention.h"
 #include "model/recompute.h"
 #include "util/error.h"
@@ -135,27 +137,38 @@ at::Tensor causal_attention(const at::Tensor& q, const at::Tensor& k, const at::
 #endif
 }
 
-at::Tensor block_forward(const Block& b, const at::Tensor& x, const GPT2Config& c, bool train) {
-  const int64_t B = x.size(0), T = x.size(1), C = x.size(2), H = c.n_head;
-  // Attention: x + proj(attn(ln_1(x)))
-  at::Tensor h = at::layer_norm(x, {C}, b.ln_1_w, b.ln_1_b, 1e-5);
+std::pair<at::Tensor, at::Tensor> block_forward_deferred(const Block& b, const at::Tensor& x, const at::Tensor& d,
+                                                         const GPT2Config& c, bool train) {
+  const int64_t H = c.n_head;
+  // Attention: s + proj(attn(ln_1(s))), s = x + d: the previous block's residual add is made here,
+  // with the LayerNorm after it (model/add_layer_norm.h: one kernel on GPUs)
+  auto [s, h] = add_layer_norm(x, d, b.ln_1_w, b.ln_1_b, 1e-5);
+  const int64_t B = s.size(0), T = s.size(1), C = s.size(2);
   at::Tensor qkv = at::linear(h, b.c_attn_w, b.c_attn_b);  // (B, T, 3C)
   auto parts = qkv.split(C, -1);
   auto heads = [&](const at::Tensor& t) { return t.view({B, T, H, C / H}).transpose(1, 2); };
   at::Tensor y = causal_attention(heads(parts[0]), heads(parts[1]), heads(parts[2]), c.dropout, train);
   y = y.transpose(1, 2).reshape({B, T, C});
-  at::Tensor out = x + at::dropout(at::linear(y, b.attn_proj_w, b.attn_proj_b), c.dropout, train);
-  // MLP: out + proj(gelu_tanh(fc(ln_2(out))))
-  h = at::layer_norm(out, {C}, b.ln_2_w, b.ln_2_b, 1e-5);
-  h = gelu_tanh(at::linear(h, b.c_fc_w, b.c_fc_b));
-  return out + at::dropout(at::linear(h, b.mlp_proj_w, b.mlp_proj_b), c.dropout, train);
+  at::Tensor attn = at::dropout(at::linear(y, b.attn_proj_w, b.attn_proj_b), c.dropout, train);
+  // MLP: out + proj(gelu_tanh(fc(ln_2(out)))), out = s + attn
+  auto [out, h2] = add_layer_norm(s, attn, b.ln_2_w, b.ln_2_b, 1e-5);
+  at::Tensor m = fc_gelu(h2, b.c_fc_w, b.c_fc_b);  // gelu_tanh(linear(...)); one kernel with the bias on GPUs
+  return {out, at::dropout(at::linear(m, b.mlp_proj_w, b.mlp_proj_b), c.dropout, train)};
+}
+
+at::Tensor block_forward(const Block& b, const at::Tensor& x, const GPT2Config& c, bool train) {
+  auto [out, delta] = block_forward_deferred(b, x, at::Tensor(), c, train);
+  return out + delta;
 }
 
 at::Tensor run_blocks(const GPT2& m, at::Tensor x, size_t begin, size_t end, bool train) {
+  if (!m.run_block && !(m.cfg.recompute && train && x.requires_grad())) {
+    at::Tensor d;  // the last block's output is x + d: its residual add waits for the next LayerNorm
+    for (size_t i = begin; i < end; ++i) std::tie(x, d) = block_forward_deferred(m.h[i], x, d, m.cfg, train);
+    return d.defined() ? x + d : x;
+  }
   for (size_t i = begin; i < end; ++i)
-    x = m.run_block                                   ? m.run_block(i, x, train)
-        : m.cfg.recompute && train && x.requires_grad() ? block_forward_recompute(m.h[i], x, m.cfg, train)
-                                                        : block_forward(m.h[i], x, m.cfg, train);
+    x = m.run_block ? m.run_block(i, x, train) : block_forward_recompute(m.h[i], x, m.cfg, train);
   return x;
 }
 

@@ -90,6 +90,11 @@ at::Tensor run_blocks(const GPT2& m, at::Tensor x, size_t begin, size_t end, boo
 at::Tensor head_logits(const GPT2& m, const at::Tensor& x);  // (B, T, C) -> (B, T, V)
 at::Tensor head_loss(const GPT2& m, const at::Tensor& x, const at::Tensor& targets);
 at::Tensor block_forward(const Block& b, const at::Tensor& x, const GPT2Config& c, bool train);
+// The block on input x + d (d undefined: x) with its own output's residual add left to the caller:
+// returns {out, delta}, the output being out + delta. run_blocks passes delta on, so that each
+// residual add is made with the LayerNorm after it (add_layer_norm.h); the sums are the same.
+std::pair<at::Tensor, at::Tensor> block_forward_deferred(const Block& b, const at::Tensor& x, const at::Tensor& d,
+                                                         const GPT2Config& c, bool train);
 // Causal self-attention of q, k, v (B, H, T, hd) -> (B, H, T, hd): slm's row kernels where
 // prefer_causal_attention_rows says so (causal_attention.h), else SDPA where LibTorch has it, else
 // the math path. head_loss is fused_linear_cross_entropy (fused_head.h) after the final LayerNorm.

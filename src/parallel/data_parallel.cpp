@@ -71,19 +71,23 @@ torch::autograd::variable_list ReadyHook::operator()(const torch::autograd::vari
   return outputs;
 }
 
-// Sum of squares in chunks (a whole-buffer pow(2) would allocate a second copy of the gradients).
-double sum_of_squares(const at::Tensor& g) {
-  // Chunks of 1M floats summed in float, added in double. On a GPU 16M: CUDA's sum is a tree
-  // reduction (accurate far beyond 1M floats) and each chunk costs kernel launches (gpt2: 124
-  // chunks took 2.6 ms of a 129 ms step on an H200 with one sync, 8 of them 0.5 ms).
+// Sums of squares of g's chunks (a whole-buffer pow(2) would allocate a second copy of the
+// gradients), in double, on g's device. Chunks of 1M floats summed in float; on a GPU 16M: CUDA's
+// sum is a tree reduction (accurate far beyond 1M floats) and each chunk costs kernel launches
+// (gpt2: 124 chunks took 2.6 ms of a 129 ms step on an H200 with one sync, 8 of them 0.5 ms).
+at::Tensor chunk_square_sums(const at::Tensor& g) {
   const int64_t kChunk = g.is_cuda() ? 1 << 24 : 1 << 20;
   std::vector<at::Tensor> parts;
   for (int64_t i = 0; i < g.numel(); i += kChunk) parts.push_back(g.narrow(0, i, std::min(kChunk, g.numel() - i)).pow(2).sum());
-  if (parts.empty()) return 0;
+  if (parts.empty()) return at::zeros({1}, g.options().dtype(at::kDouble));
+  return at::stack(parts).to(at::kDouble);
+}
+
+double sum_of_squares(const at::Tensor& g) {
   // The chunks' sums come back together: on a GPU one device sync instead of one per chunk (gpt2:
   // 124 of them, 3.7 ms of a 139 ms step on an H200, seen in a traced step), added up in order
   // (on a CPU the norm is what one item() per chunk gave, to the last bit).
-  const at::Tensor sums = at::stack(parts).to(at::kDouble).cpu();
+  const at::Tensor sums = chunk_square_sums(g).cpu();
   const double* v = sums.data_ptr<double>();
   double total = 0;
   for (int64_t i = 0; i < sums.numel(); ++i) total += v[i];
@@ -200,6 +204,13 @@ double grad_norm_sq(DataParallel& d) {
     local = comm::sum(local, d.tp);
   }
   return d.cfg.zero == 0 ? local : comm::sum(local, d.zg);
+}
+
+at::Tensor grad_norm_sq_on_device(DataParallel& d) {
+  if (d.tp.size > 1) throw std::logic_error("grad_norm_sq_on_device: tensor parallelism sums its norm on the host");
+  at::Tensor total = chunk_square_sums(grad_shard(d)).sum();
+  if (d.cfg.zero != 0) comm::all_reduce_sum(total, d.zg);
+  return total;
 }
 
 at::Tensor param_shard(DataParallel& d) {

@@ -61,6 +61,8 @@ std::vector<Field> fields(Config& c) {
       {"system", "peak_tflops", &c.system.peak_tflops},
       {"system", "attention", &c.system.attention},
       {"system", "loss_scaling", &c.system.loss_scaling},
+      {"system", "device_update", &c.system.device_update},
+      {"system", "cuda_graphs", &c.system.cuda_graphs},
       {"system", "loss_scale_init", &c.system.loss_scale_init},
       {"system", "loss_scale_growth_interval", &c.system.loss_scale_growth_interval},
       {"eval", "every", &c.eval.every},
@@ -287,6 +289,10 @@ void validate(const Config& c) {
   need(c.system.precision == "auto" || c.system.precision == "fp32" || c.system.precision == "bf16" ||
            c.system.precision == "fp16",
        fmt::format("system: precision \"{}\" is not one of auto, fp32, bf16, fp16", c.system.precision));
+  need(c.system.device_update == "auto" || c.system.device_update == "on" || c.system.device_update == "off",
+       fmt::format("system: device_update \"{}\" is not one of auto, on, off", c.system.device_update));
+  need(c.system.cuda_graphs == "on" || c.system.cuda_graphs == "off",
+       fmt::format("system: cuda_graphs \"{}\" is not one of on, off", c.system.cuda_graphs));
   need(c.system.loss_scaling == "auto" || c.system.loss_scaling == "on" || c.system.loss_scaling == "off",
        fmt::format("system: loss_scaling \"{}\" is not one of auto, on, off", c.system.loss_scaling));
   need(c.system.loss_scale_init >= 1 && c.system.loss_scale_growth_interval >= 1,

@@ -61,6 +61,11 @@ struct SystemConfig {
   int threads = 0;                 // CPU threads per rank; 0 = cores / ranks on this machine
   uint64_t seed = 1337;            // model initialisation
   double peak_tflops = 0;          // device peak for MFU; 0 = measure by a GEMM once (cached)
+  std::string device_update = "auto";  // auto (on for CUDA) | on | off: gradient norm, clipping and the
+                                       // overflow skip on the device, one host read per step
+                                       // (train/device_update.h)
+  std::string cuda_graphs = "off";  // off | on: the step's forward and backward captured as one CUDA
+                                    // graph and replayed (train/step_graph.h)
   std::string attention = "auto";  // GPU attention kernel: auto (the fastest of cudnn, flash and
                                    // efficient for each shape, measured once per GPU and cached) |
                                    // cudnn | flash | efficient | math | default (LibTorch's order)

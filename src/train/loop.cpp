@@ -69,6 +69,13 @@ static void print_header(const Trainer& t, const std::string& run, const host::D
   if (parallel::zero_group(*t.dp).size < t.groups.dp.size)
     std::fprintf(stderr, "ZeRO state: split over the %d ranks of each site, replicated across sites\n",
                  parallel::zero_group(*t.dp).size);
+  if (t.update_on_device)
+    std::fprintf(stderr, "update: on the device (gradient norm, clipping, overflow skip; one host read per step)\n");
+  else if (!t.update_reason.empty())
+    std::fprintf(stderr, "update: on the host (%s)\n", t.update_reason.c_str());
+  if (t.graph)
+    std::fprintf(stderr, "cuda graphs: the step's forward and backward are captured after %lld eager steps, then replayed\n",
+                 static_cast<long long>(kWarmupSteps));
   if (t.outer) std::fprintf(stderr, "sync: %s\n", parallel::describe(*t.outer).c_str());
   if (const std::string wan = comm::describe_wan(t.groups.dp); !wan.empty())
     std::fprintf(stderr, "data-parallel gradients: %s\n", wan.c_str());

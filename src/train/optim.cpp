@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 #include <tuple>
 #include <vector>
 
@@ -31,6 +32,48 @@ AdamW make_adamw(const parallel::FlatLayout& l, const std::vector<parallel::Segm
 
 namespace {
 
+struct Piece {
+  int64_t lo, hi;
+  bool decayed;
+};
+
+// [lo, hi) pieces covering [0, n) in order, each decayed (in a.decay) or not.
+std::vector<Piece> pieces_of(const AdamW& a, int64_t n) {
+  std::vector<std::pair<int64_t, int64_t>> decayed = a.decay;
+  std::sort(decayed.begin(), decayed.end());
+  std::vector<Piece> pieces;
+  int64_t at = 0;
+  for (auto [lo, hi] : decayed) {
+    lo = std::max(lo, at);
+    if (lo >= hi) continue;
+    if (at < lo) pieces.push_back({at, lo, false});
+    pieces.push_back({lo, hi, true});
+    at = hi;
+  }
+  if (at < n) pieces.push_back({at, n, false});
+  return pieces;
+}
+
+// LibTorch's fused kernel, one call for the decayed pieces and one for the others (views of the
+// buffers): two launches for the whole update, the decay inside. With found_inf, the kernel skips
+// the update where it is 1 (no host sync). False where this LibTorch has no fused AdamW.
+bool adamw_fused(AdamW& a, at::Tensor& param, const at::Tensor& grad, const OptimConfig& o, double lr,
+                 const at::Tensor& found_inf) {
+  if (!compat::kHasFusedAdam) return false;
+  std::vector<at::Tensor> p[2], g[2], m[2], v[2];
+  for (const Piece& c : pieces_of(a, param.numel())) {
+    const int k = c.decayed ? 1 : 0;
+    const int64_t len = c.hi - c.lo;
+    p[k].push_back(param.narrow(0, c.lo, len)), g[k].push_back(grad.narrow(0, c.lo, len));
+    m[k].push_back(a.exp_avg.narrow(0, c.lo, len)), v[k].push_back(a.exp_avg_sq.narrow(0, c.lo, len));
+  }
+  for (int k = 0; k < 2; ++k)
+    if (!p[k].empty())
+      compat::fused_adamw(p[k], g[k], m[k], v[k], a.step, lr, o.beta1, o.beta2, k == 1 ? o.weight_decay : 0.0, o.eps,
+                          found_inf);
+  return true;
+}
+
 // The whole update of [begin, end) in one pass over memory: decay, both moments, the step. Plain
 // float arithmetic that the compiler vectorises for the build's baseline ISA; every element takes
 // the same operations (no fused multiply-add on x86-64's baseline), so the result does not depend
@@ -54,20 +97,9 @@ bool adamw_cpu(AdamW& a, at::Tensor& param, const at::Tensor& grad, const OptimC
     return t.device().is_cpu() && t.scalar_type() == at::kFloat && t.is_contiguous() && t.numel() == param.numel();
   };
   if (!ok(param) || !ok(grad) || !ok(a.exp_avg) || !ok(a.exp_avg_sq)) return false;
-  // [lo, hi, decay factor] pieces covering the whole buffer, in order
-  std::vector<std::pair<int64_t, int64_t>> decayed = a.decay;
-  std::sort(decayed.begin(), decayed.end());
   const float wd = static_cast<float>(1 - lr * o.weight_decay);
-  std::vector<std::tuple<int64_t, int64_t, float>> pieces;
-  int64_t at = 0;
-  for (auto [lo, hi] : decayed) {
-    lo = std::max(lo, at);
-    if (lo >= hi) continue;
-    if (at < lo) pieces.emplace_back(at, lo, 1.0f);
-    pieces.emplace_back(lo, hi, o.weight_decay != 0 ? wd : 1.0f);
-    at = hi;
-  }
-  if (at < param.numel()) pieces.emplace_back(at, param.numel(), 1.0f);
+  std::vector<std::tuple<int64_t, int64_t, float>> pieces;  // [lo, hi, decay factor]
+  for (const Piece& c : pieces_of(a, param.numel())) pieces.emplace_back(c.lo, c.hi, c.decayed && o.weight_decay != 0 ? wd : 1.0f);
   float *p = param.data_ptr<float>(), *m = a.exp_avg.data_ptr<float>(), *v = a.exp_avg_sq.data_ptr<float>();
   const float* g = grad.data_ptr<float>();
   const auto b1 = static_cast<float>(o.beta1), b2 = static_cast<float>(o.beta2), eps = static_cast<float>(o.eps);
@@ -82,11 +114,16 @@ bool adamw_cpu(AdamW& a, at::Tensor& param, const at::Tensor& grad, const OptimC
 
 }  // namespace
 
-void adamw_step(AdamW& a, at::Tensor param, const at::Tensor& grad, const OptimConfig& o, double lr, AdamKernel kernel) {
+void adamw_step(AdamW& a, at::Tensor param, const at::Tensor& grad, const OptimConfig& o, double lr, AdamKernel kernel,
+                const at::Tensor& found_inf) {
   torch::NoGradGuard no_grad;
   a.step += 1;
   const bool one_pass = kernel == AdamKernel::one_pass || (kernel == AdamKernel::automatic && !param.is_cuda());
-  const bool fused = kernel == AdamKernel::libtorch_fused || (kernel == AdamKernel::automatic && param.is_cuda());
+  const bool fused = found_inf.defined() || kernel == AdamKernel::libtorch_fused ||
+                     (kernel == AdamKernel::automatic && param.is_cuda());
+  if (found_inf.defined() && (o.name == "sgd" || !compat::kHasFusedAdam))
+    throw std::logic_error("adamw_step: a device-side skip needs AdamW and LibTorch's fused kernel");
+  if (o.name != "sgd" && fused && adamw_fused(a, param, grad, o, lr, found_inf)) return;
   const double bc1 = 1 - std::pow(o.beta1, static_cast<double>(a.step));
   const double bc2 = 1 - std::pow(o.beta2, static_cast<double>(a.step));
   if (o.name != "sgd" && one_pass && adamw_cpu(a, param, grad, o, lr, bc1, bc2)) return;
@@ -96,7 +133,6 @@ void adamw_step(AdamW& a, at::Tensor param, const at::Tensor& grad, const OptimC
     param.add_(grad, -lr);
     return;
   }
-  if (fused && compat::fused_adam(param, grad, a.exp_avg, a.exp_avg_sq, a.step, lr, o.beta1, o.beta2, o.eps)) return;
   const int64_t n = param.numel();
   const int64_t chunk = param.is_cuda() ? n : kChunk;  // a GPU wants few large kernels
   for (int64_t off = 0; off < n; off += chunk) {

@@ -33,9 +33,14 @@ AdamW make_adamw(const parallel::FlatLayout& l, const std::vector<parallel::Segm
 // falls back to chunked).
 enum class AdamKernel { automatic, chunked, one_pass, libtorch_fused };
 // One update of param (shard.size) with grad (shard.size) at learning rate lr (o.name = "sgd":
-// plain SGD, the moments untouched).
+// plain SGD, the moments untouched). LibTorch's fused kernel takes the decay too: two launches
+// (decayed pieces, the rest) for the whole update.
+// found_inf (optional): a 0-dim float tensor on param's device, 1 where the gradients were not
+// finite; the fused kernel then leaves parameters and moments as they were, decided on the device
+// (no host sync). It needs AdamW and LibTorch 2.4+ (std::logic_error otherwise); a.step counts
+// the update either way: the caller takes it back once it has read a skip.
 void adamw_step(AdamW& a, at::Tensor param, const at::Tensor& grad, const OptimConfig& o, double lr,
-                AdamKernel kernel = AdamKernel::automatic);
+                AdamKernel kernel = AdamKernel::automatic, const at::Tensor& found_inf = {});
 // Learning rate for optimizer step `step` (0-based).
 double lr_at(const ScheduleConfig& s, double peak_lr, int64_t step);
 

@@ -28,6 +28,7 @@
 #include "parallel/tensor/model.h"
 #include "planner/cost_model.h"
 #include "tokenizer/hf_files.h"
+#include "train/device_update.h"
 #include "train/optim.h"
 #include "train/precision.h"
 #include "train/trainer.h"
@@ -244,6 +245,11 @@ std::unique_ptr<Trainer> make_trainer(const Config& cfg_in) {
   parallel::Applied applied =
       parallel::apply_parallel(t->model, t->pipe->plan, cfg.parallel, cfg.sync, cfg.model.n_layer, t->groups);
   t->dp = std::move(applied.dp);
+  t->update_on_device = device_update_applies(cfg.system.device_update, t->device, cfg.optim.name,
+                                              t->pipe->plan.pp, t->groups.tp.size, &t->update_reason);
+  const GraphFacts graph_facts{t->device,         cuda_graphs_built(), t->pipe->plan.pp,   t->groups.tp.size,
+                               t->groups.dp.size, cfg.model.dropout,   cfg.model.recompute, t->update_on_device};
+  if (graphs_apply(cfg.system.cuda_graphs, graph_facts)) t->graph = make_step_graph();
   t->outer = std::move(applied.outer);
   t->pipe->model = &t->model;
   if (t->outer && cfg.sync.by == "time") {

@@ -16,6 +16,7 @@
 #include "parallel/pipeline/stage.h"
 #include "parallel/sync_by_time.h"
 #include "planner/cost_model.h"
+#include "train/device_update.h"
 #include "train/optim.h"
 #include "train/precision.h"
 #include "train/trainer.h"
@@ -78,6 +79,57 @@ static std::vector<std::vector<parallel::pipeline::MicroBatch>> next_micro_batch
   return out;
 }
 
+// The rest of an inner step after the reduced gradients, on the host: the norm (summed across
+// pipeline stages and tp slices) is read first, and the skip and clip decided there.
+static void update_on_host(Trainer& t, at::Tensor grad, const at::Tensor& loss, double share,
+                           parallel::pipeline::PendingNorm& norm, StepStats& s) {
+  auto clock = Clock::now();
+  if (loss.defined() && t.groups.tp.rank == 0) s.loss += loss.item<double>() * share;
+  {
+    trace::Span span("gradient norm", trace::kWait);
+    s.grad_norm = std::sqrt(parallel::pipeline::pipeline_grad_norm_sq(*t.pipe, *t.dp, norm));  // same on every rank
+  }
+  s.comm_s += seconds_since(clock);
+  const bool skipped = !update_loss_scale(t.scaler, std::isfinite(s.grad_norm));
+  s.skipped = s.skipped || skipped;
+  if (skipped) return;
+  const double clip = t.cfg.optim.grad_clip;
+  if (clip > 0 && s.grad_norm > clip) grad.mul_(clip / (s.grad_norm + 1e-6));
+  {
+    trace::Span span("optimizer");
+    adamw_step(t.adam, parallel::param_shard(*t.dp), grad, t.cfg.optim, s.lr);
+  }
+  s.optim_s += seconds_since(clock);
+  trace::Span span("gather parameters", trace::kWait);
+  parallel::gather_params(*t.dp);  // the tied head follows at the start of the next action list
+  s.comm_s += seconds_since(clock);
+}
+
+// The same on the device (train/device_update.h): norm, clip and skip are queued behind the
+// gradients, and the host reads the loss and the norm once, when all of it is queued.
+static void update_on_device(Trainer& t, at::Tensor grad, const at::Tensor& loss, double share, StepStats& s) {
+  auto clock = Clock::now();
+  const at::Tensor norm_sq = parallel::grad_norm_sq_on_device(*t.dp);
+  {
+    trace::Span span("optimizer");
+    clip_and_update(t.adam, parallel::param_shard(*t.dp), grad, norm_sq, t.cfg.optim, s.lr);
+  }
+  s.optim_s += seconds_since(clock);
+  {
+    trace::Span span("gather parameters", trace::kWait);
+    parallel::gather_params(*t.dp);  // a skipped update gathers the unchanged shards
+  }
+  s.comm_s += seconds_since(clock);
+  const auto [loss_sum, norm2] = read_back(loss, norm_sq);
+  const double waited = seconds_since(clock);  // for the step's kernels to finish: its compute (one stage)
+  s.schedule_s += waited, s.compute_s += waited;
+  s.loss += loss.defined() ? loss_sum * share : 0.0;
+  s.grad_norm = std::sqrt(norm2);
+  const bool skipped = !update_loss_scale(t.scaler, std::isfinite(s.grad_norm));
+  if (skipped) t.adam.step -= 1;  // the fused kernel skipped the update adamw_step counted
+  s.skipped = s.skipped || skipped;
+}
+
 // One inner optimizer step on `batches`; adds to s. `share` = this replica's samples per micro-batch
 // over the global step's samples (its loss counts so).
 static void inner_step(Trainer& t, std::vector<parallel::pipeline::MicroBatch>& batches, double share, StepStats& s) {
@@ -92,40 +144,27 @@ static void inner_step(Trainer& t, std::vector<parallel::pipeline::MicroBatch>& 
   parallel::pipeline::ScheduleResult run;
   {
     model::AutocastGuard autocast(t.precision, t.device);
-    run = parallel::pipeline::run_actions(*t.pipe, *t.dp, t.pipe->actions, batches, weight,
-                                          t.scaler.enabled ? t.scaler.scale : 1.0, /*train=*/true);
+    const double scale = t.scaler.enabled ? t.scaler.scale : 1.0;
+    const RunSchedule schedule = [&](const std::vector<parallel::pipeline::MicroBatch>& b) {
+      return parallel::pipeline::run_actions(*t.pipe, *t.dp, t.pipe->actions, b, weight, scale, /*train=*/true);
+    };
+    const auto say = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };  // one rank
+    run = t.graph ? run_graphed(*t.graph, schedule, batches, weight * scale, say) : schedule(batches);
   }
-  s.loss += t.groups.tp.rank == 0 ? run.loss * share : 0.0;
   s.compute_s += run.compute_s, s.schedule_s += run.wall_s;
   seconds_since(clock);
   {
     trace::Span span("reduce gradients", trace::kWait);
     parallel::finish_grads(*t.dp);
   }
+  s.comm_s += seconds_since(clock);
   at::Tensor grad = parallel::grad_shard(*t.dp);
   s.loss_scale = t.scaler.enabled ? t.scaler.scale : 0.0;
   if (t.scaler.enabled) grad.mul_(1.0 / t.scaler.scale);  // unscale before any norm (no overflow)
-  {
-    trace::Span span("gradient norm", trace::kWait);
-    s.grad_norm = std::sqrt(parallel::pipeline::pipeline_grad_norm_sq(*t.pipe, *t.dp, norm));  // same on every rank
-  }
-  s.comm_s += seconds_since(clock);
   s.lr = lr_at(t.cfg.schedule, t.cfg.optim.lr, t.step);
-  const bool skipped = !update_loss_scale(t.scaler, std::isfinite(s.grad_norm));
+  if (t.update_on_device) update_on_device(t, grad, run.loss, share, s);
+  else update_on_host(t, grad, run.loss, share, norm, s);
   s.next_scale = t.scaler.enabled ? t.scaler.scale : 0.0;
-  s.skipped = s.skipped || skipped;
-  if (!skipped) {
-    const double clip = t.cfg.optim.grad_clip;
-    if (clip > 0 && s.grad_norm > clip) grad.mul_(clip / (s.grad_norm + 1e-6));
-    {
-      trace::Span span("optimizer");
-      adamw_step(t.adam, parallel::param_shard(*t.dp), grad, t.cfg.optim, s.lr);
-    }
-    s.optim_s += seconds_since(clock);
-    trace::Span span("gather parameters", trace::kWait);
-    parallel::gather_params(*t.dp);  // the tied head follows at the start of the next action list
-    s.comm_s += seconds_since(clock);
-  }
 }
 
 // sync.by = "time" with measured speeds, at a sync (the end of a round): the next round's inner
@@ -230,7 +269,7 @@ double evaluate(Trainer& t) {
                                           static_cast<int>(t.pipe->chunks.size())), batches, 1.0, 1.0, /*train=*/false);
   }
   const bool reporter = t.pipe->chunks.back().last && t.pipe->role.replica == 0 && t.groups.tp.rank == 0;
-  return comm::sum(reporter ? run.loss / static_cast<double>(n) : 0.0, t.groups.world);
+  return comm::sum(reporter ? run.loss.item<double>() / static_cast<double>(n) : 0.0, t.groups.world);
 }
 
 parallel::ModelShape model_shape(const model::GPT2Config& m, const std::string& precision) {

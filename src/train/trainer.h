@@ -22,6 +22,7 @@
 #include "train/config.h"
 #include "train/optim.h"
 #include "train/precision.h"
+#include "train/step_graph.h"
 
 namespace slm::train {
 
@@ -37,6 +38,9 @@ struct Trainer {
   std::shared_ptr<parallel::OuterSync> outer;  // [sync] mode = "diloco": the outer sync across sites
   AdamW adam;                   // moments for dp's shard
   LossScaler scaler;            // dynamic loss scaling (fp16), off otherwise
+  bool update_on_device = false;  // norm, clip and overflow skip without a host sync (train/device_update.h)
+  std::string update_reason;      // why not, where system.device_update = "auto" would have (for the log)
+  std::shared_ptr<StepGraph> graph;  // system.cuda_graphs = "on": the captured step (train/step_graph.h)
   std::string device;     // "cpu" | "cuda"
   std::string precision;  // "fp32" | "bf16"
   std::string precision_reason;  // why, for the log

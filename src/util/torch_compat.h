@@ -11,6 +11,8 @@
 #include <ATen/autocast_mode.h>
 #include <c10/util/Logging.h>
 #include <cstdlib>
+#include <optional>
+#include <stdexcept>
 #include <string>
 #include <torch/csrc/autograd/variable.h>
 #include <torch/version.h>
@@ -61,18 +63,20 @@ inline at::ScalarType autocast_dtype(at::DeviceType d) {
 #endif
 }
 
-// One Adam update without weight decay (the caller applies it) of p with gradient g and moments
-// m, v at optimizer step `step` (>= 1), as one fused kernel; false where this LibTorch has none
-// (then the caller does the arithmetic itself).
-inline bool fused_adam(at::Tensor& p, const at::Tensor& g, at::Tensor& m, at::Tensor& v, int64_t step, double lr,
-                       double beta1, double beta2, double eps) {
+// One AdamW update of each tensor in p (gradients g, moments m, v; decoupled weight decay wd) at
+// optimizer step `step` (>= 1), as one fused kernel over the lists; where found_inf (a 0-dim float
+// tensor on their device) is 1 the kernel leaves everything as it was. 2.4+ only (kHasFusedAdam).
+inline void fused_adamw(at::TensorList p, at::TensorList g, at::TensorList m, at::TensorList v, int64_t step, double lr,
+                        double beta1, double beta2, double wd, double eps, const at::Tensor& found_inf) {
 #if SLM_TORCH_AT_LEAST(2, 4)
-  const at::Tensor steps = at::full({}, static_cast<double>(step), p.options().dtype(at::kFloat));
-  at::_fused_adamw_({p}, {g}, {m}, {v}, {}, {steps}, lr, beta1, beta2, 0.0, eps, false, false);
-  return true;
+  const at::Tensor steps = at::full({}, static_cast<double>(step), p[0].options().dtype(at::kFloat));
+  const std::vector<at::Tensor> per_tensor(p.size(), steps);  // the kernel reads one step per tensor
+  std::optional<at::Tensor> inf;
+  if (found_inf.defined()) inf = found_inf;
+  at::_fused_adamw_(p, g, m, v, {}, per_tensor, lr, beta1, beta2, wd, eps, false, false, std::nullopt, inf);
 #else
-  (void)p, (void)g, (void)m, (void)v, (void)step, (void)lr, (void)beta1, (void)beta2, (void)eps;
-  return false;
+  (void)p, (void)g, (void)m, (void)v, (void)step, (void)lr, (void)beta1, (void)beta2, (void)wd, (void)eps, (void)found_inf;
+  throw std::logic_error("fused_adamw: LibTorch " TORCH_VERSION " has no fused AdamW");
 #endif
 }
 

@@ -11,6 +11,13 @@ trap '[ -n "${KEEP:-}" ] || rm -rf "$WORK"' EXIT
 # for every layout (tp 2, pp 2 stages of a layer each).
 TINY_MODEL=(--set model.n_layer=2 --set model.n_head=2 --set model.n_embd=64 --set model.block_size=64)
 
+# The 12-step fp32 run of a 1-layer model (32 channels, T = 32, one thread) on the dataset in data/:
+# the tests that compare a step's arithmetic two ways (loss scaling, the update on the device).
+SMALL_RUN=(-c /dev/null --set system.precision=fp32 --set data.dir=data --set model.n_layer=1 --set model.n_head=2
+           --set model.n_embd=32 --set model.block_size=32 --set batch.batch_size=8 --set batch.micro_batch=4
+           --set optim.lr=3e-3 --set schedule.warmup_steps=2 --set schedule.max_steps=12 --set eval.every=0
+           --set system.threads=1)
+
 # two_sites RANKS DELAY_MS [RATE_MBIT]: the tests' two-site cluster (the testbed TOML): sites a and
 # b of RANKS ranks each, joined by one link of DELAY_MS one way (and RATE_MBIT, if given).
 two_sites() {

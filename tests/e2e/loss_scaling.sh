@@ -9,9 +9,7 @@ source "$(dirname "$0")/lib.sh"
 cd "$WORK"
 gen_corpus 2000 > gen.txt
 make_dataset gen.txt 300 0.05
-COMMON=(-c /dev/null --set system.precision=fp32 --set data.dir=data --set model.n_layer=1 --set model.n_head=2 --set model.n_embd=32
-        --set model.block_size=32 --set batch.batch_size=8 --set batch.micro_batch=4 --set optim.lr=3e-3
-        --set schedule.warmup_steps=2 --set schedule.max_steps=12 --set eval.every=0 --set system.threads=1)
+COMMON=("${SMALL_RUN[@]}")
 losses() { python3 -c "
 import json, sys
 print(' '.join(repr(json.loads(l)['loss']) for l in open(sys.argv[1]) if '\"loss\"' in l))" "$1"; }

@@ -146,4 +146,21 @@ TEST(GPT2, RecomputeGivesTheSameGradients) {
   EXPECT_THROW(validate(c), UserError);
 }
 
+// run_blocks leaves each block's residual add to the LayerNorm that follows it (add_layer_norm.h:
+// one kernel on GPUs); on the CPU (ATen's add and layer_norm) the result is block_forward's, chained,
+// to the bit, and so is its gradient.
+TEST(GPT2, DeferredResidualAddsEqualChainedBlocks) {
+  GPT2Config c = tiny(100);
+  c.n_layer = 3;
+  GPT2 m = init_gpt2(c, 4);
+  torch::manual_seed(5);
+  at::Tensor x = torch::randn({2, 16, 32}).requires_grad_(true), x2 = x.detach().clone().requires_grad_(true);
+  at::Tensor deferred = run_blocks(m, x, 0, 3, true), chained = x2;
+  for (size_t i = 0; i < 3; ++i) chained = block_forward(m.h[i], chained, c, true);
+  EXPECT_TRUE(torch::equal(deferred, chained));
+  deferred.pow(2).sum().backward();
+  chained.pow(2).sum().backward();
+  EXPECT_TRUE(torch::equal(x.grad(), x2.grad()));
+}
+
 }  // namespace slm::model

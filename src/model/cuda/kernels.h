@@ -20,4 +20,64 @@ enum class DType { kFloat, kBFloat16, kHalf };
 int xent_rows(void* logits, float* loss, const int64_t* targets, int64_t rows, int64_t width, int64_t V, bool grad,
               DType dtype, void* stream);
 
+// Residual add + LayerNorm over `rows` rows of C (row-major, contiguous): s = r + d, rounded to s's
+// dtype (that of r); y = (s - mean) / sqrt(var + eps) * w + b in y's dtype (the next matmul's:
+// autocast's, or s's); mean and rstd per row in fp32 for the backward. w, b: fp32 (C).
+struct AddLayerNorm {
+  const void* r = nullptr;
+  const void* d = nullptr;
+  void* s = nullptr;
+  void* y = nullptr;
+  DType s_type = DType::kFloat, d_type = DType::kFloat, y_type = DType::kFloat;
+  const float *w = nullptr, *b = nullptr;
+  float *mean = nullptr, *rstd = nullptr;
+  int64_t rows = 0, C = 0;
+  float eps = 1e-5f;
+};
+int add_layer_norm_forward(const AddLayerNorm& a, void* stream);
+
+// Its backward: gx = the gradient of s (so of r and of d) = LayerNorm's input gradient from gy
+// (y's dtype) plus gs (s's dtype; nullptr: 0), in s's dtype; dw, db (fp32, C) written. `partial`:
+// fp32 scratch of warps x 2 x C, where each of `warps` warps (a multiple of
+// kAddLayerNormWarpsPerBlock) sums its rows' share before the columns are added up in warp order:
+// no atomics, the same bits every run.
+constexpr int kAddLayerNormWarpsPerBlock = 8;
+struct AddLayerNormGrad {
+  const void* gy = nullptr;
+  const void* gs = nullptr;
+  const void* s = nullptr;
+  DType s_type = DType::kFloat, y_type = DType::kFloat;
+  const float *mean = nullptr, *rstd = nullptr, *w = nullptr;
+  void* gx = nullptr;
+  float *dw = nullptr, *db = nullptr, *partial = nullptr;
+  int64_t rows = 0, C = 0, warps = 0;
+};
+int add_layer_norm_backward(const AddLayerNormGrad& g, void* stream);
+
+// GPT-2's GELU (tanh form) of x + b over `rows` rows of N (row-major, contiguous): y = gelu(x + b)
+// in x's dtype, b fp32 (N): the fc matmul's output without its bias, the bias added here. Blocks
+// of 256 columns over `groups` row groups (1 <= groups <= 65535; rows g, g + groups, ...).
+struct BiasGelu {
+  const void* x = nullptr;
+  const float* b = nullptr;
+  void* y = nullptr;
+  DType type = DType::kFloat;
+  int64_t rows = 0, N = 0, groups = 1;
+};
+int bias_gelu_forward(const BiasGelu& a, void* stream);
+
+// Its backward: gx = gy * gelu'(x + b) in x's dtype, and db (fp32, N) = the column sums of gx,
+// through `partial` (fp32 scratch of groups x N: one partial sum per row group, 1 <= groups <=
+// 65535) added up in group order: no atomics, the same bits every run.
+struct BiasGeluGrad {
+  const void* gy = nullptr;
+  const void* x = nullptr;
+  const float* b = nullptr;
+  void* gx = nullptr;
+  float *db = nullptr, *partial = nullptr;
+  DType type = DType::kFloat;
+  int64_t rows = 0, N = 0, groups = 1;
+};
+int bias_gelu_backward(const BiasGeluGrad& g, void* stream);
+
 }  // namespace slm::model::cuda

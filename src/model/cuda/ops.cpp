@@ -2,7 +2,10 @@
 #include "model/cuda/ops.h"
 
 #include <ATen/ATen.h>
+#include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAStream.h>
+
+#include <algorithm>
 
 #include "model/cuda/kernels.h"
 
@@ -18,6 +21,14 @@ DType dtype_of(const at::Tensor& t) {
 }
 
 void* stream_of(const at::Tensor& t) { return c10::cuda::getCurrentCUDAStream(t.device().index()).stream(); }
+
+// Row groups of the bias + GELU kernels: enough blocks to fill the GPU (about 8 per SM over the
+// column tiles of 256), at most one per row.
+int64_t row_groups(int64_t rows, int64_t N) {
+  const int64_t sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
+  const int64_t tiles = std::max<int64_t>(1, (N + 255) / 256);
+  return std::clamp<int64_t>(8 * sms / tiles, 1, std::clamp<int64_t>(rows, 1, 65535));
+}
 
 }  // namespace
 
@@ -37,6 +48,78 @@ at::Tensor xent_rows(at::Tensor& logits, const at::Tensor& targets, int64_t V, b
                             grad, dtype_of(logits), stream_of(logits));
   TORCH_CHECK(err == 0, "cuda::xent_rows: CUDA error ", err);
   return loss;
+}
+
+std::vector<at::Tensor> add_layer_norm_forward(const at::Tensor& r, const at::Tensor& d, const at::Tensor& w,
+                                               const at::Tensor& b, double eps, at::ScalarType y_type) {
+  TORCH_CHECK(kernels_take(r) && kernels_take(d) && r.sizes() == d.sizes() && r.dim() >= 1,
+              "cuda::add_layer_norm: needs contiguous float/bf16/fp16 CUDA tensors of one shape");
+  const int64_t C = r.size(-1), rows = r.numel() / std::max<int64_t>(C, 1);
+  TORCH_CHECK(w.is_cuda() && b.is_cuda() && w.scalar_type() == at::kFloat && b.scalar_type() == at::kFloat &&
+                  w.numel() == C && b.numel() == C && w.is_contiguous() && b.is_contiguous(),
+              "cuda::add_layer_norm: w and b must be contiguous fp32 CUDA vectors of ", C);
+  at::Tensor s = at::empty_like(r), y = at::empty_like(r, r.options().dtype(y_type));
+  at::Tensor mean = at::empty({rows}, r.options().dtype(at::kFloat)), rstd = at::empty_like(mean);
+  AddLayerNorm a;
+  a.r = r.data_ptr(), a.d = d.data_ptr(), a.s = s.data_ptr(), a.y = y.data_ptr();
+  a.s_type = dtype_of(r), a.d_type = dtype_of(d), a.y_type = dtype_of(y);
+  a.w = w.data_ptr<float>(), a.b = b.data_ptr<float>(), a.mean = mean.data_ptr<float>(), a.rstd = rstd.data_ptr<float>();
+  a.rows = rows, a.C = C, a.eps = static_cast<float>(eps);
+  const int err = cuda::add_layer_norm_forward(a, stream_of(r));
+  TORCH_CHECK(err == 0, "cuda::add_layer_norm_forward: CUDA error ", err);
+  return {s, y, mean, rstd};
+}
+
+std::vector<at::Tensor> add_layer_norm_backward(const at::Tensor& gy_in, const at::Tensor& gs_in, const at::Tensor& s,
+                                                const at::Tensor& mean, const at::Tensor& rstd, const at::Tensor& w) {
+  const at::Tensor gy = gy_in.contiguous();
+  const at::Tensor gs = gs_in.defined() ? gs_in.to(s.scalar_type()).contiguous() : at::Tensor();
+  TORCH_CHECK(kernels_take(s) && kernels_take(gy) && gy.sizes() == s.sizes() && (!gs.defined() || gs.sizes() == s.sizes()),
+              "cuda::add_layer_norm_backward: needs contiguous CUDA gradients shaped like the sum");
+  const int64_t C = s.size(-1), rows = s.numel() / std::max<int64_t>(C, 1);
+  // Enough warps to fill the GPU (two blocks of 8 per SM), at most one per row.
+  const int64_t sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount, per = kAddLayerNormWarpsPerBlock;
+  const int64_t warps = std::max<int64_t>(1, std::min((rows + per - 1) / per, 2 * sms)) * per;
+  at::Tensor gx = at::empty_like(s), partial = at::empty({warps, 2, C}, s.options().dtype(at::kFloat));
+  at::Tensor dw = at::empty({C}, partial.options()), db = at::empty({C}, partial.options());
+  AddLayerNormGrad g;
+  g.gy = gy.data_ptr(), g.gs = gs.defined() ? gs.data_ptr() : nullptr, g.s = s.data_ptr();
+  g.s_type = dtype_of(s), g.y_type = dtype_of(gy);
+  g.mean = mean.data_ptr<float>(), g.rstd = rstd.data_ptr<float>(), g.w = w.data_ptr<float>();
+  g.gx = gx.data_ptr(), g.dw = dw.data_ptr<float>(), g.db = db.data_ptr<float>(), g.partial = partial.data_ptr<float>();
+  g.rows = rows, g.C = C, g.warps = warps;
+  const int err = cuda::add_layer_norm_backward(g, stream_of(s));
+  TORCH_CHECK(err == 0, "cuda::add_layer_norm_backward: CUDA error ", err);
+  return {gx, dw, db};
+}
+
+at::Tensor bias_gelu_forward(const at::Tensor& x, const at::Tensor& b) {
+  TORCH_CHECK(kernels_take(x) && x.dim() >= 1 && b.is_cuda() && b.scalar_type() == at::kFloat && b.is_contiguous() &&
+                  b.numel() == x.size(-1),
+              "cuda::bias_gelu: needs a contiguous float/bf16/fp16 CUDA tensor and an fp32 CUDA bias of its last size");
+  at::Tensor y = at::empty_like(x);
+  BiasGelu a;
+  a.x = x.data_ptr(), a.b = b.data_ptr<float>(), a.y = y.data_ptr(), a.type = dtype_of(x);
+  a.N = x.size(-1), a.rows = a.N == 0 ? 0 : x.numel() / a.N, a.groups = row_groups(a.rows, a.N);
+  const int err = cuda::bias_gelu_forward(a, stream_of(x));
+  TORCH_CHECK(err == 0, "cuda::bias_gelu_forward: CUDA error ", err);
+  return y;
+}
+
+std::vector<at::Tensor> bias_gelu_backward(const at::Tensor& gy_in, const at::Tensor& x, const at::Tensor& b) {
+  const at::Tensor gy = gy_in.to(x.scalar_type()).contiguous();
+  TORCH_CHECK(kernels_take(x) && gy.sizes() == x.sizes(), "cuda::bias_gelu_backward: needs gy shaped like x");
+  const int64_t N = x.size(-1), rows = N == 0 ? 0 : x.numel() / N, groups = row_groups(rows, N);
+  at::Tensor gx = at::empty_like(x), partial = at::empty({groups, N}, x.options().dtype(at::kFloat));
+  at::Tensor db = at::empty({N}, partial.options());
+  BiasGeluGrad g;
+  g.gy = gy.data_ptr(), g.x = x.data_ptr(), g.b = b.data_ptr<float>(), g.gx = gx.data_ptr();
+  g.db = db.data_ptr<float>(), g.partial = partial.data_ptr<float>(), g.type = dtype_of(x);
+  g.rows = rows, g.N = N, g.groups = groups;
+  if (rows == 0 || N == 0) return {gx, db.zero_()};
+  const int err = cuda::bias_gelu_backward(g, stream_of(x));
+  TORCH_CHECK(err == 0, "cuda::bias_gelu_backward: CUDA error ", err);
+  return {gx, db};
 }
 
 }  // namespace slm::model::cuda

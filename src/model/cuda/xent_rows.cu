@@ -1,26 +1,15 @@
 // model/cuda/xent_rows.cu: see kernels.h (xent_rows). The GPU counterpart of model/xent_rows.cpp:
 // where ATen runs log_softmax (a pass writing fp32), exp (a pass reading it) and a scatter, this
 // reads each 16-bit row twice and writes it once, and never holds fp32 probabilities.
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-#include <cuda_runtime.h>
-
 #include <cmath>
 
-#include "model/cuda/kernels.h"
+#include "model/cuda/dtype.cuh"
 
 namespace slm::model::cuda {
 namespace {
 
 constexpr int kThreads = 512;  // per row: 16 warps
 
-__device__ __forceinline__ float to_float(float v) { return v; }
-__device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
-__device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
-template <typename T> __device__ __forceinline__ T from_float(float v);
-template <> __device__ __forceinline__ float from_float<float>(float v) { return v; }
-template <> __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) { return __float2bfloat16(v); }
-template <> __device__ __forceinline__ __half from_float<__half>(float v) { return __float2half(v); }
 
 // A running (max, sum of exp(x - max)) pair and how two of them combine.
 struct MaxSum {
@@ -87,12 +76,7 @@ int launch(void* logits, float* loss, const int64_t* targets, int64_t rows, int6
 
 int xent_rows(void* logits, float* loss, const int64_t* targets, int64_t rows, int64_t width, int64_t V, bool grad,
               DType dtype, void* stream) {
-  switch (dtype) {
-    case DType::kFloat: return launch<float>(logits, loss, targets, rows, width, V, grad, stream);
-    case DType::kBFloat16: return launch<__nv_bfloat16>(logits, loss, targets, rows, width, V, grad, stream);
-    case DType::kHalf: return launch<__half>(logits, loss, targets, rows, width, V, grad, stream);
-  }
-  return static_cast<int>(cudaErrorInvalidValue);
+  return by_dtype(dtype, [&](auto t) { return launch<decltype(t)>(logits, loss, targets, rows, width, V, grad, stream); });
 }
 
 }  // namespace slm::model::cuda

@@ -202,7 +202,7 @@ ScheduleResult run_actions(Pipeline& p, DataParallel& d, const std::vector<Actio
   }
   tied.finish();
   msg.wait_sends();
-  if (loss_sum.defined()) r.loss = loss_sum.item<double>();  // one device sync per step, not per micro-batch
+  r.loss = loss_sum;
   r.wall_s = since(started);
   return r;
 }

@@ -45,7 +45,8 @@ struct MicroBatch {
 };
 
 struct ScheduleResult {
-  double loss = 0;       // sum of the micro-batch losses (last stage only; 0 elsewhere)
+  at::Tensor loss;       // sum of the micro-batch losses, double, on the device (last stage only;
+                         // undefined elsewhere): run_actions does not wait for it
   double compute_s = 0;  // time in forward/backward compute (not waiting for a peer)
   double wall_s = 0;     // time of the whole action list
 };

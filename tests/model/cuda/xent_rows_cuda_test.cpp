@@ -7,19 +7,12 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include "model/cuda/cuda_test_util.h"
 #include "model/fused_head.h"
 #include "model/xent_rows.h"
 
 namespace slm::model {
 namespace {
-
-bool have_kernels() {
-#ifdef SLM_HAVE_CUDA_KERNELS
-  return torch::cuda::is_available();
-#else
-  return false;
-#endif
-}
 
 struct Case {
   int64_t rows, V, width;
@@ -28,7 +21,7 @@ struct Case {
 };
 
 TEST(CudaXentRows, MatchesTheAtenComposition) {
-  if (!have_kernels()) GTEST_SKIP() << "no GPU, or a build without the own CUDA kernels";
+  if (!test::have_cuda_kernels()) GTEST_SKIP() << "no GPU, or a build without the own CUDA kernels";
   torch::manual_seed(11);
   const auto dev = torch::Device(torch::kCUDA);
   for (const Case& c : {Case{5, 1, 1, at::kFloat, 1e-5, 1e-6}, Case{7, 37, 48, at::kFloat, 1e-5, 1e-6},
@@ -63,7 +56,7 @@ TEST(CudaXentRows, MatchesTheAtenComposition) {
 // The fused head on the GPU (the kernel over the padded width) against linear + cross_entropy in
 // fp32: loss and both gradients; the padding rows of w get none.
 TEST(CudaXentRows, FusedHeadMatchesLinearCrossEntropy) {
-  if (!have_kernels()) GTEST_SKIP() << "no GPU, or a build without the own CUDA kernels";
+  if (!test::have_cuda_kernels()) GTEST_SKIP() << "no GPU, or a build without the own CUDA kernels";
   torch::manual_seed(12);
   const auto opt = torch::dtype(torch::kFloat).device(torch::kCUDA);
   const int64_t N = 37, C = 24, V = 101, Vp = 128;

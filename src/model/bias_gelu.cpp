@@ -1,0 +1,63 @@
+// model/bias_gelu.cpp: see bias_gelu.h.
+#include "model/bias_gelu.h"
+
+#include <torch/torch.h>
+
+#include "model/gelu_tanh.h"
+#ifdef SLM_HAVE_CUDA_KERNELS
+#include "model/cuda/ops.h"
+#endif
+
+namespace slm::model {
+namespace {
+
+#ifdef SLM_HAVE_CUDA_KERNELS
+// Saves x (the matmul's output, as eager's GELU saves its input) and b.
+struct BiasGeluFn : torch::autograd::Function<BiasGeluFn> {
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& x, const at::Tensor& b) {
+    ctx->save_for_backward({x, b});
+    return cuda::bias_gelu_forward(x, b);
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    std::vector<at::Tensor> g = cuda::bias_gelu_backward(grads[0], saved[0], saved[1]);
+    return {g[0], g[1]};
+  }
+};
+#endif
+
+}  // namespace
+
+bool bias_gelu_fused(const at::Tensor& x, const at::Tensor& b) {
+#ifdef SLM_HAVE_CUDA_KERNELS
+  return cuda::kernels_take(x) && x.dim() >= 1 && b.defined() && b.device() == x.device() &&
+         b.scalar_type() == at::kFloat && b.is_contiguous() && b.dim() == 1 && b.numel() == x.size(-1);
+#else
+  (void)x, (void)b;
+  return false;
+#endif
+}
+
+at::Tensor bias_gelu(const at::Tensor& x, const at::Tensor& b) {
+#ifdef SLM_HAVE_CUDA_KERNELS
+  TORCH_CHECK(bias_gelu_fused(x, b), "bias_gelu: needs a contiguous CUDA tensor and an fp32 bias of its last size");
+  return BiasGeluFn::apply(x, b);
+#else
+  (void)x, (void)b;
+  TORCH_CHECK(false, "bias_gelu: this build has no own CUDA kernels");
+#endif
+}
+
+at::Tensor fc_gelu(const at::Tensor& h, const at::Tensor& w, const at::Tensor& b) {
+#ifdef SLM_HAVE_CUDA_KERNELS
+  // The matmul's output (in autocast's dtype under autocast) is contiguous and of a dtype the
+  // kernels take whenever h is.
+  if (cuda::kernels_take(h) && b.device() == h.device() && b.scalar_type() == at::kFloat && b.is_contiguous() &&
+      b.dim() == 1 && b.numel() == w.size(0))
+    return bias_gelu(at::linear(h, w), b);
+#endif
+  return gelu_tanh(at::linear(h, w, b));
+}
+
+}  // namespace slm::model

@@ -1,0 +1,94 @@
+// model/cuda/bias_gelu.cu: see kernels.h (bias_gelu_forward / _backward). GPT-2's MLP activation
+// on the fc matmul's output without its bias: the bias add and the GELU in one pass forward; in
+// the backward one pass gives the input gradient and, from the same registers, the bias gradient
+// (eager PyTorch reads the gradient once more to sum it), without atomics.
+#include "model/cuda/dtype.cuh"
+
+namespace slm::model::cuda {
+namespace {
+
+constexpr int kThreads = 256;  // columns per block
+
+
+constexpr float kAlpha = 0.7978845608028654f;  // sqrt(2 / pi)
+constexpr float kBeta = 0.044715f;
+
+__device__ __forceinline__ float gelu(float x) {
+  return 0.5f * x * (1.0f + tanhf(kAlpha * (x + kBeta * x * x * x)));
+}
+__device__ __forceinline__ float gelu_grad(float x) {  // d gelu / dx
+  const float t = tanhf(kAlpha * (x + kBeta * x * x * x));
+  return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * kAlpha * (1.0f + 3.0f * kBeta * x * x);
+}
+
+// Block (tile, group), as the backward's: the thread's column over the rows of its row group (the
+// bias read once, no index division per element).
+template <typename T>
+__global__ void __launch_bounds__(kThreads) forward_kernel(const T* x, const float* b, T* y, int64_t rows, int64_t N) {
+  const int64_t col = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
+  if (col >= N) return;
+  const float bias = b[col];
+  for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) y[r * N + col] = from_float<T>(gelu(to_float(x[r * N + col]) + bias));
+}
+
+// Block (tile, group): columns [tile * kThreads, +kThreads), one per thread, over the rows of row
+// group `group` (rows group, group + groups, ...); the thread's sum of its column's gx goes to
+// partial[group][column].
+template <typename T>
+__global__ void __launch_bounds__(kThreads) backward_kernel(const T* gy, const T* x, const float* b, T* gx,
+                                                            float* partial, int64_t rows, int64_t N) {
+  const int64_t col = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
+  const int64_t group = blockIdx.y, groups = gridDim.y;
+  if (col >= N) return;
+  const float bias = b[col];
+  float sum = 0.0f;
+  for (int64_t r = group; r < rows; r += groups) {
+    const int64_t i = r * N + col;
+    const T g = from_float<T>(to_float(gy[i]) * gelu_grad(to_float(x[i]) + bias));
+    gx[i] = g;
+    sum += to_float(g);  // the bias gradient of the rounded input gradient, as eager's sum sees it
+  }
+  partial[group * N + col] = sum;
+}
+
+__global__ void sum_partials_kernel(const float* partial, int64_t groups, int64_t N, float* db) {
+  const int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c >= N) return;
+  float s = 0.0f;
+  for (int64_t k = 0; k < groups; ++k) s += partial[k * N + c];
+  db[c] = s;
+}
+
+template <typename T>
+int forward_typed(const BiasGelu& a, void* stream) {
+  const dim3 grid(static_cast<unsigned>((a.N + kThreads - 1) / kThreads), static_cast<unsigned>(a.groups));
+  forward_kernel<T><<<grid, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(static_cast<const T*>(a.x), a.b,
+                                                                              static_cast<T*>(a.y), a.rows, a.N);
+  return static_cast<int>(cudaGetLastError());
+}
+
+template <typename T>
+int backward_typed(const BiasGeluGrad& g, void* stream) {
+  const auto s = static_cast<cudaStream_t>(stream);
+  const dim3 grid(static_cast<unsigned>((g.N + kThreads - 1) / kThreads), static_cast<unsigned>(g.groups));
+  backward_kernel<T><<<grid, kThreads, 0, s>>>(static_cast<const T*>(g.gy), static_cast<const T*>(g.x), g.b,
+                                               static_cast<T*>(g.gx), g.partial, g.rows, g.N);
+  if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return static_cast<int>(e);
+  sum_partials_kernel<<<static_cast<unsigned>((g.N + 255) / 256), 256, 0, s>>>(g.partial, g.groups, g.N, g.db);
+  return static_cast<int>(cudaGetLastError());
+}
+
+}  // namespace
+
+int bias_gelu_forward(const BiasGelu& a, void* stream) {
+  if (a.rows == 0 || a.N == 0) return 0;
+  if (a.groups < 1 || a.groups > 65535) return static_cast<int>(cudaErrorInvalidValue);
+  return by_dtype(a.type, [&](auto t) { return forward_typed<decltype(t)>(a, stream); });
+}
+
+int bias_gelu_backward(const BiasGeluGrad& g, void* stream) {
+  if (g.groups < 1 || g.groups > 65535 || g.N == 0) return static_cast<int>(cudaErrorInvalidValue);
+  return by_dtype(g.type, [&](auto t) { return backward_typed<decltype(t)>(g, stream); });
+}
+
+}  // namespace slm::model::cuda

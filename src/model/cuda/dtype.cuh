@@ -1,0 +1,38 @@
+// model/cuda/dtype.cuh: what every kernel file needs of the element types: loads to fp32 and
+// stores rounded once from fp32, for float, bf16 and fp16; a warp's sum; and by_dtype, which runs a
+// generic callable with a value of the C++ type a DType names (nesting it instantiates a kernel
+// for each combination of its tensors' types).
+#pragma once
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include "model/cuda/kernels.h"
+
+namespace slm::model::cuda {
+
+__device__ __forceinline__ float to_float(float v) { return v; }
+__device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+__device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
+template <typename T> __device__ __forceinline__ T from_float(float v);
+template <> __device__ __forceinline__ float from_float<float>(float v) { return v; }
+template <> __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) { return __float2bfloat16(v); }
+template <> __device__ __forceinline__ __half from_float<__half>(float v) { return __float2half(v); }
+
+__device__ __forceinline__ float warp_sum(float v) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+// f(T{}) for the type t names; the CUDA error code for an unknown DType.
+template <typename F>
+int by_dtype(DType t, F&& f) {
+  switch (t) {
+    case DType::kFloat: return f(float{});
+    case DType::kBFloat16: return f(__nv_bfloat16{});
+    case DType::kHalf: return f(__half{});
+  }
+  return static_cast<int>(cudaErrorInvalidValue);
+}
+
+}  // namespace slm::model::cuda

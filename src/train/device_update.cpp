@@ -1,0 +1,49 @@
+// train/device_update.cpp: see device_update.h.
+#include "train/device_update.h"
+
+#include <torch/torch.h>
+
+#include <fmt/format.h>
+
+#include "util/error.h"
+#include "util/torch_compat.h"
+
+namespace slm::train {
+
+bool device_update_applies(const std::string& setting, const std::string& device, const std::string& optimizer,
+                           int64_t pp, int64_t tp, std::string* why) {
+  if (setting == "off") return false;
+  if (setting == "auto" && device == "cpu") return false;  // a host sync costs nothing there
+  std::string no;
+  if (optimizer != "adamw") no = fmt::format("optim.name = \"{}\" (it needs AdamW)", optimizer);
+  else if (!compat::kHasFusedAdam) no = "LibTorch " TORCH_VERSION " has no fused AdamW (2.4+)";
+  else if (pp > 1) no = "pipeline parallelism sums the norm across stages on the host";
+  else if (tp > 1) no = "tensor parallelism sums the norm across its slices on the host";
+  if (no.empty()) return true;
+  if (setting == "on") throw UserError("system: device_update = \"on\" is not possible here: " + no);
+  if (why) *why = no;
+  return false;
+}
+
+at::Tensor clip_and_update(AdamW& a, at::Tensor param, at::Tensor grad, const at::Tensor& norm_sq,
+                           const OptimConfig& o, double lr) {
+  torch::NoGradGuard no_grad;
+  const at::Tensor norm = norm_sq.reshape({}).sqrt();
+  const at::Tensor found_inf = norm.isfinite().logical_not().to(at::kFloat);
+  if (o.grad_clip > 0) {
+    // Where the norm is not finite the update is skipped whatever the factor; above the limit the
+    // factor is the host path's double, rounded once to the gradients' dtype by mul_.
+    const at::Tensor factor = at::where(norm > o.grad_clip, o.grad_clip / (norm + 1e-6), at::ones_like(norm));
+    grad.mul_(factor);
+  }
+  adamw_step(a, param, grad, o, lr, AdamKernel::libtorch_fused, found_inf);
+  return found_inf;
+}
+
+std::pair<double, double> read_back(const at::Tensor& loss, const at::Tensor& norm_sq) {
+  const at::Tensor l = loss.defined() ? loss.reshape({1}).to(at::kDouble) : at::zeros({1}, norm_sq.options().dtype(at::kDouble));
+  const at::Tensor both = at::cat({l, norm_sq.reshape({1}).to(at::kDouble)}).cpu();
+  return {both[0].item<double>(), both[1].item<double>()};
+}
+
+}  // namespace slm::train

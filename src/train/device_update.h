@@ -1,0 +1,35 @@
+// train/device_update.h: the end of an inner step without a host sync, for GPUs. The gradient norm
+// stays a device tensor, clipping multiplies by a factor computed on the device, and a non-finite
+// norm (an fp16 overflow) skips the update inside LibTorch's fused AdamW; the host reads the loss
+// and the norm once, after the update is queued, and only then learns whether it was skipped. The
+// host path (step.cpp) reads the norm first and decides there: on a CPU that costs nothing.
+// Owns: device_update_applies, clip_and_update, read_back.
+#pragma once
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+
+#include "train/config.h"
+#include "train/optim.h"
+
+namespace slm::train {
+
+// Whether a run updates on the device: system.device_update = "on", or "auto" on CUDA. It needs
+// AdamW, LibTorch's fused AdamW (2.4+) and neither pipeline nor tensor parallelism (their norms are
+// summed on the host). "auto" where it cannot: false, with the reason in `why`; "on" where it
+// cannot: UserError naming it.
+bool device_update_applies(const std::string& setting, const std::string& device, const std::string& optimizer,
+                           int64_t pp, int64_t tp, std::string* why);
+
+// Clips grad in place where sqrt(norm_sq) exceeds o.grad_clip (> 0), by clip / (norm + 1e-6) as
+// the host path does, and updates param with AdamW at lr unless norm_sq is not finite. Returns the
+// skip flag the update took (0-dim float on the device, 1 = skipped). Queues work, never waits.
+at::Tensor clip_and_update(AdamW& a, at::Tensor param, at::Tensor grad, const at::Tensor& norm_sq,
+                           const OptimConfig& o, double lr);
+
+// {loss, norm_sq} on the host in one device sync; loss may be undefined (a stage without the head): 0.
+std::pair<double, double> read_back(const at::Tensor& loss, const at::Tensor& norm_sq);
+
+}  // namespace slm::train

@@ -1,0 +1,97 @@
+// tests/model/cuda/add_layer_norm_cuda_test.cpp: the residual add + LayerNorm kernels
+// (model/cuda/add_layer_norm.cu) against the ATen composition they replace (add, then layer_norm,
+// in double through autograd): the sum, the normalised rows, the gradients of both inputs, of w
+// and of b, with and without a gradient of the sum, in fp32, bf16 and fp16 and the mixed case of
+// bf16 autocast (fp32 residual, bf16 delta, bf16 output), row lengths 1, 37, 768, 1000 and 1600;
+// the weight gradients the same bits on a second run; and add_layer_norm() under autocast.
+// Runs wherever a GPU is; skipped elsewhere (and in a build without the own CUDA kernels). The CPU
+// path (ATen's ops) is in tests/model/gpt2_test.cpp's block tests.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "model/add_layer_norm.h"
+#include "model/cuda/cuda_test_util.h"
+#include "util/torch_compat.h"
+#ifdef SLM_HAVE_CUDA_KERNELS
+#include "model/cuda/ops.h"
+#endif
+
+namespace slm::model {
+namespace {
+
+struct Case {
+  int64_t rows, C;
+  at::ScalarType r, d, y;
+  double tol;  // on y and the gradients, relative to their largest value
+};
+
+TEST(CudaAddLayerNorm, MatchesAddThenLayerNorm) {
+  if (!test::have_cuda_kernels()) GTEST_SKIP() << "no GPU, or a build without the own CUDA kernels";
+#ifdef SLM_HAVE_CUDA_KERNELS
+  torch::manual_seed(21);
+  const auto dev = torch::Device(torch::kCUDA);
+  for (const Case& c : {Case{1, 1, at::kFloat, at::kFloat, at::kFloat, 1e-5}, Case{7, 37, at::kFloat, at::kFloat, at::kFloat, 1e-5},
+                        Case{33, 768, at::kFloat, at::kBFloat16, at::kBFloat16, 1e-2},
+                        Case{9, 1000, at::kHalf, at::kHalf, at::kHalf, 2e-3},
+                        Case{5, 1600, at::kBFloat16, at::kBFloat16, at::kBFloat16, 2e-2},
+                        Case{300, 768, at::kFloat, at::kFloat, at::kFloat, 1e-5}}) {
+    const auto opt = torch::TensorOptions().device(dev);
+    const at::Tensor r = (torch::randn({c.rows, c.C}, opt) * 3 + 1).to(c.r), d = torch::randn({c.rows, c.C}, opt).to(c.d);
+    const at::Tensor w = torch::randn({c.C}, opt) + 1, b = torch::randn({c.C}, opt);
+    const std::vector<at::Tensor> f = cuda::add_layer_norm_forward(r, d, w, b, 1e-5, c.y);
+    EXPECT_TRUE(at::equal(f[0], r + d)) << "the sum is ATen's add, rounded alike (C = " << c.C << ")";
+    EXPECT_EQ(f[1].scalar_type(), c.y);
+    // The reference in double from the rounded sum, through autograd for the gradients.
+    at::Tensor rd = r.to(at::kDouble).requires_grad_(true), dd = d.to(at::kDouble).requires_grad_(true);
+    at::Tensor wd = w.to(at::kDouble).requires_grad_(true), bd = b.to(at::kDouble).requires_grad_(true);
+    at::Tensor s = rd + dd;
+    at::Tensor y = at::layer_norm(s, {c.C}, wd, bd, 1e-5);
+    EXPECT_LT(test::rel_err(f[1], y.detach()), c.tol) << c.C;
+    for (bool with_gs : {false, true}) {
+      const at::Tensor gy = torch::randn({c.rows, c.C}, opt).to(c.y);
+      const at::Tensor gs = with_gs ? torch::randn({c.rows, c.C}, opt).to(c.r) : at::Tensor();
+      const std::vector<at::Tensor> g = cuda::add_layer_norm_backward(gy, gs, f[0], f[2], f[3], w);
+      at::Tensor obj = (y * gy.to(at::kDouble)).sum();
+      if (with_gs) obj = obj + (s * gs.to(at::kDouble)).sum();
+      const auto ref = torch::autograd::grad({obj}, {rd, dd, wd, bd}, {}, /*retain_graph=*/true);
+      EXPECT_LT(test::rel_err(g[0], ref[0]), c.tol) << c.C << " gs " << with_gs;
+      EXPECT_LT(test::rel_err(g[0], ref[1]), c.tol) << "d's gradient is r's";
+      EXPECT_LT(test::rel_err(g[1], ref[2]), c.tol) << c.C << " dw";
+      EXPECT_LT(test::rel_err(g[2], ref[3]), c.tol) << c.C << " db";
+      const std::vector<at::Tensor> again = cuda::add_layer_norm_backward(gy, gs, f[0], f[2], f[3], w);
+      EXPECT_TRUE(at::equal(g[1], again[1]) && at::equal(g[2], again[2])) << "dw, db: the same bits every run";
+    }
+  }
+#endif
+}
+
+// Through add_layer_norm() as a block calls it under bf16 autocast: y in bf16, gradients to all
+// four inputs in their own dtypes, close to the fp32 composition's.
+TEST(CudaAddLayerNorm, AutogradUnderAutocast) {
+  if (!test::have_cuda_kernels()) GTEST_SKIP() << "no GPU, or a build without the own CUDA kernels";
+  torch::manual_seed(22);
+  const auto opt = torch::TensorOptions().device(torch::kCUDA);
+  at::Tensor r = torch::randn({2, 5, 64}, opt).requires_grad_(true);
+  at::Tensor d = torch::randn({2, 5, 64}, opt).to(at::kBFloat16).detach().requires_grad_(true);
+  at::Tensor w = (torch::randn({64}, opt) + 1).requires_grad_(true), b = torch::randn({64}, opt).requires_grad_(true);
+  ASSERT_TRUE(add_layer_norm_fused(r, d, w, b));
+  compat::set_autocast_dtype(at::kCUDA, at::kBFloat16);
+  compat::set_autocast_enabled(at::kCUDA, true);
+  auto [s, y] = add_layer_norm(r, d, w, b);
+  compat::set_autocast_enabled(at::kCUDA, false);
+  EXPECT_EQ(s.scalar_type(), at::kFloat);
+  EXPECT_EQ(y.scalar_type(), at::kBFloat16);
+  (y.to(at::kFloat).pow(2).sum() + s.sum()).backward();
+  EXPECT_EQ(d.grad().scalar_type(), at::kBFloat16);
+  at::Tensor r2 = r.detach().clone().requires_grad_(true), d2 = d.detach().to(at::kFloat).requires_grad_(true);
+  at::Tensor w2 = w.detach().clone().requires_grad_(true), b2 = b.detach().clone().requires_grad_(true);
+  at::Tensor s2 = r2 + d2;
+  at::Tensor y2 = at::layer_norm(s2, {64}, w2, b2, 1e-5).to(at::kBFloat16);
+  (y2.to(at::kFloat).pow(2).sum() + s2.sum()).backward();
+  EXPECT_TRUE(at::allclose(r.grad(), r2.grad(), 2e-2, 2e-2));
+  EXPECT_TRUE(at::allclose(w.grad(), w2.grad(), 2e-2, 2e-2));
+  EXPECT_TRUE(at::allclose(b.grad(), b2.grad(), 2e-2, 2e-2));
+}
+
+}  // namespace
+}  // namespace slm::model

@@ -1,0 +1,105 @@
+// tests/train/device_update_test.cpp: the step's end on the device (train/device_update.h) does
+// what the host path does: the same clip and the same AdamW update, and a non-finite norm leaves
+// parameters and moments as they were, decided without the host reading anything. On CPU tensors,
+// with LibTorch's fused AdamW (2.4+; skipped with Debian's 1.13); where it applies, on any build.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cmath>
+#include <limits>
+
+#include "train/device_update.h"
+#include "util/error.h"
+#include "util/torch_compat.h"
+
+namespace slm::train {
+namespace {
+
+constexpr int64_t kN = 10007;
+
+AdamW moments(int64_t n) {
+  AdamW a;
+  a.exp_avg = torch::zeros({n});
+  a.exp_avg_sq = torch::zeros({n});
+  a.scratch = torch::empty({n});
+  a.decay = {{0, 100}, {5000, 9000}};
+  return a;
+}
+
+OptimConfig config(double clip) {
+  OptimConfig o;
+  o.weight_decay = 0.1;
+  o.grad_clip = clip;
+  return o;
+}
+
+TEST(DeviceUpdate, AppliesOnCudaWithFusedAdamWithoutPipelineOrTensorParallelism) {
+  std::string why;
+  EXPECT_FALSE(device_update_applies("auto", "cpu", "adamw", 1, 1, &why));
+  EXPECT_FALSE(device_update_applies("off", "cuda", "adamw", 1, 1, &why));
+  EXPECT_EQ(device_update_applies("auto", "cuda", "adamw", 1, 1, &why), compat::kHasFusedAdam);
+  why.clear();
+  EXPECT_FALSE(device_update_applies("auto", "cuda", "adamw", 2, 1, &why));
+  EXPECT_NE(why.find(compat::kHasFusedAdam ? "pipeline" : "fused AdamW"), std::string::npos) << why;
+  why.clear();
+  EXPECT_FALSE(device_update_applies("auto", "cuda", "adamw", 1, 2, &why));
+  EXPECT_NE(why.find(compat::kHasFusedAdam ? "tensor parallelism" : "fused AdamW"), std::string::npos) << why;
+  EXPECT_FALSE(device_update_applies("auto", "cuda", "sgd", 1, 1, &why));
+  EXPECT_THROW(device_update_applies("on", "cpu", "sgd", 1, 1, &why), UserError);
+  EXPECT_THROW(device_update_applies("on", "cuda", "adamw", 2, 1, &why), UserError);
+  EXPECT_EQ(compat::kHasFusedAdam && device_update_applies("on", "cpu", "adamw", 1, 1, &why), compat::kHasFusedAdam);
+}
+
+// Three steps, the gradient's norm above the clip, then below it: the device path gives the host
+// path's parameters and moments bit for bit (the same fused kernel, the same clip factor).
+TEST(DeviceUpdate, ClipsAndUpdatesAsTheHostPath) {
+  if (!compat::kHasFusedAdam) GTEST_SKIP() << "LibTorch " TORCH_VERSION " has no fused AdamW";
+  torch::manual_seed(11);
+  AdamW host = moments(kN), dev = moments(kN);
+  at::Tensor p_host = torch::randn({kN}), p_dev = p_host.clone();
+  const OptimConfig o = config(1.0);
+  for (double size : {30.0, 5.0, 0.001}) {
+    const at::Tensor g = torch::randn({kN}) * (size / std::sqrt(static_cast<double>(kN)));
+    at::Tensor g_host = g.clone(), g_dev = g.clone();
+    const at::Tensor norm_sq = g.to(at::kDouble).pow(2).sum();
+    const double norm = std::sqrt(norm_sq.item<double>());
+    if (norm > o.grad_clip) g_host.mul_(o.grad_clip / (norm + 1e-6));
+    adamw_step(host, p_host, g_host, o, 1e-2, AdamKernel::libtorch_fused);
+    const at::Tensor skipped = clip_and_update(dev, p_dev, g_dev, norm_sq, o, 1e-2);
+    EXPECT_EQ(skipped.item<float>(), 0.0f);
+    EXPECT_TRUE(torch::equal(g_host, g_dev)) << "norm " << norm << ": the clipped gradients differ";
+  }
+  EXPECT_TRUE(torch::equal(p_host, p_dev)) << (p_host - p_dev).abs().max().item<double>();
+  EXPECT_TRUE(torch::equal(host.exp_avg, dev.exp_avg));
+  EXPECT_TRUE(torch::equal(host.exp_avg_sq, dev.exp_avg_sq));
+  EXPECT_EQ(host.step, dev.step);
+}
+
+// An overflow (inf or NaN in the gradients): the flag is 1 and nothing moved, the decay included.
+TEST(DeviceUpdate, SkipsANonFiniteNormOnTheDevice) {
+  if (!compat::kHasFusedAdam) GTEST_SKIP() << "LibTorch " TORCH_VERSION " has no fused AdamW";
+  for (float bad : {std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()}) {
+    torch::manual_seed(12);
+    AdamW a = moments(kN);
+    at::Tensor p = torch::randn({kN});
+    adamw_step(a, p, torch::randn({kN}), config(1.0), 1e-2);  // moments that are not zero
+    const at::Tensor p0 = p.clone(), m0 = a.exp_avg.clone(), v0 = a.exp_avg_sq.clone();
+    at::Tensor g = torch::randn({kN});
+    g[77] = bad;
+    const at::Tensor skipped = clip_and_update(a, p, g, g.to(at::kDouble).pow(2).sum(), config(1.0), 1e-2);
+    EXPECT_EQ(skipped.item<float>(), 1.0f) << bad;
+    EXPECT_TRUE(torch::equal(p, p0)) << bad;
+    EXPECT_TRUE(torch::equal(a.exp_avg, m0)) << bad;
+    EXPECT_TRUE(torch::equal(a.exp_avg_sq, v0)) << bad;
+    EXPECT_EQ(a.step, 2) << "counted; the caller takes it back when it reads the flag";
+  }
+}
+
+TEST(DeviceUpdate, ReadsLossAndNormInOneGo) {
+  const at::Tensor norm_sq = torch::tensor({6.25}, at::kDouble);
+  EXPECT_EQ(read_back(torch::tensor(3.5, at::kDouble), norm_sq), std::make_pair(3.5, 6.25));
+  EXPECT_EQ(read_back(at::Tensor(), norm_sq.reshape({})), std::make_pair(0.0, 6.25));
+}
+
+}  // namespace
+}  // namespace slm::train
