@@ -8,17 +8,26 @@
 #  3. gpt2 (124M), bf16, batch 32 x 1024 in one micro-batch: eager PyTorch, torch.compile and slm
 #     (system.attention = auto: the measured fastest kernel; ATTENTION_DEFAULT=1 adds a run with
 #     LibTorch's own choice) side by side (bench/compare/train_compare.sh) with each one's peak GPU
-#     memory, then slm with system.cuda_graphs = on (its losses against the eager run's);
+#     memory, then slm with system.cuda_graphs = on and with system.cuda_kernels = off (ATen's ops
+#     instead of the own kernels: what they buy), their losses against the first run's;
 #  4. the tiny preset (launch-bound) without and with CUDA graphs; the rows of 3 and 4 go to
 #     OUT/current.tsv, for docs/gpu/current.tsv.
 # All of it takes about 11 minutes on a fresh machine, the build about 4 of them (16 cores, empty
 # ccache): within 10-minute calls, run SECTIONS="1 2" and then SECTIONS="3 4" on the same machine.
+# Or build here beforehand: `scripts/bundle.sh --torch 2.11.0 --tests` (the device's torch) packs
+# slm and the tests; carry its .tar.gz, unpack it there and set SLM_BUNDLE=slm-2.11.0: section 1
+# is skipped and the rest runs in about 8 minutes.
 # Usage: bench/gpu/gpu_kernels.sh DATA_DIR OUT_DIR
 #   DATA_DIR: a prepared dataset whose tokenizer has GPT-2's 50257 tokens (the real head's shape);
 #   PY: the Python with this machine's torch (default python3); STEPS (default 12).
 set -uo pipefail
 DATA=$(realpath "$1") OUT=$(realpath -m "$2")
 PY=${PY:-python3} STEPS=${STEPS:-12}
+SLM_BIN=build-gpu/slm TESTS_BIN=build-gpu/tests/slm_torch_tests
+if [ -n "${SLM_BUNDLE:-}" ]; then
+  SLM_BIN=$(realpath "$SLM_BUNDLE")/bin/slm TESTS_BIN=$(realpath "$SLM_BUNDLE")/bin/slm_torch_tests
+  export SLM_TORCH_PYTHON=$PY
+fi
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 mkdir -p "$OUT"
 cd "$ROOT"
@@ -26,7 +35,7 @@ say() { echo "== $*" | tee -a "$OUT/summary.txt"; }
 SECTIONS=" ${SECTIONS:-1 2 3 4} "
 on() { [[ "$SECTIONS" == *" $1 "* ]]; }
 
-if on 1; then
+if on 1 && [ -z "${SLM_BUNDLE:-}" ]; then
 say "1. build against $("$PY" -c 'import torch; print(torch.__version__, torch.version.cuda)')"
 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DSLM_BENCH=OFF -DBUILD_TESTING=ON -DSLM_WERROR=ON \
   -DCMAKE_PREFIX_PATH="$("$PY" -c 'import torch; print(torch.utils.cmake_prefix_path)')" > "$OUT/cmake.log" 2>&1 \
@@ -37,7 +46,7 @@ fi
 
 if on 2; then
 say "2. kernel tests against ATen"
-build-gpu/tests/slm_torch_tests --gtest_filter='Cuda*:FusedHead*:XentRows*:DeviceUpdate.*:GPT2.*' > "$OUT/tests.log" 2>&1
+"$TESTS_BIN" --gtest_filter='Cuda*:FusedHead*:XentRows*:DeviceUpdate.*:GPT2.*' > "$OUT/tests.log" 2>&1
 tail -3 "$OUT/tests.log" | tee -a "$OUT/summary.txt"
 fi
 on 3 || on 4 || exit 0
@@ -46,7 +55,7 @@ gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1
 compare() {  # compare NAME COMPILE VAR=VALUE...: one side-by-side run (shape, SLM_EXTRA), slm's losses kept
   local name=$1 compile=$2; shift 2
   env "$@" SLM_METRICS="$OUT/metrics_$name.jsonl" PY=$PY DEVICE=cuda COMPILE=$compile \
-    bash bench/compare/train_compare.sh build-gpu/slm "$DATA" bf16 "$STEPS" 1 \
+    bash bench/compare/train_compare.sh "$SLM_BIN" "$DATA" bf16 "$STEPS" 1 \
     2>&1 | tee "$OUT/compare_$name.log" | tee -a "$OUT/summary.txt"
 }
 GPT2=(L=12 C=768 H=12 T=1024 B=32 MICRO=32)
@@ -55,6 +64,7 @@ if on 3; then
   compare auto 1 "${GPT2[@]}" SLM_EXTRA="--set system.attention=auto"
   [ "${ATTENTION_DEFAULT:-0}" = 0 ] || compare default 0 "${GPT2[@]}" SLM_EXTRA="--set system.attention=default"
   compare graphs 0 "${GPT2[@]}" SLM_EXTRA="--set system.cuda_graphs=on"
+  compare aten 0 "${GPT2[@]}" SLM_EXTRA="--set system.cuda_kernels=off"
 fi
 if on 4; then
   say "4. the tiny preset (launch-bound: the graphs' case), bf16: eager, torch.compile, slm without and with CUDA graphs"
@@ -67,6 +77,7 @@ import json, re, sys
 out, gpu = sys.argv[1], sys.argv[2]
 rows = ["model\tgpu\tprecision\tbatch\tvariant\teager_tok_s\tcompile_tok_s\tslm_tok_s\tslm_peak_gib\teager_peak_gib"]
 for name, model, batch in (("auto", "gpt2", "32x1024"), ("default", "gpt2", "32x1024"), ("graphs", "gpt2", "32x1024"),
+                           ("aten", "gpt2", "32x1024"),
                            ("tiny", "tiny", "16x256"), ("tiny_graphs", "tiny", "16x256")):
     try:
         text = open(f"{out}/compare_{name}.log").read()
@@ -79,7 +90,7 @@ open(f"{out}/current.tsv", "w").write("\n".join(rows) + "\n")
 print("\n".join(rows))
 # CUDA graphs replay the same kernels: the same losses as the eager run of the same shape (bf16).
 losses = lambda n: [json.loads(l)["loss"] for l in open(f"{out}/metrics_{n}.jsonl") if '"loss"' in l]
-for a, b in (("auto", "graphs"), ("tiny", "tiny_graphs")):
+for a, b in (("auto", "graphs"), ("auto", "aten"), ("tiny", "tiny_graphs")):
     try:
         x, y = losses(a), losses(b)
     except OSError:

@@ -3,6 +3,7 @@
 
 #include <torch/torch.h>
 
+#include "model/own_cuda_kernels.h"
 #include "util/torch_compat.h"
 #ifdef SLM_HAVE_CUDA_KERNELS
 #include "model/cuda/ops.h"
@@ -40,7 +41,7 @@ struct AddLayerNormFn : torch::autograd::Function<AddLayerNormFn> {
 
 bool add_layer_norm_fused(const at::Tensor& r, const at::Tensor& d, const at::Tensor& w, const at::Tensor& b) {
 #ifdef SLM_HAVE_CUDA_KERNELS
-  return d.defined() && cuda::kernels_take(r) && cuda::kernels_take(d) && r.sizes() == d.sizes() &&
+  return own_cuda_kernels() && d.defined() && cuda::kernels_take(r) && cuda::kernels_take(d) && r.sizes() == d.sizes() &&
          w.is_cuda() && b.is_cuda() && w.scalar_type() == at::kFloat && b.scalar_type() == at::kFloat &&
          w.is_contiguous() && b.is_contiguous() && w.numel() == r.size(-1) && b.numel() == r.size(-1);
 #else

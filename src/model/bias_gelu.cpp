@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include "model/gelu_tanh.h"
+#include "model/own_cuda_kernels.h"
 #ifdef SLM_HAVE_CUDA_KERNELS
 #include "model/cuda/ops.h"
 #endif
@@ -31,7 +32,7 @@ struct BiasGeluFn : torch::autograd::Function<BiasGeluFn> {
 
 bool bias_gelu_fused(const at::Tensor& x, const at::Tensor& b) {
 #ifdef SLM_HAVE_CUDA_KERNELS
-  return cuda::kernels_take(x) && x.dim() >= 1 && b.defined() && b.device() == x.device() &&
+  return own_cuda_kernels() && cuda::kernels_take(x) && x.dim() >= 1 && b.defined() && b.device() == x.device() &&
          b.scalar_type() == at::kFloat && b.is_contiguous() && b.dim() == 1 && b.numel() == x.size(-1);
 #else
   (void)x, (void)b;
@@ -53,7 +54,7 @@ at::Tensor fc_gelu(const at::Tensor& h, const at::Tensor& w, const at::Tensor& b
 #ifdef SLM_HAVE_CUDA_KERNELS
   // The matmul's output (in autocast's dtype under autocast) is contiguous and of a dtype the
   // kernels take whenever h is.
-  if (cuda::kernels_take(h) && b.device() == h.device() && b.scalar_type() == at::kFloat && b.is_contiguous() &&
+  if (own_cuda_kernels() && cuda::kernels_take(h) && b.device() == h.device() && b.scalar_type() == at::kFloat && b.is_contiguous() &&
       b.dim() == 1 && b.numel() == w.size(0))
     return bias_gelu(at::linear(h, w), b);
 #endif

@@ -8,8 +8,9 @@ namespace slm::model {
 
 // Bumped whenever the own kernels change speed: cached measurements (GEMM peaks, the precision
 // probe, the planner's profile) name it (host::measurement_context), so they are taken again.
-// 2: every thread, attention in query blocks (2026-11-27).
-constexpr int kKernelsRevision = 2;
+// 2: every thread, attention in query blocks (2026-11-27). 3: the CUDA kernels for the residual
+// add + LayerNorm and the bias + GELU (2026-11-28).
+constexpr int kKernelsRevision = 3;
 
 // The distinct threads that ran parts of one at::parallel_for over a few thousand items, as the
 // kernels call it (compiled like them).

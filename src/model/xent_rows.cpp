@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "model/avx512_rows.h"
+#include "model/own_cuda_kernels.h"
 #ifdef SLM_HAVE_CUDA_KERNELS
 #include "model/cuda/ops.h"
 #endif
@@ -65,7 +66,7 @@ void xent_all(T* data, int64_t rows, int64_t V, const int64_t* targets, bool gra
 bool xent_rows_supported(const at::Tensor& logits, int64_t V) {
   if (logits.dim() != 2 || V < 1 || V > logits.size(1)) return false;
 #ifdef SLM_HAVE_CUDA_KERNELS
-  if (logits.is_cuda()) return cuda::kernels_take(logits);
+  if (logits.is_cuda()) return own_cuda_kernels() && cuda::kernels_take(logits);
 #endif
 #if defined(__x86_64__)
   return avx512_rows::cpu_has() && logits.device().is_cpu() && logits.is_contiguous() && V == logits.size(1) &&

@@ -63,6 +63,7 @@ std::vector<Field> fields(Config& c) {
       {"system", "loss_scaling", &c.system.loss_scaling},
       {"system", "device_update", &c.system.device_update},
       {"system", "cuda_graphs", &c.system.cuda_graphs},
+      {"system", "cuda_kernels", &c.system.cuda_kernels},
       {"system", "loss_scale_init", &c.system.loss_scale_init},
       {"system", "loss_scale_growth_interval", &c.system.loss_scale_growth_interval},
       {"eval", "every", &c.eval.every},
@@ -291,6 +292,8 @@ void validate(const Config& c) {
        fmt::format("system: precision \"{}\" is not one of auto, fp32, bf16, fp16", c.system.precision));
   need(c.system.device_update == "auto" || c.system.device_update == "on" || c.system.device_update == "off",
        fmt::format("system: device_update \"{}\" is not one of auto, on, off", c.system.device_update));
+  need(c.system.cuda_kernels == "auto" || c.system.cuda_kernels == "off",
+       fmt::format("system: cuda_kernels \"{}\" is not one of auto, off", c.system.cuda_kernels));
   need(c.system.cuda_graphs == "on" || c.system.cuda_graphs == "off",
        fmt::format("system: cuda_graphs \"{}\" is not one of on, off", c.system.cuda_graphs));
   need(c.system.loss_scaling == "auto" || c.system.loss_scaling == "on" || c.system.loss_scaling == "off",

@@ -64,6 +64,8 @@ struct SystemConfig {
   std::string device_update = "auto";  // auto (on for CUDA) | on | off: gradient norm, clipping and the
                                        // overflow skip on the device, one host read per step
                                        // (train/device_update.h)
+  std::string cuda_kernels = "auto";  // auto (slm's own CUDA kernels where they apply) | off (ATen's
+                                      // ops): model/own_cuda_kernels.h
   std::string cuda_graphs = "off";  // off | on: the step's forward and backward captured as one CUDA
                                     // graph and replayed (train/step_graph.h)
   std::string attention = "auto";  // GPU attention kernel: auto (the fastest of cudnn, flash and

@@ -19,6 +19,7 @@
 #include "host/hardware.h"
 #include "host/machine.h"
 #include "host/runtime.h"
+#include "model/own_cuda_kernels.h"
 #include "train/agreement.h"
 #include "train/cadence.h"
 #include "train/checkpoint.h"
@@ -69,6 +70,7 @@ static void print_header(const Trainer& t, const std::string& run, const host::D
   if (parallel::zero_group(*t.dp).size < t.groups.dp.size)
     std::fprintf(stderr, "ZeRO state: split over the %d ranks of each site, replicated across sites\n",
                  parallel::zero_group(*t.dp).size);
+  if (t.device == "cuda") std::fprintf(stderr, "cuda kernels: %s\n", model::describe_own_cuda_kernels().c_str());
   if (t.update_on_device)
     std::fprintf(stderr, "update: on the device (gradient norm, clipping, overflow skip; one host read per step)\n");
   else if (!t.update_reason.empty())
@@ -154,7 +156,7 @@ struct BlockAgreement {
       filling.back().wait_s = finish_in_flight();
       filling.back().paced = !flush;
     }
-    in_flight = begin_agree(std::move(filling), interrupted(), ckpts.ask(), ckpts.status(), t.groups.world);
+    in_flight.emplace(begin_agree(std::move(filling), interrupted(), ckpts.ask(), ckpts.status(), t.groups.world));
     filling.clear();
     if (flush || stop) finish_in_flight();
   }

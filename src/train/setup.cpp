@@ -20,6 +20,7 @@
 #include "host/runtime.h"
 #include "model/gpu_attention.h"
 #include "model/hf_import.h"
+#include "model/own_cuda_kernels.h"
 #include "parallel/apply.h"
 #include "parallel/diloco.h"
 #include "parallel/pipeline/stage.h"
@@ -245,10 +246,12 @@ std::unique_ptr<Trainer> make_trainer(const Config& cfg_in) {
   parallel::Applied applied =
       parallel::apply_parallel(t->model, t->pipe->plan, cfg.parallel, cfg.sync, cfg.model.n_layer, t->groups);
   t->dp = std::move(applied.dp);
+  model::set_own_cuda_kernels(cfg.system.cuda_kernels != "off");
   t->update_on_device = device_update_applies(cfg.system.device_update, t->device, cfg.optim.name,
                                               t->pipe->plan.pp, t->groups.tp.size, &t->update_reason);
-  const GraphFacts graph_facts{t->device,         cuda_graphs_built(), t->pipe->plan.pp,   t->groups.tp.size,
-                               t->groups.dp.size, cfg.model.dropout,   cfg.model.recompute, t->update_on_device};
+  const GraphFacts graph_facts{t->device,         model::own_cuda_kernels_built(), t->pipe->plan.pp,
+                               t->groups.tp.size, t->groups.dp.size,              cfg.model.dropout,
+                               cfg.model.recompute, t->update_on_device};
   if (graphs_apply(cfg.system.cuda_graphs, graph_facts)) t->graph = make_step_graph();
   t->outer = std::move(applied.outer);
   t->pipe->model = &t->model;

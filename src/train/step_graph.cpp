@@ -32,14 +32,6 @@ std::string graph_blocker(const GraphFacts& f) {
   return "";
 }
 
-bool cuda_graphs_built() {
-#ifdef SLM_HAVE_CUDA_KERNELS
-  return true;
-#else
-  return false;
-#endif
-}
-
 bool graphs_apply(const std::string& setting, const GraphFacts& f) {
   if (setting != "on") return false;
   const std::string why = graph_blocker(f);

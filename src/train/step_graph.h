@@ -25,7 +25,7 @@ namespace slm::train {
 // What decides whether a step can be captured.
 struct GraphFacts {
   std::string device;                 // "cpu" | "cuda"
-  bool cuda_build = false;            // this build has CUDA graphs (a CUDA LibTorch and the own kernels)
+  bool cuda_build = false;            // a CUDA build (a CUDA LibTorch and nvcc: model::own_cuda_kernels_built)
   int64_t pp = 1, tp = 1, dp = 1;     // the plan's degrees (dp: this rank's data-parallel group)
   double dropout = 0;                 // model.dropout
   bool recompute = false;             // model.recompute
@@ -33,8 +33,6 @@ struct GraphFacts {
 };
 // "" where a step can be captured, else the reason (one phrase, for the log and errors).
 std::string graph_blocker(const GraphFacts& f);
-// Whether this build can capture graphs (GraphFacts::cuda_build).
-bool cuda_graphs_built();
 // Whether a run captures its steps: "on" where graph_blocker has nothing (UserError naming the
 // blocker otherwise), "off" never.
 bool graphs_apply(const std::string& setting, const GraphFacts& f);

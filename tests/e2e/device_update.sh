@@ -8,7 +8,8 @@
 #  3. 2 ranks with ZeRO 1 (the norm summed over the shards as a device tensor) and DDP: within 1e-5
 #     of the single-process host run;
 #  4. "on" where it cannot be (pipeline parallelism) is a one-line error;
-#  5. so is system.cuda_graphs = "on" on a CPU (the graphs' host logic: tests/train/step_graph_test.cpp).
+#  5. so is system.cuda_graphs = "on" on a CPU (the graphs' host logic: tests/train/step_graph_test.cpp),
+#     and a system.cuda_graphs or system.cuda_kernels value that is not one of theirs.
 source "$(dirname "$0")/lib.sh"
 cd "$WORK"
 gen_corpus 2000 > gen.txt
@@ -82,4 +83,6 @@ expect_error 'cuda_graphs = "on" is not possible here: not a CUDA device' \
   "$SLM" train "${COMMON[@]}" --set system.cuda_graphs=on --set run.dir=graphs
 expect_error 'system: cuda_graphs "yes" is not one of on, off' \
   "$SLM" train "${COMMON[@]}" --set system.cuda_graphs=yes --set run.dir=graphs
+expect_error 'system: cuda_kernels "own" is not one of auto, off' \
+  "$SLM" train "${COMMON[@]}" --set system.cuda_kernels=own --set run.dir=kernels
 echo "device update ok"

@@ -9,7 +9,6 @@ namespace {
 
 constexpr int kThreads = 256;  // columns per block
 
-
 constexpr float kAlpha = 0.7978845608028654f;  // sqrt(2 / pi)
 constexpr float kBeta = 0.044715f;
 
