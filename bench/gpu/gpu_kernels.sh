@@ -47,7 +47,7 @@ fi
 if on 2; then
 say "2. kernel tests against ATen"
 "$TESTS_BIN" --gtest_filter='Cuda*:FusedHead*:XentRows*:DeviceUpdate.*:GPT2.*' > "$OUT/tests.log" 2>&1
-tail -3 "$OUT/tests.log" | tee -a "$OUT/summary.txt"
+grep -E "tests? from .* ran|^\[  (PASSED|FAILED) |^\[  SKIPPED \] [0-9]" "$OUT/tests.log" | tee -a "$OUT/summary.txt"
 fi
 on 3 || on 4 || exit 0
 
