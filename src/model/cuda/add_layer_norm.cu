@@ -73,15 +73,6 @@ __global__ void __launch_bounds__(kWarps * 32) backward_kernel(const TY* gy, con
   }
 }
 
-// dw, db = the warps' partial rows summed in warp order, one thread per column.
-__global__ void sum_partials_kernel(const float* partial, int64_t warps, int64_t C, float* dw, float* db) {
-  const int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (c >= C) return;
-  float w = 0.0f, b = 0.0f;
-  for (int64_t k = 0; k < warps; ++k) w += partial[k * 2 * C + c], b += partial[k * 2 * C + C + c];
-  dw[c] = w, db[c] = b;
-}
-
 template <typename TS, typename TD, typename TY>
 int forward_typed(const AddLayerNorm& a, void* stream) {
   const auto blocks = static_cast<unsigned>((a.rows + kWarps - 1) / kWarps);
@@ -98,8 +89,7 @@ int backward_typed(const AddLayerNormGrad& g, void* stream) {
       static_cast<const TY*>(g.gy), static_cast<const TS*>(g.gs), static_cast<const TS*>(g.s), g.mean, g.rstd, g.w,
       static_cast<TS*>(g.gx), g.partial, g.rows, g.C);
   if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return static_cast<int>(e);
-  sum_partials_kernel<<<static_cast<unsigned>((g.C + 255) / 256), 256, 0, s>>>(g.partial, g.warps, g.C, g.dw, g.db);
-  return static_cast<int>(cudaGetLastError());
+  return column_sums(g.partial, g.warps, 2 * g.C, g.dwdb, s);  // a warp's row: its dw, then its db
 }
 
 }  // namespace

@@ -50,14 +50,6 @@ __global__ void __launch_bounds__(kThreads) backward_kernel(const T* gy, const T
   partial[group * N + col] = sum;
 }
 
-__global__ void sum_partials_kernel(const float* partial, int64_t groups, int64_t N, float* db) {
-  const int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (c >= N) return;
-  float s = 0.0f;
-  for (int64_t k = 0; k < groups; ++k) s += partial[k * N + c];
-  db[c] = s;
-}
-
 template <typename T>
 int forward_typed(const BiasGelu& a, void* stream) {
   const dim3 grid(static_cast<unsigned>((a.N + kThreads - 1) / kThreads), static_cast<unsigned>(a.groups));
@@ -73,8 +65,7 @@ int backward_typed(const BiasGeluGrad& g, void* stream) {
   backward_kernel<T><<<grid, kThreads, 0, s>>>(static_cast<const T*>(g.gy), static_cast<const T*>(g.x), g.b,
                                                static_cast<T*>(g.gx), g.partial, g.rows, g.N);
   if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return static_cast<int>(e);
-  sum_partials_kernel<<<static_cast<unsigned>((g.N + 255) / 256), 256, 0, s>>>(g.partial, g.groups, g.N, g.db);
-  return static_cast<int>(cudaGetLastError());
+  return column_sums(g.partial, g.groups, g.N, g.db, s);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // model/cuda/dtype.cuh: what every kernel file needs of the element types: loads to fp32 and
 // stores rounded once from fp32, for float, bf16 and fp16; a warp's sum; and by_dtype, which runs a
-// generic callable with a value of the C++ type a DType names (nesting it instantiates a kernel
+// generic callable with a value of the C++ type a DType names; column_sums, where the kernels' partial
+// sums meet (nesting it instantiates a kernel
 // for each combination of its tensors' types).
 #pragma once
 #include <cuda_bf16.h>
@@ -22,6 +23,20 @@ template <> __device__ __forceinline__ __half from_float<__half>(float v) { retu
 __device__ __forceinline__ float warp_sum(float v) {
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
   return v;
+}
+
+// out[c] = the sum over k < rows of m[k * cols + c], added in k order (the same bits every run: the
+// kernels' partial sums per row group end here, no atomics); one thread per column.
+static __global__ void column_sums_kernel(const float* m, int64_t rows, int64_t cols, float* out) {
+  const int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c >= cols) return;
+  float s = 0.0f;
+  for (int64_t k = 0; k < rows; ++k) s += m[k * cols + c];
+  out[c] = s;
+}
+inline int column_sums(const float* m, int64_t rows, int64_t cols, float* out, cudaStream_t stream) {
+  column_sums_kernel<<<static_cast<unsigned>((cols + 255) / 256), 256, 0, stream>>>(m, rows, cols, out);
+  return static_cast<int>(cudaGetLastError());
 }
 
 // f(T{}) for the type t names; the CUDA error code for an unknown DType.

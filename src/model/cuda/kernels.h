@@ -37,7 +37,8 @@ struct AddLayerNorm {
 int add_layer_norm_forward(const AddLayerNorm& a, void* stream);
 
 // Its backward: gx = the gradient of s (so of r and of d) = LayerNorm's input gradient from gy
-// (y's dtype) plus gs (s's dtype; nullptr: 0), in s's dtype; dw, db (fp32, C) written. `partial`:
+// (y's dtype) plus gs (s's dtype; nullptr: 0), in s's dtype; dw and db (fp32) written to dwdb
+// (2 x C: dw, then db). `partial`:
 // fp32 scratch of warps x 2 x C, where each of `warps` warps (a multiple of
 // kAddLayerNormWarpsPerBlock) sums its rows' share before the columns are added up in warp order:
 // no atomics, the same bits every run.
@@ -49,7 +50,7 @@ struct AddLayerNormGrad {
   DType s_type = DType::kFloat, y_type = DType::kFloat;
   const float *mean = nullptr, *rstd = nullptr, *w = nullptr;
   void* gx = nullptr;
-  float *dw = nullptr, *db = nullptr, *partial = nullptr;
+  float *dwdb = nullptr, *partial = nullptr;  // dwdb: 2 x C, dw then db
   int64_t rows = 0, C = 0, warps = 0;
 };
 int add_layer_norm_backward(const AddLayerNormGrad& g, void* stream);

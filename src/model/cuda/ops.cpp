@@ -81,16 +81,16 @@ std::vector<at::Tensor> add_layer_norm_backward(const at::Tensor& gy_in, const a
   const int64_t sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount, per = kAddLayerNormWarpsPerBlock;
   const int64_t warps = std::max<int64_t>(1, std::min((rows + per - 1) / per, 2 * sms)) * per;
   at::Tensor gx = at::empty_like(s), partial = at::empty({warps, 2, C}, s.options().dtype(at::kFloat));
-  at::Tensor dw = at::empty({C}, partial.options()), db = at::empty({C}, partial.options());
+  at::Tensor dwdb = at::empty({2, C}, partial.options());
   AddLayerNormGrad g;
   g.gy = gy.data_ptr(), g.gs = gs.defined() ? gs.data_ptr() : nullptr, g.s = s.data_ptr();
   g.s_type = dtype_of(s), g.y_type = dtype_of(gy);
   g.mean = mean.data_ptr<float>(), g.rstd = rstd.data_ptr<float>(), g.w = w.data_ptr<float>();
-  g.gx = gx.data_ptr(), g.dw = dw.data_ptr<float>(), g.db = db.data_ptr<float>(), g.partial = partial.data_ptr<float>();
+  g.gx = gx.data_ptr(), g.dwdb = dwdb.data_ptr<float>(), g.partial = partial.data_ptr<float>();
   g.rows = rows, g.C = C, g.warps = warps;
   const int err = cuda::add_layer_norm_backward(g, stream_of(s));
   TORCH_CHECK(err == 0, "cuda::add_layer_norm_backward: CUDA error ", err);
-  return {gx, dw, db};
+  return {gx, dwdb[0], dwdb[1]};
 }
 
 at::Tensor bias_gelu_forward(const at::Tensor& x, const at::Tensor& b) {
