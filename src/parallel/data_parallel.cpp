@@ -185,30 +185,36 @@ void finish_grads(DataParallel& d) {
   if (d.dp.size > 1) grad_shard(d).div_(static_cast<double>(d.dp.size));
 }
 
+// Under tensor parallelism: this rank's squared sum per parameter, a replicated one counting 1/tp
+// (so once after the tp sum); a 0-dim tensor in the gradients' dtype.
+static at::Tensor tp_local_square_sum(DataParallel& d) {
+  const at::Tensor g = grad_shard(d);
+  std::vector<at::Tensor> parts;
+  for (const Segment& s : segments(d))
+    for (size_t i = 0; i < d.layout.names.size(); ++i) {
+      const int64_t lo = std::max(s.global, d.layout.offsets[i]);
+      const int64_t hi = std::min(s.global + s.size, d.layout.offsets[i] + d.layout.numels[i]);
+      if (lo >= hi) continue;
+      at::Tensor sq = g.narrow(0, s.local + lo - s.global, hi - lo).pow(2).sum();
+      parts.push_back(d.replicated[i] ? sq / d.tp.size : sq);
+    }
+  return parts.empty() ? at::zeros({}, g.options()) : at::stack(parts).sum();
+}
+
 double grad_norm_sq(DataParallel& d) {
-  at::Tensor g = grad_shard(d);
-  double local = 0;
-  if (d.tp.size == 1) {
-    local = sum_of_squares(g);
-  } else {  // per parameter: a replicated one counts 1/tp here, so once after the tp sum
-    std::vector<at::Tensor> parts;
-    for (const Segment& s : segments(d))
-      for (size_t i = 0; i < d.layout.names.size(); ++i) {
-        const int64_t lo = std::max(s.global, d.layout.offsets[i]);
-        const int64_t hi = std::min(s.global + s.size, d.layout.offsets[i] + d.layout.numels[i]);
-        if (lo >= hi) continue;
-        at::Tensor sq = g.narrow(0, s.local + lo - s.global, hi - lo).pow(2).sum();
-        parts.push_back(d.replicated[i] ? sq / d.tp.size : sq);
-      }
-    local = parts.empty() ? 0.0 : at::stack(parts).sum().item<double>();
-    local = comm::sum(local, d.tp);
-  }
+  const double local = d.tp.size == 1 ? sum_of_squares(grad_shard(d))
+                                      : comm::sum(tp_local_square_sum(d).item<double>(), d.tp);
   return d.cfg.zero == 0 ? local : comm::sum(local, d.zg);
 }
 
 at::Tensor grad_norm_sq_on_device(DataParallel& d) {
-  if (d.tp.size > 1) throw std::logic_error("grad_norm_sq_on_device: tensor parallelism sums its norm on the host");
-  at::Tensor total = chunk_square_sums(grad_shard(d)).sum();
+  at::Tensor total;
+  if (d.tp.size == 1) {
+    total = chunk_square_sums(grad_shard(d)).sum();
+  } else {
+    total = tp_local_square_sum(d).to(at::kDouble);
+    comm::all_reduce_sum(total, d.tp);
+  }
   if (d.cfg.zero != 0) comm::all_reduce_sum(total, d.zg);
   return total;
 }

@@ -59,8 +59,8 @@ void finish_grads(DataParallel& d);
 // Squared L2 norm of the whole mean gradient: summed over the dp shards when sharded and over the
 // tp slices, counting parameters that every tp rank holds once. Same value on every rank.
 double grad_norm_sq(DataParallel& d);
-// The same as a 0-dim double tensor on the gradients' device, without a host sync (the ZeRO sum is
-// an all-reduce of that tensor). Not with tensor parallelism (std::logic_error).
+// The same as a 0-dim double tensor on the gradients' device, without a host sync (the tp and ZeRO
+// sums are all-reduces of that tensor).
 at::Tensor grad_norm_sq_on_device(DataParallel& d);
 // What this rank's optimizer updates, in place (padded flat ranges; padding stays zero).
 at::Tensor param_shard(DataParallel& d);

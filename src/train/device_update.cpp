@@ -11,14 +11,12 @@
 namespace slm::train {
 
 bool device_update_applies(const std::string& setting, const std::string& device, const std::string& optimizer,
-                           int64_t pp, int64_t tp, std::string* why) {
+                           std::string* why) {
   if (setting == "off") return false;
   if (setting == "auto" && device == "cpu") return false;  // a host sync costs nothing there
   std::string no;
   if (optimizer != "adamw") no = fmt::format("optim.name = \"{}\" (it needs AdamW)", optimizer);
   else if (!compat::kHasFusedAdam) no = "LibTorch " TORCH_VERSION " has no fused AdamW (2.4+)";
-  else if (pp > 1) no = "pipeline parallelism sums the norm across stages on the host";
-  else if (tp > 1) no = "tensor parallelism sums the norm across its slices on the host";
   if (no.empty()) return true;
   if (setting == "on") throw UserError("system: device_update = \"on\" is not possible here: " + no);
   if (why) *why = no;

@@ -17,11 +17,11 @@
 namespace slm::train {
 
 // Whether a run updates on the device: system.device_update = "on", or "auto" on CUDA. It needs
-// AdamW, LibTorch's fused AdamW (2.4+) and neither pipeline nor tensor parallelism (their norms are
-// summed on the host). "auto" where it cannot: false, with the reason in `why`; "on" where it
-// cannot: UserError naming it.
+// AdamW and LibTorch's fused AdamW (2.4+); every layout takes it (the norm's sums across ZeRO
+// shards, tp slices and pipeline stages are device tensors too). "auto" where it cannot: false,
+// with the reason in `why`; "on" where it cannot: UserError naming it.
 bool device_update_applies(const std::string& setting, const std::string& device, const std::string& optimizer,
-                           int64_t pp, int64_t tp, std::string* why);
+                           std::string* why);
 
 // Clips grad in place where sqrt(norm_sq) exceeds o.grad_clip (> 0), by clip / (norm + 1e-6) as
 // the host path does, and updates param with AdamW at lr unless norm_sq is not finite. Returns the

@@ -247,8 +247,8 @@ std::unique_ptr<Trainer> make_trainer(const Config& cfg_in) {
       parallel::apply_parallel(t->model, t->pipe->plan, cfg.parallel, cfg.sync, cfg.model.n_layer, t->groups);
   t->dp = std::move(applied.dp);
   model::set_own_cuda_kernels(cfg.system.cuda_kernels != "off");
-  t->update_on_device = device_update_applies(cfg.system.device_update, t->device, cfg.optim.name,
-                                              t->pipe->plan.pp, t->groups.tp.size, &t->update_reason);
+  t->update_on_device =
+      device_update_applies(cfg.system.device_update, t->device, cfg.optim.name, &t->update_reason);
   const GraphFacts graph_facts{t->device,         model::own_cuda_kernels_built(), t->pipe->plan.pp,
                                t->groups.tp.size, t->groups.dp.size,              cfg.model.dropout,
                                cfg.model.recompute, t->update_on_device};

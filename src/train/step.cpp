@@ -72,8 +72,8 @@ static std::vector<std::vector<parallel::pipeline::MicroBatch>> next_micro_batch
         continue;
       }
       data::Batch b = t.train_loader->next_slice(group, offset, plan.micro_batch[r]);
-      auto [x, y] = data::batch_tensors(b);
-      out[static_cast<size_t>(i)].push_back({x.to(t.device).clone(), y.to(t.device).clone()});  // x, y view b's vectors
+      auto [x, y] = data::batch_on(b, t.device);
+      out[static_cast<size_t>(i)].push_back({x, y});
     }
   }
   return out;
@@ -105,11 +105,13 @@ static void update_on_host(Trainer& t, at::Tensor grad, const at::Tensor& loss, 
   s.comm_s += seconds_since(clock);
 }
 
-// The same on the device (train/device_update.h): norm, clip and skip are queued behind the
-// gradients, and the host reads the loss and the norm once, when all of it is queued.
-static void update_on_device(Trainer& t, at::Tensor grad, const at::Tensor& loss, double share, StepStats& s) {
+// The same on the device (train/device_update.h): norm (its sums across shards, slices and stages
+// as device tensors), clip and skip are queued behind the gradients, and the host reads the loss and
+// the norm once, when all of it is queued.
+static void update_on_device(Trainer& t, at::Tensor grad, const at::Tensor& loss, double share,
+                             parallel::pipeline::PendingNorm& norm, StepStats& s) {
   auto clock = Clock::now();
-  const at::Tensor norm_sq = parallel::grad_norm_sq_on_device(*t.dp);
+  const at::Tensor norm_sq = parallel::pipeline::pipeline_grad_norm_sq_on_device(*t.pipe, *t.dp, norm);
   {
     trace::Span span("optimizer");
     clip_and_update(t.adam, parallel::param_shard(*t.dp), grad, norm_sq, t.cfg.optim, s.lr);
@@ -123,7 +125,7 @@ static void update_on_device(Trainer& t, at::Tensor grad, const at::Tensor& loss
   const auto [loss_sum, norm2] = read_back(loss, norm_sq);
   const double waited = seconds_since(clock);  // for the step's kernels to finish: its compute (one stage)
   s.schedule_s += waited, s.compute_s += waited;
-  s.loss += loss.defined() ? loss_sum * share : 0.0;
+  if (loss.defined() && t.groups.tp.rank == 0) s.loss += loss_sum * share;
   s.grad_norm = std::sqrt(norm2);
   const bool skipped = !update_loss_scale(t.scaler, std::isfinite(s.grad_norm));
   if (skipped) t.adam.step -= 1;  // the fused kernel skipped the update adamw_step counted
@@ -162,7 +164,7 @@ static void inner_step(Trainer& t, std::vector<parallel::pipeline::MicroBatch>& 
   s.loss_scale = t.scaler.enabled ? t.scaler.scale : 0.0;
   if (t.scaler.enabled) grad.mul_(1.0 / t.scaler.scale);  // unscale before any norm (no overflow)
   s.lr = lr_at(t.cfg.schedule, t.cfg.optim.lr, t.step);
-  if (t.update_on_device) update_on_device(t, grad, run.loss, share, s);
+  if (t.update_on_device) update_on_device(t, grad, run.loss, share, norm, s);
   else update_on_host(t, grad, run.loss, share, norm, s);
   s.next_scale = t.scaler.enabled ? t.scaler.scale : 0.0;
 }
@@ -259,8 +261,8 @@ double evaluate(Trainer& t) {
   std::vector<parallel::pipeline::MicroBatch> batches;  // every replica evaluates the same batches
   for (int64_t i = 0; i < n; ++i) {
     data::Batch b = val.next(micro);
-    auto [x, y] = data::batch_tensors(b);
-    batches.push_back({x.to(t.device).clone(), y.to(t.device).clone()});  // x, y view b's vectors
+    auto [x, y] = data::batch_on(b, t.device);
+    batches.push_back({x, y});
   }
   parallel::pipeline::ScheduleResult run;
   {

@@ -20,4 +20,19 @@ TEST(BatchTensor, ShapesValuesNoCopy) {
   EXPECT_EQ(x.data_ptr<int64_t>(), b.inputs.data());
 }
 
+// On the CPU (the CUDA form stages through pinned memory: bench/gpu runs it): the same values in
+// memory of their own, so the batch can go.
+TEST(BatchTensor, OnADeviceOwnsItsMemory) {
+  Batch b;
+  b.B = 2, b.T = 2;
+  b.inputs = {1, 2, 3, 4};
+  b.targets = {2, 3, 4, 5};
+  auto [x, y] = batch_on(b, "cpu");
+  EXPECT_NE(x.data_ptr<int64_t>(), b.inputs.data());
+  EXPECT_NE(y.data_ptr<int64_t>(), b.targets.data());
+  b.inputs.assign(4, 0), b.targets.assign(4, 0);
+  EXPECT_TRUE(torch::equal(x, torch::tensor({1, 2, 3, 4}, torch::kLong).view({2, 2})));
+  EXPECT_TRUE(torch::equal(y, x + 1));
+}
+
 }  // namespace slm::data

@@ -7,7 +7,8 @@
 #     said in the log, and stop + --resume reproduces the straight run exactly;
 #  3. 2 ranks with ZeRO 1 (the norm summed over the shards as a device tensor) and DDP: within 1e-5
 #     of the single-process host run;
-#  4. "on" where it cannot be (pipeline parallelism) is a one-line error;
+#  4. pipeline parallelism (2 stages) and tensor parallelism (2 slices): within 1e-5 of the host
+#     run of the same model;
 #  5. so is system.cuda_graphs = "on" on a CPU (the graphs' host logic: tests/train/step_graph_test.cpp),
 #     and a system.cuda_graphs or system.cuda_kernels value that is not one of theirs.
 source "$(dirname "$0")/lib.sh"
@@ -73,11 +74,16 @@ for z in 0 1; do
   same_losses host dp$z 1e-5
 done
 
-# 4. (each rank says it in one line; the launcher stops the job with the first one's line)
-"$SLM" launch -n 2 -- "$SLM" train "${COMMON[@]}" "${ON[@]}" --set parallel.pp=2 --set model.n_layer=2 \
-  --set run.dir=pp > pp.log 2>&1 && fail "device_update = on with pipeline stages ran"
-grep -q 'rank [01] exited with code 1: system: device_update = "on" is not possible here: pipeline parallelism' pp.log \
-  || { cat pp.log; fail "no one-line reason"; }
+# 4. pipeline (2 stages) and tensor parallelism (2 slices): the norm's sums across the stages
+#    (point to point) and the slices (all-reduce) as device tensors, the loss counted once
+"$SLM" train "${COMMON[@]}" "${OFF[@]}" --set model.n_layer=2 --set run.dir=host2 2> host2.log \
+  || { cat host2.log; fail "host run, 2 layers"; }
+for layout in pp tp; do
+  "$SLM" launch -n 2 -- "$SLM" train "${COMMON[@]}" "${ON[@]}" --set parallel.$layout=2 --set model.n_layer=2 \
+    --set run.dir=$layout > $layout.log 2>&1 || { cat $layout.log; fail "$layout 2 with the update on the device"; }
+  grep -q "update: on the device" $layout.log || { cat $layout.log; fail "$layout: no 'update: on the device' line"; }
+  same_losses host2 $layout 1e-5
+done
 # 5. CUDA graphs of the step (system.cuda_graphs): on a CPU a one-line error saying why
 expect_error 'cuda_graphs = "on" is not possible here: not a CUDA device' \
   "$SLM" train "${COMMON[@]}" --set system.cuda_graphs=on --set run.dir=graphs

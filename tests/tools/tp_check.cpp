@@ -1,5 +1,5 @@
-// tests/tools/tp_check.cpp: test helper run under `slm launch -n N` (N divides 4): a 1-block GPT-2
-// computed tensor-parallel (sharded block, vocabulary-parallel embedding, LM head and
+// tests/tools/tp_check.cpp: test helper run under `slm launch -n N` (N divides 4): a 2-block GPT-2
+// computed tensor-parallel (sharded blocks chained with their residual adds deferred, vocabulary-parallel embedding, LM head and
 // cross-entropy) against the same model computed whole on each rank. Checks the loss and every
 // gradient slice to 1e-5 (relative where a value exceeds 1), and that tp_pieces (checkpoint coordinates) names exactly the slices
 // apply_tensor_parallel takes. Prints "rank R ok" or exits non-zero naming the mismatch.
@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <fmt/format.h>
 
 #include "comm/mesh.h"
 #include "comm/world.h"
@@ -24,7 +25,7 @@ int main() {
   const comm::Group& tp = pg.tp;
   const int r = tp.rank, n = tp.size;
   model::GPT2Config c;
-  c.n_layer = 1, c.n_head = 4, c.n_embd = 64, c.block_size = 16, c.vocab_size = 100, c.vocab_pad = 64;
+  c.n_layer = 2, c.n_head = 4, c.n_embd = 64, c.block_size = 16, c.vocab_size = 100, c.vocab_pad = 64;
   model::GPT2 full = model::init_gpt2(c, 7);
   at::manual_seed(3);
   at::Tensor idx = at::randint(c.vocab_size, {2, 16}), tgt = at::randint(c.vocab_size, {2, 16});
@@ -35,10 +36,12 @@ int main() {
   auto leaf = [](const at::Tensor& t) { return t.detach().clone().requires_grad_(true); };
   at::Tensor wte = leaf(full.wte.narrow(0, start, nv)), wpe = leaf(full.wpe);
   at::Tensor lnw = leaf(full.ln_f_w), lnb = leaf(full.ln_f_b);
-  model::Block b = parallel::tensor::shard_block(full.h[0], c, r, n);
+  model::GPT2 blocks;  // this rank's slices of the two blocks
+  blocks.cfg = c;
+  for (const model::Block& f : full.h) blocks.h.push_back(parallel::tensor::shard_block(f, c, r, n));
   at::Tensor x = parallel::tensor::vocab_parallel_embedding(idx, wte, start, tp) +
                  at::embedding(wpe, at::arange(16, at::kLong));
-  x = parallel::tensor::tp_block_forward(b, x, c, tp);
+  x = parallel::tensor::run_blocks(blocks, x, 0, blocks.h.size(), tp);
   x = at::layer_norm(x, {c.n_embd}, lnw, lnb, 1e-5);
   at::Tensor logits = at::linear(parallel::tensor::copy_to_tp(x, tp), wte);  // (B, T, Vp/tp)
   at::Tensor loss = parallel::tensor::vocab_parallel_cross_entropy(logits.reshape({-1, nv}), tgt.reshape({-1}),
@@ -54,21 +57,28 @@ int main() {
   };
   check("loss", loss, ref);
   const int64_t C = c.n_embd, Cl = C / n, Fl = 4 * C / n;
-  const model::Block& g = full.h[0];
   auto qkv = [&](const at::Tensor& t) {
     return at::cat({t.narrow(0, r * Cl, Cl), t.narrow(0, C + r * Cl, Cl), t.narrow(0, 2 * C + r * Cl, Cl)});
   };
   check("wte grad", wte.grad(), full.wte.grad().narrow(0, start, nv));
   check("wpe grad", wpe.grad(), full.wpe.grad());
   check("ln_f grad", lnw.grad(), full.ln_f_w.grad());
-  check("ln_1 grad", b.ln_1_w.grad(), g.ln_1_w.grad());
-  check("c_attn.weight grad", b.c_attn_w.grad(), qkv(g.c_attn_w.grad()));
-  check("c_attn.bias grad", b.c_attn_b.grad(), qkv(g.c_attn_b.grad()));
-  check("attn.c_proj.weight grad", b.attn_proj_w.grad(), g.attn_proj_w.grad().narrow(1, r * Cl, Cl));
-  check("attn.c_proj.bias grad", b.attn_proj_b.grad(), g.attn_proj_b.grad());
-  check("mlp.c_fc.weight grad", b.c_fc_w.grad(), g.c_fc_w.grad().narrow(0, r * Fl, Fl));
-  check("mlp.c_proj.weight grad", b.mlp_proj_w.grad(), g.mlp_proj_w.grad().narrow(1, r * Fl, Fl));
-  check("ln_2 grad", b.ln_2_b.grad(), g.ln_2_b.grad());
+  for (size_t i = 0; i < full.h.size(); ++i) {
+    const model::Block &b = blocks.h[i], &g = full.h[i];
+    auto grad = [&](const char* what, const at::Tensor& got, const at::Tensor& want) {
+      check(fmt::format("h.{}.{} grad", i, what).c_str(), got, want);
+    };
+    grad("ln_1", b.ln_1_w.grad(), g.ln_1_w.grad());
+    grad("c_attn.weight", b.c_attn_w.grad(), qkv(g.c_attn_w.grad()));
+    grad("c_attn.bias", b.c_attn_b.grad(), qkv(g.c_attn_b.grad()));
+    grad("attn.c_proj.weight", b.attn_proj_w.grad(), g.attn_proj_w.grad().narrow(1, r * Cl, Cl));
+    grad("attn.c_proj.bias", b.attn_proj_b.grad(), g.attn_proj_b.grad());
+    grad("mlp.c_fc.weight", b.c_fc_w.grad(), g.c_fc_w.grad().narrow(0, r * Fl, Fl));
+    grad("mlp.c_fc.bias", b.c_fc_b.grad(), g.c_fc_b.grad().narrow(0, r * Fl, Fl));
+    grad("mlp.c_proj.weight", b.mlp_proj_w.grad(), g.mlp_proj_w.grad().narrow(1, r * Fl, Fl));
+    grad("mlp.c_proj.bias", b.mlp_proj_b.grad(), g.mlp_proj_b.grad());
+    grad("ln_2", b.ln_2_b.grad(), g.ln_2_b.grad());
+  }
   // tp_pieces (checkpoints) must describe exactly the slices shard_block / apply_tensor_parallel take.
   model::GPT2 sharded = model::init_gpt2(c, 7);
   parallel::tensor::apply_tensor_parallel(sharded, tp);

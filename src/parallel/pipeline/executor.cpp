@@ -253,11 +253,11 @@ PendingNorm post_norm_receives(Pipeline& p, DataParallel& d) {
   return n;
 }
 
-double pipeline_grad_norm_sq(Pipeline& p, DataParallel& d, PendingNorm& n) {
-  const double stage = grad_norm_sq(d);  // the same on every rank of this stage (and replica)
+namespace {
+// Sends `mine` (this stage's number, 1 double) to the other pipeline ranks and takes theirs: their
+// sum, added in pipeline order (the same bits on every rank), on mine's device.
+at::Tensor exchange_norms(Pipeline& p, const at::Tensor& mine, PendingNorm& n) {
   const int P = p.plan.pp;
-  if (P == 1) return stage;
-  const at::Tensor mine = at::full({1}, stage, norm_options(d));
   const int me = p.p2p.rank;
   std::vector<comm::Pending> ops;
   auto sends = [&](bool lower) {  // to the peers below (lower) or above this rank
@@ -271,10 +271,23 @@ double pipeline_grad_norm_sq(Pipeline& p, DataParallel& d, PendingNorm& n) {
   sends(true);
   for (comm::Pending& w : n.recvs) w.wait();
   for (comm::Pending& w : ops) w.wait();
-  double total = 0;  // in pipeline order on every rank: the same sum everywhere
-  for (int k = 0; k < P; ++k) total += k == p.role.pipe ? stage : n.theirs[static_cast<size_t>(k)].cpu().item<double>();
+  at::Tensor total = at::zeros({1}, mine.options());
+  for (int k = 0; k < P; ++k) total = total + (k == p.role.pipe ? mine : n.theirs[static_cast<size_t>(k)]);
   n = PendingNorm{};
   return total;
+}
+}  // namespace
+
+double pipeline_grad_norm_sq(Pipeline& p, DataParallel& d, PendingNorm& n) {
+  const double stage = grad_norm_sq(d);  // the same on every rank of this stage (and replica)
+  if (p.plan.pp == 1) return stage;
+  return exchange_norms(p, at::full({1}, stage, norm_options(d)), n).item<double>();
+}
+
+at::Tensor pipeline_grad_norm_sq_on_device(Pipeline& p, DataParallel& d, PendingNorm& n) {
+  const at::Tensor stage = grad_norm_sq_on_device(d);
+  if (p.plan.pp == 1) return stage;
+  return exchange_norms(p, stage.reshape({1}), n).reshape({});
 }
 
 }  // namespace slm::parallel::pipeline

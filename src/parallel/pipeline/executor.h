@@ -1,7 +1,7 @@
 // parallel/pipeline/executor.h: runs one rank's action list (schedule.h) on its model chunks,
 // exchanging activations and their gradients point to point with the neighbouring stages.
 // Owns: Pipeline (this rank's part of the plan and its groups), MicroBatch, run_actions,
-// sync_tied_weights, post_norm_receives, pipeline_grad_norm_sq.
+// sync_tied_weights, post_norm_receives, pipeline_grad_norm_sq (and its device form).
 // Transfers: sends are asynchronous (waited for at the end of the step); receives are posted
 // kReceivesAhead actions ahead under Gloo (a message moves once its receive is posted, so the
 // receiver's notice crosses a slow link while it computes), one ahead under NCCL (which pairs
@@ -74,6 +74,9 @@ struct PendingNorm {
 };
 PendingNorm post_norm_receives(Pipeline& p, DataParallel& d);
 double pipeline_grad_norm_sq(Pipeline& p, DataParallel& d, PendingNorm& posted);
+// The same as a 0-dim double tensor on the gradients' device, without a host sync where the
+// transfers have none (NCCL); for system.device_update.
+at::Tensor pipeline_grad_norm_sq_on_device(Pipeline& p, DataParallel& d, PendingNorm& posted);
 
 // Forward-only list: F0 .. F(micro-1) on every chunk (evaluation).
 std::vector<Action> forward_actions(int micro, int chunks);

@@ -3,7 +3,8 @@
 
 #include <torch/torch.h>
 
-#include "model/gelu_tanh.h"
+#include "model/add_layer_norm.h"
+#include "model/bias_gelu.h"
 #include "parallel/tensor/mappings.h"
 
 namespace slm::parallel::tensor {
@@ -24,21 +25,30 @@ model::Block shard_block(const model::Block& f, const model::GPT2Config& c, int 
   return b;
 }
 
-at::Tensor tp_block_forward(const model::Block& b, const at::Tensor& x, const model::GPT2Config& c,
-                            const comm::Group& tp) {
+std::pair<at::Tensor, at::Tensor> tp_block_forward_deferred(const model::Block& b, const at::Tensor& x,
+                                                            const at::Tensor& d, const model::GPT2Config& c,
+                                                            const comm::Group& tp) {
   TORCH_CHECK(c.dropout == 0.0, "tensor parallelism does not support dropout yet");
-  const int64_t B = x.size(0), T = x.size(1), C = x.size(2), Hl = c.n_head / tp.size, Cl = C / tp.size;
-  // Attention: x + g(proj_local(attn(f(ln_1(x)) @ qkv_local)))
-  at::Tensor h = copy_to_tp(at::layer_norm(x, {C}, b.ln_1_w, b.ln_1_b, 1e-5), tp);
-  auto parts = at::linear(h, b.c_attn_w, b.c_attn_b).split(Cl, -1);  // 3 x (B, T, C/tp)
+  const int64_t Hl = c.n_head / tp.size;
+  // Attention: s + g(proj_local(attn(f(ln_1(s)) @ qkv_local))) + bias, s = x + d: the previous
+  // block's residual add is made with the LayerNorm (model/add_layer_norm.h: one kernel on GPUs)
+  auto [s, h] = model::add_layer_norm(x, d, b.ln_1_w, b.ln_1_b, 1e-5);
+  const int64_t B = s.size(0), T = s.size(1), Cl = s.size(2) / tp.size;
+  auto parts = at::linear(copy_to_tp(h, tp), b.c_attn_w, b.c_attn_b).split(Cl, -1);  // 3 x (B, T, C/tp)
   auto heads = [&](const at::Tensor& t) { return t.view({B, T, Hl, Cl / Hl}).transpose(1, 2); };
   at::Tensor y = model::causal_attention(heads(parts[0]), heads(parts[1]), heads(parts[2]), 0.0, false);
   y = y.transpose(1, 2).reshape({B, T, Cl});
-  at::Tensor out = x + reduce_from_tp(at::linear(y, b.attn_proj_w), tp) + b.attn_proj_b;
-  // MLP: out + g(proj_local(gelu(f(ln_2(out)) @ fc_local)))
-  h = copy_to_tp(at::layer_norm(out, {C}, b.ln_2_w, b.ln_2_b, 1e-5), tp);
-  h = model::gelu_tanh(at::linear(h, b.c_fc_w, b.c_fc_b));
-  return out + reduce_from_tp(at::linear(h, b.mlp_proj_w), tp) + b.mlp_proj_b;
+  const at::Tensor attn = reduce_from_tp(at::linear(y, b.attn_proj_w), tp) + b.attn_proj_b;
+  // MLP: out + g(proj_local(gelu(f(ln_2(out)) @ fc_local))) + bias, out = s + attn
+  auto [out, h2] = model::add_layer_norm(s, attn, b.ln_2_w, b.ln_2_b, 1e-5);
+  const at::Tensor m = model::fc_gelu(copy_to_tp(h2, tp), b.c_fc_w, b.c_fc_b);  // column-parallel: local bias
+  return {out, reduce_from_tp(at::linear(m, b.mlp_proj_w), tp) + b.mlp_proj_b};
+}
+
+at::Tensor tp_block_forward(const model::Block& b, const at::Tensor& x, const model::GPT2Config& c,
+                            const comm::Group& tp) {
+  auto [out, delta] = tp_block_forward_deferred(b, x, at::Tensor(), c, tp);
+  return out + delta;
 }
 
 }  // namespace slm::parallel::tensor

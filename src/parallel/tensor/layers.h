@@ -1,5 +1,5 @@
 // parallel/tensor/layers.h: a GPT-2 block split across a tensor-parallel group (Megatron style).
-// Owns: shard_block (a rank's slices of a full block) and tp_block_forward.
+// Owns: shard_block (a rank's slices of a full block), tp_block_forward and its deferred form.
 // Rank r of tp holds attention heads [r*H/tp, (r+1)*H/tp): the q, k and v rows of c_attn for those
 // heads (column-parallel), the matching input columns of attn.c_proj (row-parallel), rows
 // [r*4C/tp, (r+1)*4C/tp) of mlp.c_fc (column-parallel) and those input columns of mlp.c_proj
@@ -9,6 +9,8 @@
 // (tp_block_forward requires dropout = 0).
 #pragma once
 #include <ATen/core/Tensor.h>
+
+#include <utility>
 
 #include "comm/group.h"
 #include "model/gpt2.h"
@@ -21,5 +23,11 @@ model::Block shard_block(const model::Block& full, const model::GPT2Config& c, i
 // x (B, T, C), replicated on the tp group -> (B, T, C), replicated.
 at::Tensor tp_block_forward(const model::Block& local, const at::Tensor& x, const model::GPT2Config& c,
                             const comm::Group& tp);
+// The same block on x + d, its own last residual add left out: {out, delta}, the block's output
+// being out + delta (d undefined: the input is x). The residual adds meet the LayerNorms after them
+// (model::add_layer_norm: one kernel each way on GPUs), as in model::block_forward_deferred.
+std::pair<at::Tensor, at::Tensor> tp_block_forward_deferred(const model::Block& local, const at::Tensor& x,
+                                                            const at::Tensor& d, const model::GPT2Config& c,
+                                                            const comm::Group& tp);
 
 }  // namespace slm::parallel::tensor

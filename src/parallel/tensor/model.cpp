@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include <cstring>
+#include <tuple>
 #include <fmt/format.h>
 
 #include "parallel/tensor/cross_entropy.h"
@@ -39,8 +40,9 @@ at::Tensor embed(const model::GPT2& m, const at::Tensor& idx, const comm::Group&
 }
 
 at::Tensor run_blocks(const model::GPT2& m, at::Tensor x, size_t begin, size_t end, const comm::Group& tp) {
-  for (size_t i = begin; i < end; ++i) x = tp_block_forward(m.h[i], x, m.cfg, tp);
-  return x;
+  at::Tensor d;  // the last block's output is x + d: its residual add waits for the next LayerNorm
+  for (size_t i = begin; i < end; ++i) std::tie(x, d) = tp_block_forward_deferred(m.h[i], x, d, m.cfg, tp);
+  return d.defined() ? x + d : x;
 }
 
 at::Tensor head_loss(const model::GPT2& m, const at::Tensor& x_in, const at::Tensor& targets, const comm::Group& tp) {
