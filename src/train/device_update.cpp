@@ -23,9 +23,19 @@ bool device_update_applies(const std::string& setting, const std::string& device
   return false;
 }
 
-at::Tensor clip_and_update(AdamW& a, at::Tensor param, at::Tensor grad, const at::Tensor& norm_sq,
-                           const OptimConfig& o, double lr) {
-  torch::NoGradGuard no_grad;
+UpdateScalars make_update_scalars(const at::Tensor& like) {
+  const auto opts = like.options().dtype(at::kFloat);
+  return {at::zeros({}, opts), at::zeros({}, opts)};
+}
+
+void set_update_scalars(UpdateScalars& s, double lr, int64_t step) {
+  s.lr.fill_(lr);
+  s.step.fill_(static_cast<double>(step));
+}
+
+namespace {
+// Clips grad in place (see clip_and_update); returns the skip flag.
+at::Tensor clip(at::Tensor& grad, const at::Tensor& norm_sq, const OptimConfig& o) {
   const at::Tensor norm = norm_sq.reshape({}).sqrt();
   const at::Tensor found_inf = norm.isfinite().logical_not().to(at::kFloat);
   if (o.grad_clip > 0) {
@@ -34,7 +44,23 @@ at::Tensor clip_and_update(AdamW& a, at::Tensor param, at::Tensor grad, const at
     const at::Tensor factor = at::where(norm > o.grad_clip, o.grad_clip / (norm + 1e-6), at::ones_like(norm));
     grad.mul_(factor);
   }
+  return found_inf;
+}
+}  // namespace
+
+at::Tensor clip_and_update(AdamW& a, at::Tensor param, at::Tensor grad, const at::Tensor& norm_sq,
+                           const OptimConfig& o, double lr) {
+  torch::NoGradGuard no_grad;
+  const at::Tensor found_inf = clip(grad, norm_sq, o);
   adamw_step(a, param, grad, o, lr, AdamKernel::libtorch_fused, found_inf);
+  return found_inf;
+}
+
+at::Tensor clip_and_update(AdamW& a, at::Tensor param, at::Tensor grad, const at::Tensor& norm_sq,
+                           const OptimConfig& o, const UpdateScalars& s) {
+  torch::NoGradGuard no_grad;
+  const at::Tensor found_inf = clip(grad, norm_sq, o);
+  adamw_step_by_tensors(a, param, grad, o, s.lr, s.step, found_inf);
   return found_inf;
 }
 

@@ -3,7 +3,7 @@
 // norm (an fp16 overflow) skips the update inside LibTorch's fused AdamW; the host reads the loss
 // and the norm once, after the update is queued, and only then learns whether it was skipped. The
 // host path (step.cpp) reads the norm first and decides there: on a CPU that costs nothing.
-// Owns: device_update_applies, clip_and_update, read_back.
+// Owns: device_update_applies, UpdateScalars, clip_and_update, read_back.
 #pragma once
 #include <ATen/core/Tensor.h>
 
@@ -28,6 +28,18 @@ bool device_update_applies(const std::string& setting, const std::string& device
 // skip flag the update took (0-dim float on the device, 1 = skipped). Queues work, never waits.
 at::Tensor clip_and_update(AdamW& a, at::Tensor param, at::Tensor grad, const at::Tensor& norm_sq,
                            const OptimConfig& o, double lr);
+
+// The learning rate and the update's number as 0-dim fp32 tensors on the device, which the update
+// reads (the same update whether it runs eagerly or is replayed from a CUDA graph: step_graph.h).
+struct UpdateScalars {
+  at::Tensor lr, step;
+};
+UpdateScalars make_update_scalars(const at::Tensor& like);  // on like's device
+// Writes lr and step (>= 1) into s: two small kernels queued before the update that reads them.
+void set_update_scalars(UpdateScalars& s, double lr, int64_t step);
+// clip_and_update with the learning rate and the step count from s; a.step is the caller's to count.
+at::Tensor clip_and_update(AdamW& a, at::Tensor param, at::Tensor grad, const at::Tensor& norm_sq,
+                           const OptimConfig& o, const UpdateScalars& s);
 
 // {loss, norm_sq} on the host in one device sync; loss may be undefined (a stage without the head): 0.
 std::pair<double, double> read_back(const at::Tensor& loss, const at::Tensor& norm_sq);

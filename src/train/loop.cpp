@@ -76,8 +76,8 @@ static void print_header(const Trainer& t, const std::string& run, const host::D
   else if (!t.update_reason.empty())
     std::fprintf(stderr, "update: on the host (%s)\n", t.update_reason.c_str());
   if (t.graph)
-    std::fprintf(stderr, "cuda graphs: the step's forward and backward are captured after %lld eager steps, then replayed\n",
-                 static_cast<long long>(kWarmupSteps));
+    std::fprintf(stderr, "cuda graphs: the whole step (forward, backward, update) is captured after %lld eager "
+                 "steps, then replayed\n", static_cast<long long>(kWarmupSteps));
   if (t.outer) std::fprintf(stderr, "sync: %s\n", parallel::describe(*t.outer).c_str());
   if (const std::string wan = comm::describe_wan(t.groups.dp); !wan.empty())
     std::fprintf(stderr, "data-parallel gradients: %s\n", wan.c_str());

@@ -54,13 +54,14 @@ std::vector<Piece> pieces_of(const AdamW& a, int64_t n) {
   return pieces;
 }
 
-// LibTorch's fused kernel, one call for the decayed pieces and one for the others (views of the
-// buffers): two launches for the whole update, the decay inside. With found_inf, the kernel skips
-// the update where it is 1 (no host sync). False where this LibTorch has no fused AdamW.
-bool adamw_fused(AdamW& a, at::Tensor& param, const at::Tensor& grad, const OptimConfig& o, double lr,
-                 const at::Tensor& found_inf) {
-  if (!compat::kHasFusedAdam) return false;
-  std::vector<at::Tensor> p[2], g[2], m[2], v[2];
+// LibTorch's fused kernel, one launch for the decayed pieces and one for the others (views of the
+// buffers), the decay inside; its number in `step` (0-dim fp32 on param's device), the learning
+// rate `lr` a double or such a tensor (compat::fused_adamw). With found_inf, the kernel skips the
+// update where it is 1 (no host sync).
+template <typename Lr>
+void fused_update(AdamW& a, const at::Tensor& param, const at::Tensor& grad, const OptimConfig& o,
+                  const at::Tensor& step, const Lr& lr, const at::Tensor& found_inf) {
+  std::vector<at::Tensor> p[2], g[2], m[2], v[2];  // [1]: the decayed pieces
   for (const Piece& c : pieces_of(a, param.numel())) {
     const int k = c.decayed ? 1 : 0;
     const int64_t len = c.hi - c.lo;
@@ -69,8 +70,16 @@ bool adamw_fused(AdamW& a, at::Tensor& param, const at::Tensor& grad, const Opti
   }
   for (int k = 0; k < 2; ++k)
     if (!p[k].empty())
-      compat::fused_adamw(p[k], g[k], m[k], v[k], a.step, lr, o.beta1, o.beta2, k == 1 ? o.weight_decay : 0.0, o.eps,
+      compat::fused_adamw(p[k], g[k], m[k], v[k], step, lr, o.beta1, o.beta2, k == 1 ? o.weight_decay : 0.0, o.eps,
                           found_inf);
+}
+
+// fused_update at a.step and lr. False where this LibTorch has no fused AdamW.
+bool adamw_fused(AdamW& a, at::Tensor& param, const at::Tensor& grad, const OptimConfig& o, double lr,
+                 const at::Tensor& found_inf) {
+  if (!compat::kHasFusedAdam) return false;
+  const at::Tensor step = at::full({}, static_cast<double>(a.step), param.options().dtype(at::kFloat));
+  fused_update(a, param, grad, o, step, lr, found_inf);
   return true;
 }
 
@@ -145,6 +154,14 @@ void adamw_step(AdamW& a, at::Tensor param, const at::Tensor& grad, const OptimC
     at::sqrt_out(denom, v).div_(std::sqrt(bc2)).add_(o.eps);
     p.addcdiv_(m, denom, -lr / bc1);
   }
+}
+
+void adamw_step_by_tensors(AdamW& a, at::Tensor param, const at::Tensor& grad, const OptimConfig& o,
+                           const at::Tensor& lr, const at::Tensor& step, const at::Tensor& found_inf) {
+  torch::NoGradGuard no_grad;
+  if (o.name == "sgd" || !compat::kHasFusedAdam)
+    throw std::logic_error("adamw_step_by_tensors: it needs AdamW and LibTorch's fused kernel");
+  fused_update(a, param, grad, o, step, lr, found_inf);
 }
 
 double lr_at(const ScheduleConfig& s, double peak, int64_t step) {

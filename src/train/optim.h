@@ -41,6 +41,12 @@ enum class AdamKernel { automatic, chunked, one_pass, libtorch_fused };
 // the update either way: the caller takes it back once it has read a skip.
 void adamw_step(AdamW& a, at::Tensor param, const at::Tensor& grad, const OptimConfig& o, double lr,
                 AdamKernel kernel = AdamKernel::automatic, const at::Tensor& found_inf = {});
+// The same update by LibTorch's fused kernel (AdamW only, 2.4+: std::logic_error otherwise) with
+// the learning rate and the step count (the update's number, >= 1) read from 0-dim fp32 tensors on
+// param's device: what a CUDA graph of the step replays, the values written into them before each
+// replay. a.step is the caller's to count.
+void adamw_step_by_tensors(AdamW& a, at::Tensor param, const at::Tensor& grad, const OptimConfig& o,
+                           const at::Tensor& lr, const at::Tensor& step, const at::Tensor& found_inf = {});
 // Learning rate for optimizer step `step` (0-based).
 double lr_at(const ScheduleConfig& s, double peak_lr, int64_t step);
 

@@ -79,10 +79,46 @@ static std::vector<std::vector<parallel::pipeline::MicroBatch>> next_micro_batch
   return out;
 }
 
-// The rest of an inner step after the reduced gradients, on the host: the norm (summed across
-// pipeline stages and tp slices) is read first, and the skip and clip decided there.
-static void update_on_host(Trainer& t, at::Tensor grad, const at::Tensor& loss, double share,
-                           parallel::pipeline::PendingNorm& norm, StepStats& s) {
+// Each micro-batch loss counts by its tokens: this replica's share of its dp group's sequences in
+// the step, times the group's size (gradients are averaged over dp: every replica, or one site's
+// under DiLoCo).
+static double micro_batch_weight(const Trainer& t) {
+  const parallel::Plan& plan = t.pipe->plan;
+  const double mine = static_cast<double>(plan.micro_batch[static_cast<size_t>(t.pipe->role.replica)]);
+  return mine * t.groups.dp.size / static_cast<double>(t.dp_sequences * plan.micro_batches);
+}
+
+// The first part of an inner step: zeroes the gradients, posts the norm's receives (`norm`), runs
+// this rank's schedule over `batches` and reduces the gradients, unscaled in grad_shard. Returns
+// this replica's loss (a device tensor; undefined on a stage without the head); adds its times to s.
+static at::Tensor gradients(Trainer& t, const std::vector<parallel::pipeline::MicroBatch>& batches,
+                            parallel::pipeline::PendingNorm& norm, StepStats& s) {
+  auto clock = Clock::now();
+  parallel::zero_grads(*t.dp);
+  norm = parallel::pipeline::post_norm_receives(*t.pipe, *t.dp);
+  parallel::pipeline::ScheduleResult run;
+  {
+    model::AutocastGuard autocast(t.precision, t.device);
+    run = parallel::pipeline::run_actions(*t.pipe, *t.dp, t.pipe->actions, batches, micro_batch_weight(t),
+                                          t.scaler.enabled ? t.scaler.scale : 1.0, /*train=*/true);
+  }
+  s.compute_s += run.compute_s, s.schedule_s += run.wall_s;
+  seconds_since(clock);
+  {
+    trace::Span span("reduce gradients", trace::kWait);
+    parallel::finish_grads(*t.dp);
+  }
+  s.comm_s += seconds_since(clock);
+  if (t.scaler.enabled) parallel::grad_shard(*t.dp).mul_(1.0 / t.scaler.scale);  // before any norm (no overflow)
+  return run.loss;
+}
+
+// An inner step with its end on the host: the norm (summed across pipeline stages and tp slices)
+// is read first, and the skip and clip decided there.
+static void step_on_host(Trainer& t, const std::vector<parallel::pipeline::MicroBatch>& batches, double share,
+                         StepStats& s) {
+  parallel::pipeline::PendingNorm norm;
+  const at::Tensor loss = gradients(t, batches, norm, s);
   auto clock = Clock::now();
   if (loss.defined() && t.groups.tp.rank == 0) s.loss += loss.item<double>() * share;
   {
@@ -93,6 +129,7 @@ static void update_on_host(Trainer& t, at::Tensor grad, const at::Tensor& loss, 
   const bool skipped = !update_loss_scale(t.scaler, std::isfinite(s.grad_norm));
   s.skipped = s.skipped || skipped;
   if (skipped) return;
+  at::Tensor grad = parallel::grad_shard(*t.dp);
   const double clip = t.cfg.optim.grad_clip;
   if (clip > 0 && s.grad_norm > clip) grad.mul_(clip / (s.grad_norm + 1e-6));
   {
@@ -105,67 +142,57 @@ static void update_on_host(Trainer& t, at::Tensor grad, const at::Tensor& loss, 
   s.comm_s += seconds_since(clock);
 }
 
-// The same on the device (train/device_update.h): norm (its sums across shards, slices and stages
-// as device tensors), clip and skip are queued behind the gradients, and the host reads the loss and
-// the norm once, when all of it is queued.
-static void update_on_device(Trainer& t, at::Tensor grad, const at::Tensor& loss, double share,
-                             parallel::pipeline::PendingNorm& norm, StepStats& s) {
-  auto clock = Clock::now();
-  const at::Tensor norm_sq = parallel::pipeline::pipeline_grad_norm_sq_on_device(*t.pipe, *t.dp, norm);
-  {
-    trace::Span span("optimizer");
-    clip_and_update(t.adam, parallel::param_shard(*t.dp), grad, norm_sq, t.cfg.optim, s.lr);
-  }
-  s.optim_s += seconds_since(clock);
-  {
-    trace::Span span("gather parameters", trace::kWait);
-    parallel::gather_params(*t.dp);  // a skipped update gathers the unchanged shards
-  }
-  s.comm_s += seconds_since(clock);
-  const auto [loss_sum, norm2] = read_back(loss, norm_sq);
-  const double waited = seconds_since(clock);  // for the step's kernels to finish: its compute (one stage)
-  s.schedule_s += waited, s.compute_s += waited;
-  if (loss.defined() && t.groups.tp.rank == 0) s.loss += loss_sum * share;
+// The same with its end on the device (train/device_update.h): the norm (its sums across shards,
+// slices and stages as device tensors), clip, skip and update are queued behind the gradients,
+// the update reading the learning rate and its number from t.scalars; the host reads the loss and
+// the norm once, when all of it is queued. Under CUDA graphs (t.graph) the whole of it, from
+// zeroing the gradients to the update, is captured once and replayed (train/step_graph.h).
+static void step_on_device(Trainer& t, const std::vector<parallel::pipeline::MicroBatch>& batches, double share,
+                           StepStats& s) {
+  const auto started = Clock::now();
+  t.adam.step += 1;  // this update's number; taken back below where it was skipped
+  set_update_scalars(t.scalars, s.lr, t.adam.step);
+  const double counted = s.schedule_s + s.comm_s + s.optim_s;
+  const DeviceStep run = [&](const std::vector<parallel::pipeline::MicroBatch>& b) -> std::vector<at::Tensor> {
+    parallel::pipeline::PendingNorm norm;
+    const at::Tensor loss = gradients(t, b, norm, s);
+    auto clock = Clock::now();
+    const at::Tensor norm_sq = parallel::pipeline::pipeline_grad_norm_sq_on_device(*t.pipe, *t.dp, norm);
+    {
+      trace::Span span("optimizer");
+      clip_and_update(t.adam, parallel::param_shard(*t.dp), parallel::grad_shard(*t.dp), norm_sq, t.cfg.optim,
+                      t.scalars);
+    }
+    s.optim_s += seconds_since(clock);
+    {
+      trace::Span span("gather parameters", trace::kWait);
+      parallel::gather_params(*t.dp);  // a skipped update gathers the unchanged shards
+    }
+    s.comm_s += seconds_since(clock);
+    return {loss, norm_sq};
+  };
+  const auto say = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };  // one rank
+  const double factor = micro_batch_weight(t) * (t.scaler.enabled ? t.scaler.scale : 1.0);
+  const std::vector<at::Tensor> out = t.graph ? run_graphed(*t.graph, run, batches, factor, say) : run(batches);
+  const auto [loss_sum, norm2] = read_back(out[0], out[1]);
+  // The rest of the wall time is the step's kernels finishing (a replay's: all of it): compute.
+  const double rest = std::chrono::duration<double>(Clock::now() - started).count() -
+                      (s.schedule_s + s.comm_s + s.optim_s - counted);
+  s.schedule_s += rest, s.compute_s += rest;
+  if (out[0].defined() && t.groups.tp.rank == 0) s.loss += loss_sum * share;
   s.grad_norm = std::sqrt(norm2);
   const bool skipped = !update_loss_scale(t.scaler, std::isfinite(s.grad_norm));
-  if (skipped) t.adam.step -= 1;  // the fused kernel skipped the update adamw_step counted
+  if (skipped) t.adam.step -= 1;  // the fused kernel skipped the update counted above
   s.skipped = s.skipped || skipped;
 }
 
 // One inner optimizer step on `batches`; adds to s. `share` = this replica's samples per micro-batch
 // over the global step's samples (its loss counts so).
 static void inner_step(Trainer& t, std::vector<parallel::pipeline::MicroBatch>& batches, double share, StepStats& s) {
-  auto clock = Clock::now();
-  const parallel::Plan& plan = t.pipe->plan;
-  const double mine = static_cast<double>(plan.micro_batch[static_cast<size_t>(t.pipe->role.replica)]);
-  parallel::zero_grads(*t.dp);
-  parallel::pipeline::PendingNorm norm = parallel::pipeline::post_norm_receives(*t.pipe, *t.dp);
-  // Each micro-batch loss counts by its tokens: this replica's share of its dp group's sequences in
-  // the step, times the group's size (gradients are averaged over dp: every replica, or one site's under DiLoCo).
-  const double weight = mine * t.groups.dp.size / static_cast<double>(t.dp_sequences * plan.micro_batches);
-  parallel::pipeline::ScheduleResult run;
-  {
-    model::AutocastGuard autocast(t.precision, t.device);
-    const double scale = t.scaler.enabled ? t.scaler.scale : 1.0;
-    const RunSchedule schedule = [&](const std::vector<parallel::pipeline::MicroBatch>& b) {
-      return parallel::pipeline::run_actions(*t.pipe, *t.dp, t.pipe->actions, b, weight, scale, /*train=*/true);
-    };
-    const auto say = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };  // one rank
-    run = t.graph ? run_graphed(*t.graph, schedule, batches, weight * scale, say) : schedule(batches);
-  }
-  s.compute_s += run.compute_s, s.schedule_s += run.wall_s;
-  seconds_since(clock);
-  {
-    trace::Span span("reduce gradients", trace::kWait);
-    parallel::finish_grads(*t.dp);
-  }
-  s.comm_s += seconds_since(clock);
-  at::Tensor grad = parallel::grad_shard(*t.dp);
   s.loss_scale = t.scaler.enabled ? t.scaler.scale : 0.0;
-  if (t.scaler.enabled) grad.mul_(1.0 / t.scaler.scale);  // unscale before any norm (no overflow)
   s.lr = lr_at(t.cfg.schedule, t.cfg.optim.lr, t.step);
-  if (t.update_on_device) update_on_device(t, grad, run.loss, share, norm, s);
-  else update_on_host(t, grad, run.loss, share, norm, s);
+  if (t.update_on_device) step_on_device(t, batches, share, s);
+  else step_on_host(t, batches, share, s);
   s.next_scale = t.scaler.enabled ? t.scaler.scale : 0.0;
 }
 

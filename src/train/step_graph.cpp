@@ -3,7 +3,6 @@
 
 #include <torch/torch.h>
 
-#include <chrono>
 #include <fmt/format.h>
 
 #include "util/error.h"
@@ -18,7 +17,6 @@
 namespace slm::train {
 
 using parallel::pipeline::MicroBatch;
-using parallel::pipeline::ScheduleResult;
 
 std::string graph_blocker(const GraphFacts& f) {
   if (f.device != "cuda") return "not a CUDA device";
@@ -46,8 +44,8 @@ struct StepGraph {
   double factor = 0;  // the loss's factor the graph bakes in
   bool failed = false;
   std::unique_ptr<at::cuda::CUDAGraph> graph;
-  std::vector<MicroBatch> inputs;  // the static buffers the graph reads
-  at::Tensor loss;                 // the static tensor it writes
+  std::vector<MicroBatch> inputs;   // the static buffers the graph reads
+  std::vector<at::Tensor> outputs;  // the static tensors it writes
 };
 
 std::shared_ptr<StepGraph> make_step_graph() { return std::make_shared<StepGraph>(); }
@@ -70,7 +68,7 @@ void wait_for(const c10::cuda::CUDAStream& from, const c10::cuda::CUDAStream& to
 
 // Captures `run` over g.inputs on a side stream (capture needs one). False, with the reason in
 // `why`, where capture failed; the stream is then out of capture and the graph dropped.
-bool capture(StepGraph& g, const RunSchedule& run, std::string* why) {
+bool capture(StepGraph& g, const DeviceStep& run, std::string* why) {
   const c10::cuda::CUDAStream main = c10::cuda::getCurrentCUDAStream();
   const c10::cuda::CUDAStream side = c10::cuda::getStreamFromPool();
   wait_for(main, side);
@@ -80,7 +78,7 @@ bool capture(StepGraph& g, const RunSchedule& run, std::string* why) {
     g.graph = std::make_unique<at::cuda::CUDAGraph>();
     try {
       g.graph->capture_begin();
-      g.loss = run(g.inputs).loss;
+      g.outputs = run(g.inputs);
       g.graph->capture_end();
     } catch (const std::exception& e) {
       *why = e.what();
@@ -97,7 +95,7 @@ bool capture(StepGraph& g, const RunSchedule& run, std::string* why) {
       } catch (const std::exception&) {
       }
       g.graph.reset();
-      g.loss = at::Tensor();
+      g.outputs.clear();
     }
   }
   wait_for(side, main);
@@ -108,17 +106,16 @@ std::string first_line(const std::string& s) { return s.substr(0, s.find('\n'));
 
 }  // namespace
 
-ScheduleResult run_graphed(StepGraph& g, const RunSchedule& run, const std::vector<MicroBatch>& batches, double factor,
-                           const std::function<void(const std::string&)>& log) {
+std::vector<at::Tensor> run_graphed(StepGraph& g, const DeviceStep& run, const std::vector<MicroBatch>& batches,
+                                    double factor, const std::function<void(const std::string&)>& log) {
   if (g.failed || g.eager_steps < kWarmupSteps) {
     g.eager_steps += 1;
     return run(batches);
   }
-  const auto started = std::chrono::steady_clock::now();
   if (g.graph && factor != g.factor) {  // a new loss scale: the old graph goes, a new one is captured
     g.graph.reset();
     g.inputs.clear();
-    g.loss = at::Tensor();
+    g.outputs.clear();
   }
   if (!g.graph) {
     for (const MicroBatch& b : batches) g.inputs.push_back({b.x.clone(), b.y.clone()});
@@ -131,7 +128,7 @@ ScheduleResult run_graphed(StepGraph& g, const RunSchedule& run, const std::vect
     }
     g.factor = factor;
     if (++g.captures == 1)
-      log(fmt::format("cuda graphs: captured the step's forward and backward ({} micro-batch(es) of {} x {})",
+      log(fmt::format("cuda graphs: captured the step: forward, backward and update ({} micro-batch(es) of {} x {})",
                       batches.size(), batches[0].x.size(0), batches[0].x.size(1)));
   } else if (!same_shapes(batches, g.inputs)) {
     return run(batches);
@@ -142,18 +139,15 @@ ScheduleResult run_graphed(StepGraph& g, const RunSchedule& run, const std::vect
     }
   }
   g.graph->replay();
-  ScheduleResult r;
-  r.loss = g.loss;
-  r.wall_s = r.compute_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  return r;
+  return g.outputs;
 }
 
 #else
 
 struct StepGraph {};
 std::shared_ptr<StepGraph> make_step_graph() { return std::make_shared<StepGraph>(); }
-ScheduleResult run_graphed(StepGraph&, const RunSchedule& run, const std::vector<MicroBatch>& batches, double,
-                           const std::function<void(const std::string&)>&) {
+std::vector<at::Tensor> run_graphed(StepGraph&, const DeviceStep& run, const std::vector<MicroBatch>& batches, double,
+                                    const std::function<void(const std::string&)>&) {
   return run(batches);  // graphs_apply never says yes in this build
 }
 

@@ -1,14 +1,16 @@
-// train/step_graph.h: a training step's forward and backward as one CUDA graph
-// (system.cuda_graphs = "on"): after kWarmupSteps eager steps (cuBLAS workspaces, the attention
-// kernel's measurement, the allocator's first blocks), the step's action list is captured once and
-// then replayed, so that the hundreds of kernel launches of a step cost one. Each step's batches
-// are copied into the graph's static input buffers; the loss comes out in the graph's static
-// tensor and the gradients in the flat buffer, which is static anyway. The norm, clipping and the
-// optimizer run after the replay, outside the graph (device_update.h: no host sync). The loss's
-// factor (its weight times the loss scale) is baked into the graph: where the loss scale changes
-// (fp16), the step is captured anew (rare: an overflow, or every growth interval). A step whose
-// shapes differ from the captured ones runs eagerly; a capture that fails is said in one log line,
-// and the run goes on eagerly.
+// train/step_graph.h: a whole training step as one CUDA graph (system.cuda_graphs = "on"): after
+// kWarmupSteps eager steps (cuBLAS workspaces, the attention kernel's measurement, the allocator's
+// first blocks), the step's device work is captured once and then replayed, so that the hundreds of
+// kernel launches of a step cost one: zeroing the gradients, the forward and backward of every
+// micro-batch, the gradient norm, clipping and the fused AdamW update with its overflow skip
+// (device_update.h), which reads the learning rate and the update's number from device tensors
+// written before each replay. Each step's batches are copied into the graph's static input
+// buffers; the loss and the squared norm come out in its static output tensors, parameters,
+// moments and gradients stay in their flat buffers, static anyway. The loss's factor (its weight
+// times the loss scale, which also unscales the gradients) is baked into the graph: where the loss
+// scale changes (fp16), the step is captured anew (rare: an overflow, or every growth interval). A
+// step whose shapes differ from the captured ones runs eagerly; a capture that fails is said in
+// one log line, and the run goes on eagerly.
 // Owns: GraphFacts, graph_blocker and graphs_apply (whether a run can use graphs and why not:
 // host logic, tested on the CPU), StepGraph and run_graphed (the capture and replay: CUDA builds).
 #pragma once
@@ -42,13 +44,15 @@ constexpr int64_t kWarmupSteps = 2;  // eager steps before the capture
 struct StepGraph;  // the captured graph, its static buffers and state (CUDA builds)
 std::shared_ptr<StepGraph> make_step_graph();
 
-using RunSchedule = std::function<parallel::pipeline::ScheduleResult(const std::vector<parallel::pipeline::MicroBatch>&)>;
-// The step's schedule (`run`: run_actions over the given batches with the loss's factor `factor`,
-// under autocast) through the graph: eager during warm-up, for other shapes, and after a failed
-// capture; captured anew where `factor` differs from the captured one; else replayed. `log` takes
-// the line the first capture or a failure says.
-parallel::pipeline::ScheduleResult run_graphed(StepGraph& g, const RunSchedule& run,
-                                               const std::vector<parallel::pipeline::MicroBatch>& batches,
-                                               double factor, const std::function<void(const std::string&)>& log);
+// The device work of a step over the given batches; returns its outputs (device tensors: the loss
+// and the squared gradient norm).
+using DeviceStep = std::function<std::vector<at::Tensor>(const std::vector<parallel::pipeline::MicroBatch>&)>;
+// `run` (with the loss's factor `factor`) through the graph: eager during warm-up, for other shapes,
+// and after a failed capture; captured anew where `factor` differs from the captured one; else
+// replayed, returning the graph's static outputs. `log` takes the line the first capture or a
+// failure says.
+std::vector<at::Tensor> run_graphed(StepGraph& g, const DeviceStep& run,
+                                    const std::vector<parallel::pipeline::MicroBatch>& batches, double factor,
+                                    const std::function<void(const std::string&)>& log);
 
 }  // namespace slm::train

@@ -20,6 +20,7 @@
 #include "parallel/diloco.h"
 #include "parallel/pipeline/executor.h"
 #include "train/config.h"
+#include "train/device_update.h"
 #include "train/optim.h"
 #include "train/precision.h"
 #include "train/step_graph.h"
@@ -40,6 +41,7 @@ struct Trainer {
   LossScaler scaler;            // dynamic loss scaling (fp16), off otherwise
   bool update_on_device = false;  // norm, clip and overflow skip without a host sync (train/device_update.h)
   std::string update_reason;      // why not, where system.device_update = "auto" would have (for the log)
+  UpdateScalars scalars;          // the update's learning rate and number on the device (update_on_device)
   std::shared_ptr<StepGraph> graph;  // system.cuda_graphs = "on": the captured step (train/step_graph.h)
   std::string device;     // "cpu" | "cuda"
   std::string precision;  // "fp32" | "bf16"

@@ -63,14 +63,16 @@ inline at::ScalarType autocast_dtype(at::DeviceType d) {
 #endif
 }
 
-// One AdamW update of each tensor in p (gradients g, moments m, v; decoupled weight decay wd) at
-// optimizer step `step` (>= 1), as one fused kernel over the lists; where found_inf (a 0-dim float
-// tensor on their device) is 1 the kernel leaves everything as it was. 2.4+ only (kHasFusedAdam).
-inline void fused_adamw(at::TensorList p, at::TensorList g, at::TensorList m, at::TensorList v, int64_t step, double lr,
-                        double beta1, double beta2, double wd, double eps, const at::Tensor& found_inf) {
+// One AdamW update of each tensor in p (gradients g, moments m, v; decoupled weight decay wd) as one
+// fused kernel over the lists, its number (>= 1) in `step`, a 0-dim fp32 tensor on their device,
+// and the learning rate `lr` a double or such a tensor (what a CUDA graph replays: the values are
+// written into the tensors before each replay); where found_inf (a 0-dim float tensor on their
+// device) is 1 the kernel leaves everything as it was. 2.4+ only (kHasFusedAdam).
+template <typename Lr>
+inline void fused_adamw(at::TensorList p, at::TensorList g, at::TensorList m, at::TensorList v, const at::Tensor& step,
+                        const Lr& lr, double beta1, double beta2, double wd, double eps, const at::Tensor& found_inf) {
 #if SLM_TORCH_AT_LEAST(2, 4)
-  const at::Tensor steps = at::full({}, static_cast<double>(step), p[0].options().dtype(at::kFloat));
-  const std::vector<at::Tensor> per_tensor(p.size(), steps);  // the kernel reads one step per tensor
+  const std::vector<at::Tensor> per_tensor(p.size(), step);  // the kernel reads one step per tensor
   std::optional<at::Tensor> inf;
   if (found_inf.defined()) inf = found_inf;
   at::_fused_adamw_(p, g, m, v, {}, per_tensor, lr, beta1, beta2, wd, eps, false, false, std::nullopt, inf);

@@ -93,6 +93,39 @@ TEST(DeviceUpdate, SkipsANonFiniteNormOnTheDevice) {
   }
 }
 
+// The update reading its learning rate and number from device tensors (as eagerly as from a CUDA
+// graph) clips and updates as the scalar form at the fp32-rounded rate; it leaves a.step to the
+// caller, and skips a non-finite norm the same way.
+TEST(DeviceUpdate, ScalarsOnTheDeviceGiveTheSameUpdate) {
+  if (!compat::kHasFusedAdam) GTEST_SKIP() << "LibTorch " TORCH_VERSION " has no fused AdamW";
+  torch::manual_seed(13);
+  AdamW host = moments(kN), dev = moments(kN);
+  at::Tensor p_host = torch::randn({kN}), p_dev = p_host.clone();
+  UpdateScalars s = make_update_scalars(p_dev);
+  EXPECT_EQ(s.lr.scalar_type(), at::kFloat);
+  EXPECT_EQ(s.lr.dim(), 0);
+  for (double size : {30.0, 0.001, std::numeric_limits<double>::infinity()}) {
+    at::Tensor g = torch::randn({kN}) * (size / std::sqrt(static_cast<double>(kN)));
+    if (std::isinf(size)) g = torch::randn({kN}), g[5] = size;
+    at::Tensor g_dev = g.clone();
+    const at::Tensor norm_sq = g.to(at::kDouble).pow(2).sum();
+    const double lr = 2e-2 / (1 + dev.step);
+    const at::Tensor a = clip_and_update(host, p_host, g, norm_sq, config(1.0), static_cast<float>(lr));
+    dev.step += 1;
+    set_update_scalars(s, lr, dev.step);
+    const at::Tensor b = clip_and_update(dev, p_dev, g_dev, norm_sq, config(1.0), s);
+    EXPECT_EQ(a.item<float>(), b.item<float>()) << size;
+    if (a.item<float>() != 0) host.step -= 1, dev.step -= 1;
+    EXPECT_TRUE(!std::isfinite(size) || torch::equal(g, g_dev)) << size;  // not finite: NaN times the factor
+  }
+  EXPECT_EQ(host.step, 2);
+  EXPECT_EQ(dev.step, 2);
+  EXPECT_EQ(s.step.item<float>(), 3.0f) << "the skipped update's number, written before it";
+  EXPECT_TRUE(torch::equal(p_host, p_dev)) << (p_host - p_dev).abs().max().item<double>();
+  EXPECT_TRUE(torch::equal(host.exp_avg, dev.exp_avg));
+  EXPECT_TRUE(torch::equal(host.exp_avg_sq, dev.exp_avg_sq));
+}
+
 TEST(DeviceUpdate, ReadsLossAndNormInOneGo) {
   const at::Tensor norm_sq = torch::tensor({6.25}, at::kDouble);
   EXPECT_EQ(read_back(torch::tensor(3.5, at::kDouble), norm_sq), std::make_pair(3.5, 6.25));

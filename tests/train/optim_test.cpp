@@ -48,6 +48,33 @@ TEST(AdamW, FusedEqualsChunked) {
   expect_same_updates(AdamKernel::chunked, AdamKernel::libtorch_fused, 1e-5);  // it updates the moments by lerp
 }
 
+// The fused kernel with the learning rate and the step count read from tensors (what a CUDA graph
+// replays) gives the scalar arguments' update bit for bit, the learning rate rounded to fp32 as
+// the tensor holds it; the step count stays the caller's.
+TEST(AdamW, ByTensorsEqualsScalarArguments) {
+  if (!compat::kHasFusedAdam) GTEST_SKIP() << "LibTorch " TORCH_VERSION " has no fused AdamW on the CPU";
+  torch::manual_seed(4);
+  AdamW a = moments(kN, {{0, 1000}, {5000, 150000}}), b = moments(kN, {{0, 1000}, {5000, 150000}});
+  at::Tensor p1 = torch::randn({kN}), p2 = p1.clone();
+  OptimConfig o;
+  o.weight_decay = 0.1;
+  const at::Tensor lr = torch::zeros({}), step = torch::zeros({});
+  for (double rate : {1e-2, 3e-3, 7e-4}) {
+    const at::Tensor g = torch::randn({kN});
+    const double rate32 = static_cast<double>(static_cast<float>(rate));
+    adamw_step(a, p1, g, o, rate32, AdamKernel::libtorch_fused);
+    lr.fill_(rate), step.fill_(static_cast<double>(a.step));
+    adamw_step_by_tensors(b, p2, g, o, lr, step);
+  }
+  EXPECT_TRUE(torch::equal(p1, p2)) << (p1 - p2).abs().max().item<double>();
+  EXPECT_TRUE(torch::equal(a.exp_avg, b.exp_avg));
+  EXPECT_TRUE(torch::equal(a.exp_avg_sq, b.exp_avg_sq));
+  EXPECT_EQ(b.step, 0);
+  OptimConfig sgd;
+  sgd.name = "sgd";
+  EXPECT_THROW(adamw_step_by_tensors(b, p2, p2, sgd, lr, step), std::logic_error);
+}
+
 TEST(AdamW, OnePassEqualsChunked) {
   expect_same_updates(AdamKernel::chunked, AdamKernel::one_pass, 1e-6);
   auto [automatic, one_pass] = expect_same_updates(AdamKernel::automatic, AdamKernel::one_pass, 0);
