@@ -184,7 +184,7 @@ CheckpointSnapshot snapshot_checkpoint(const Trainer& t, const std::string& run_
     c.archives.push_back({outer_file(t, piece_prefix(t)), a});
   }
   if (c.leader) {
-    data::LoaderState ls = t.train_loader->state();
+    data::LoaderState ls = train_position(t);
     c.state = {{"format", 2},
                {"step", t.step},
                {"adam_step", t.adam.step},
@@ -452,8 +452,8 @@ void load_checkpoint(Trainer& t, const std::string& dir) {
   if (!t.round_steps.empty() && state.contains("sync_round_steps") &&
       state.at("sync_round_steps").size() == t.round_steps.size())
     t.round_steps = state.at("sync_round_steps").get<std::vector<int64_t>>();
-  t.train_loader->restore({state.at("loader").at("epoch").get<int64_t>(),
-                           state.at("loader").at("cursor").get<int64_t>()});
+  restore_train_position(t, {state.at("loader").at("epoch").get<int64_t>(),
+                             state.at("loader").at("cursor").get<int64_t>()});
 }
 
 }  // namespace slm::train

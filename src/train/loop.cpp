@@ -237,7 +237,7 @@ int run_training(const Config& cfg_in, bool resume, int64_t stop_at) {
   constexpr int64_t kDivergedSteps = 5;
   if (cfg.log.trace_steps > 0 && t->device != "cpu") trace::set_sync([] { torch::cuda::synchronize(); });
   while (t->step < end) {
-    const data::LoaderState before = t->train_loader->state();
+    const data::LoaderState before = train_position(*t);
     const int64_t step_before = t->step;
     Due due;
     try {
@@ -249,7 +249,7 @@ int run_training(const Config& cfg_in, bool resume, int64_t stop_at) {
                                     "high?); the last checkpoint with a finite loss is kept",
                                     agreement.last_agreed - report.diverged + 1, agreement.last_agreed));
     } catch (const comm::PeerLost&) {
-      if (t->step == step_before) t->train_loader->restore(before);
+      if (t->step == step_before) restore_train_position(*t, before);
       ckpts.keep_alone();
       throw;
     }

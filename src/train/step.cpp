@@ -79,6 +79,31 @@ static std::vector<std::vector<parallel::pipeline::MicroBatch>> next_micro_batch
   return out;
 }
 
+data::LoaderState train_position(const Trainer& t) {
+  return t.prefetched ? t.prefetched->before : t.train_loader->state();
+}
+
+void restore_train_position(Trainer& t, const data::LoaderState& p) {
+  t.prefetched.reset();
+  t.train_loader->restore(p);
+}
+
+// Loads the next step's batches now, while this step's kernels run (the host would otherwise load
+// them between this step's read-back and the next step's first kernel, the GPU idle). Not under
+// sync.by = "time" (the next round's inner steps are decided after this step) nor after the last
+// step. Returns the seconds it took.
+static double prefetch_next(Trainer& t) {
+  if (!t.round_steps.empty() || t.step + 1 >= t.cfg.schedule.max_steps || t.prefetched) return 0;
+  auto clock = Clock::now();
+  trace::Span span("data (next step)");
+  Trainer::Prefetched p;
+  p.before = t.train_loader->state();
+  p.step = t.step + 1;
+  p.batches = next_micro_batches(t, replica_steps(t), &p.samples);
+  t.prefetched = std::move(p);
+  return seconds_since(clock);
+}
+
 // Each micro-batch loss counts by its tokens: this replica's share of its dp group's sequences in
 // the step, times the group's size (gradients are averaged over dp: every replica, or one site's
 // under DiLoCo).
@@ -174,9 +199,11 @@ static void step_on_device(Trainer& t, const std::vector<parallel::pipeline::Mic
   const auto say = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };  // one rank
   const double factor = micro_batch_weight(t) * (t.scaler.enabled ? t.scaler.scale : 1.0);
   const std::vector<at::Tensor> out = t.graph ? run_graphed(*t.graph, run, batches, factor, say) : run(batches);
+  const double loading = prefetch_next(t);
+  s.data_s += loading;
   const auto [loss_sum, norm2] = read_back(out[0], out[1]);
   // The rest of the wall time is the step's kernels finishing (a replay's: all of it): compute.
-  const double rest = std::chrono::duration<double>(Clock::now() - started).count() -
+  const double rest = std::chrono::duration<double>(Clock::now() - started).count() - loading -
                       (s.schedule_s + s.comm_s + s.optim_s - counted);
   s.schedule_s += rest, s.compute_s += rest;
   if (out[0].defined() && t.groups.tp.rank == 0) s.loss += loss_sum * share;
@@ -234,8 +261,13 @@ StepStats train_step(Trainer& t) {
   const std::vector<int64_t> q = replica_steps(t);
   int64_t samples = 0;
   std::vector<std::vector<parallel::pipeline::MicroBatch>> batches;
-  {
+  if (t.prefetched && t.prefetched->step == t.step) {  // loaded while the last step ran
+    batches = std::move(t.prefetched->batches);
+    samples = t.prefetched->samples;
+    t.prefetched.reset();
+  } else {
     trace::Span span("data");
+    if (t.prefetched) restore_train_position(t, t.prefetched->before);  // loaded for another step
     batches = next_micro_batches(t, q, &samples);
   }
   s.data_s = seconds_since(clock);

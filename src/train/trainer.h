@@ -43,6 +43,14 @@ struct Trainer {
   std::string update_reason;      // why not, where system.device_update = "auto" would have (for the log)
   UpdateScalars scalars;          // the update's learning rate and number on the device (update_on_device)
   std::shared_ptr<StepGraph> graph;  // system.cuda_graphs = "on": the captured step (train/step_graph.h)
+  // The next step's batches, loaded (and their copies to the device queued) while this step's
+  // kernels run, with the update on the device; `before`: where the loader stood before them.
+  struct Prefetched {
+    std::vector<std::vector<parallel::pipeline::MicroBatch>> batches;  // per inner step
+    int64_t samples = 0, step = -1;  // the global step's samples; the step they are for (0-based)
+    data::LoaderState before;
+  };
+  std::optional<Prefetched> prefetched;
   std::string device;     // "cpu" | "cuda"
   std::string precision;  // "fp32" | "bf16"
   std::string precision_reason;  // why, for the log
@@ -90,6 +98,11 @@ inline double step_seconds(const StepStats& s) { return s.data_s + s.schedule_s 
 
 // One optimizer step: the plan's micro-batches through this rank's schedule (step.cpp).
 StepStats train_step(Trainer& t);
+// Where the training data stands for the steps taken (what a checkpoint records): before any
+// batches loaded ahead for the next step.
+data::LoaderState train_position(const Trainer& t);
+// Puts the loader back to `p` (a train_position), dropping batches loaded ahead.
+void restore_train_position(Trainer& t, const data::LoaderState& p);
 // Mean validation loss over eval.batches micro-batches from the start of the validation split.
 double evaluate(Trainer& t);
 // Mean loss of m over `batches` batches of `micro` sequences from `loader` (fewer if it runs out).

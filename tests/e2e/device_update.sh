@@ -2,9 +2,11 @@
 # clipping and the overflow skip on the device, one host read per step) trains the same model as
 # the host path, here on CPU tensors with LibTorch's fused AdamW (2.4+: the PyPI build; with
 # Debian's 1.13 "on" is a one-line error and the rest is skipped):
-#  1. one process, clipping active: every step's loss and gradient norm within 1e-5 of "off";
+#  1. one process, clipping active: every step's loss and gradient norm within 1e-5 of "off", each
+#     step loading the next one's batches while its kernels run (traced);
 #  2. overflow (loss scale 1e39): the same steps skipped and the same scales as "off", the skips
-#     said in the log, and stop + --resume reproduces the straight run exactly;
+#     said in the log, and stop + --resume reproduces the straight run exactly (the checkpoint
+#     records the data position before the batches loaded ahead);
 #  3. 2 ranks with ZeRO 1 (the norm summed over the shards as a device tensor) and DDP: within 1e-5
 #     of the single-process host run;
 #  4. pipeline parallelism (2 stages) and tensor parallelism (2 slices): within 1e-5 of the host
@@ -29,7 +31,8 @@ grep -q "^update: on the device" <<<"$err" || fail "no 'update: on the device' l
 
 # 1. one process
 "$SLM" train "${COMMON[@]}" "${OFF[@]}" --set run.dir=host 2> host.log || { cat host.log; fail "host run"; }
-"$SLM" train "${COMMON[@]}" "${ON[@]}" --set run.dir=device 2> device.log || { cat device.log; fail "device run"; }
+"$SLM" train "${COMMON[@]}" "${ON[@]}" --set run.dir=device --set log.trace_steps=3 2> device.log \
+  || { cat device.log; fail "device run"; }
 grep -q "^update: on the device" host.log && fail "device_update=off updated on the device"
 python3 - <<'PY' || fail "the clip never acted: the test would not see a wrong factor"
 import json
@@ -38,6 +41,13 @@ print(f"gradient norms {min(g):.2f}..{max(g):.2f}, clip 0.5")
 assert max(g) > 0.5
 PY
 same_losses host device 1e-5
+python3 - <<'PY' || fail "the next step's batches were not loaded while the step ran"
+import json
+ev = json.load(open("device/trace/rank_0.json"))["traceEvents"]
+n = sum(e["ph"] == "X" and e["name"] == "data (next step)" for e in ev)
+print(f"{n} traced steps loaded the next one's batches")
+assert n >= 2
+PY
 
 # 2. overflow: skips decided on the device, the host's scaler and the optimizer's step count follow
 SCALE=(--set system.loss_scaling=on --set system.loss_scale_init=1e39 --set system.loss_scale_growth_interval=3)
