@@ -1,6 +1,8 @@
 // train/step.cpp: one optimizer step and one evaluation: the hot path, read top to bottom.
-// Owns: train_step, evaluate, step_flops (make_trainer is in setup.cpp). No logging or file I/O. train_step is the
-// same for one process and for data parallelism / ZeRO: parallel/data_parallel.h hides the difference.
+// Owns: train_step (its end on the host or on the device, the next step's batches loaded ahead),
+// train_position, evaluate, step_flops (make_trainer is in setup.cpp). No logging or file I/O.
+// train_step is the same for one process and for data parallelism / ZeRO: parallel/data_parallel.h
+// hides the difference.
 #include <torch/torch.h>
 
 #include <algorithm>
