@@ -250,9 +250,9 @@ std::unique_ptr<Trainer> make_trainer(const Config& cfg_in) {
   t->update_on_device =
       device_update_applies(cfg.system.device_update, t->device, cfg.optim.name, &t->update_reason);
   if (t->update_on_device) t->scalars = make_update_scalars(parallel::param_shard(*t->dp));
-  const GraphFacts graph_facts{t->device,         model::own_cuda_kernels_built(), t->pipe->plan.pp,
-                               t->groups.tp.size, t->groups.dp.size,              cfg.model.dropout,
-                               cfg.model.recompute, t->update_on_device};
+  const GraphFacts graph_facts{t->device,           model::own_cuda_kernels_built(), t->pipe->plan.pp,
+                               t->groups.tp.size,   t->groups.dp.size,              cfg.model.dropout,
+                               cfg.model.recompute, t->update_on_device,            cfg.log.trace_steps > 0};
   if (graphs_apply(cfg.system.cuda_graphs, graph_facts)) t->graph = make_step_graph();
   t->outer = std::move(applied.outer);
   t->pipe->model = &t->model;

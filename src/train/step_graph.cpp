@@ -27,6 +27,7 @@ std::string graph_blocker(const GraphFacts& f) {
   if (f.dropout > 0) return "dropout draws random numbers in the step";
   if (f.recompute) return "activation recomputation reruns the forward from the backward";
   if (!f.update_on_device) return "the step's end reads the gradient norm on the host (system.device_update)";
+  if (f.traced) return "log.trace_steps waits for the device at every span of the traced steps";
   return "";
 }
 

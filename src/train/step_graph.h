@@ -32,6 +32,7 @@ struct GraphFacts {
   double dropout = 0;                 // model.dropout
   bool recompute = false;             // model.recompute
   bool update_on_device = false;      // the step's end reads nothing before the update (device_update.h)
+  bool traced = false;                // log.trace_steps > 0 (its spans wait for the device)
 };
 // "" where a step can be captured, else the reason (one phrase, for the log and errors).
 std::string graph_blocker(const GraphFacts& f);

@@ -33,6 +33,7 @@ TEST(StepGraph, EachBlockerIsNamed) {
       {[](GraphFacts& f) { f.dropout = 0.1; }, "dropout"},
       {[](GraphFacts& f) { f.recompute = true; }, "recomputation"},
       {[](GraphFacts& f) { f.update_on_device = false; }, "system.device_update"},
+      {[](GraphFacts& f) { f.traced = true; }, "log.trace_steps"},
   };
   for (const auto& [change, want] : cases) {
     GraphFacts f = capturable();
