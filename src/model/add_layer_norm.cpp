@@ -41,9 +41,9 @@ struct AddLayerNormFn : torch::autograd::Function<AddLayerNormFn> {
 
 bool add_layer_norm_fused(const at::Tensor& r, const at::Tensor& d, const at::Tensor& w, const at::Tensor& b) {
 #ifdef SLM_HAVE_CUDA_KERNELS
-  return own_cuda_kernels() && d.defined() && cuda::kernels_take(r) && cuda::kernels_take(d) && r.sizes() == d.sizes() &&
-         w.is_cuda() && b.is_cuda() && w.scalar_type() == at::kFloat && b.scalar_type() == at::kFloat &&
-         w.is_contiguous() && b.is_contiguous() && w.numel() == r.size(-1) && b.numel() == r.size(-1);
+  return own_cuda_kernels() && d.defined() && cuda::kernels_take(r) && cuda::kernels_take(d) &&
+         r.sizes() == d.sizes() && w.is_cuda() && b.is_cuda() && w.scalar_type() == at::kFloat &&
+         b.scalar_type() == at::kFloat && w.is_contiguous() && b.is_contiguous() && w.numel() == r.size(-1) && b.numel() == r.size(-1);
 #else
   (void)r, (void)d, (void)w, (void)b;
   return false;

@@ -26,14 +26,19 @@ struct BiasGeluFn : torch::autograd::Function<BiasGeluFn> {
     return {g[0], g[1]};
   }
 };
+
+// Whether the kernel takes an input like x (its dtype, device and layout) with the bias b of n columns.
+bool takes(const at::Tensor& x, const at::Tensor& b, int64_t n) {
+  return own_cuda_kernels() && cuda::kernels_take(x) && b.defined() && b.device() == x.device() &&
+         b.scalar_type() == at::kFloat && b.is_contiguous() && b.dim() == 1 && b.numel() == n;
+}
 #endif
 
 }  // namespace
 
 bool bias_gelu_fused(const at::Tensor& x, const at::Tensor& b) {
 #ifdef SLM_HAVE_CUDA_KERNELS
-  return own_cuda_kernels() && cuda::kernels_take(x) && x.dim() >= 1 && b.defined() && b.device() == x.device() &&
-         b.scalar_type() == at::kFloat && b.is_contiguous() && b.dim() == 1 && b.numel() == x.size(-1);
+  return x.dim() >= 1 && takes(x, b, x.size(-1));
 #else
   (void)x, (void)b;
   return false;
@@ -54,9 +59,7 @@ at::Tensor fc_gelu(const at::Tensor& h, const at::Tensor& w, const at::Tensor& b
 #ifdef SLM_HAVE_CUDA_KERNELS
   // The matmul's output (in autocast's dtype under autocast) is contiguous and of a dtype the
   // kernels take whenever h is.
-  if (own_cuda_kernels() && cuda::kernels_take(h) && b.device() == h.device() && b.scalar_type() == at::kFloat && b.is_contiguous() &&
-      b.dim() == 1 && b.numel() == w.size(0))
-    return bias_gelu(at::linear(h, w), b);
+  if (takes(h, b, w.size(0))) return bias_gelu(at::linear(h, w), b);
 #endif
   return gelu_tanh(at::linear(h, w, b));
 }

@@ -19,7 +19,6 @@ bool own_cuda_kernels_built() {
 #endif
 }
 
-
 std::string describe_own_cuda_kernels() {
   if (!own_cuda_kernels_built()) return "ATen's (this build has no own kernels)";
   if (!own_cuda_kernels()) return "ATen's (system.cuda_kernels = off)";
