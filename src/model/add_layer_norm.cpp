@@ -6,6 +6,7 @@
 #include "model/own_cuda_kernels.h"
 #include "util/torch_compat.h"
 #ifdef SLM_HAVE_CUDA_KERNELS
+#include "model/cuda/kernels.h"
 #include "model/cuda/ops.h"
 #endif
 
@@ -41,9 +42,14 @@ struct AddLayerNormFn : torch::autograd::Function<AddLayerNormFn> {
 
 bool add_layer_norm_fused(const at::Tensor& r, const at::Tensor& d, const at::Tensor& w, const at::Tensor& b) {
 #ifdef SLM_HAVE_CUDA_KERNELS
-  return own_cuda_kernels() && d.defined() && cuda::kernels_take(r) && cuda::kernels_take(d) &&
-         r.sizes() == d.sizes() && w.is_cuda() && b.is_cuda() && w.scalar_type() == at::kFloat &&
-         b.scalar_type() == at::kFloat && w.is_contiguous() && b.is_contiguous() && w.numel() == r.size(-1) && b.numel() == r.size(-1);
+  if (!own_cuda_kernels() || !d.defined() || !cuda::kernels_take(r) || !cuda::kernels_take(d) || r.sizes() != d.sizes() ||
+      r.dim() < 1)
+    return false;
+  const int64_t C = r.size(-1);  // the backward holds a lane's columns in registers: up to kAddLayerNormMaxC
+  auto vector_of_c = [C](const at::Tensor& v) {
+    return v.is_cuda() && v.scalar_type() == at::kFloat && v.is_contiguous() && v.numel() == C;
+  };
+  return C >= 1 && C <= cuda::kAddLayerNormMaxC && vector_of_c(w) && vector_of_c(b);
 #else
   (void)r, (void)d, (void)w, (void)b;
   return false;

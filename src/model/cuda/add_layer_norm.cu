@@ -13,15 +13,19 @@ constexpr int kWarps = kAddLayerNormWarpsPerBlock;  // rows in flight per block:
 
 // One warp per row. Three passes over the row, the last two reading back what this lane wrote
 // (from cache): the sum and its mean, the centred variance (two-pass: no cancellation), the output.
+// Unrolled by four, so that a lane has several loads in flight (__restrict__: no aliasing to wait on).
 template <typename TS, typename TD, typename TY>
-__global__ void __launch_bounds__(kWarps * 32) forward_kernel(const TS* r, const TD* d, TS* s, TY* y, const float* w,
-                                                              const float* b, float* mean, float* rstd, int64_t rows,
-                                                              int64_t C, float eps) {
+__global__ void __launch_bounds__(kWarps * 32) forward_kernel(const TS* __restrict__ r, const TD* __restrict__ d,
+                                                              TS* __restrict__ s, TY* __restrict__ y,
+                                                              const float* __restrict__ w, const float* __restrict__ b,
+                                                              float* __restrict__ mean, float* __restrict__ rstd,
+                                                              int64_t rows, int64_t C, float eps) {
   const int lane = threadIdx.x % 32;
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarps + threadIdx.x / 32;
   if (row >= rows) return;
   const int64_t off = row * C;
   float sum = 0.0f;
+#pragma unroll 4
   for (int64_t c = lane; c < C; c += 32) {
     const TS v = from_float<TS>(to_float(r[off + c]) + to_float(d[off + c]));  // rounded as ATen's add
     s[off + c] = v;
@@ -29,47 +33,65 @@ __global__ void __launch_bounds__(kWarps * 32) forward_kernel(const TS* r, const
   }
   const float mu = warp_sum(sum) / static_cast<float>(C);
   float sq = 0.0f;
+#pragma unroll 4
   for (int64_t c = lane; c < C; c += 32) {
     const float x = to_float(s[off + c]) - mu;
     sq += x * x;
   }
   const float inv = rsqrtf(warp_sum(sq) / static_cast<float>(C) + eps);
+#pragma unroll 4
   for (int64_t c = lane; c < C; c += 32)
     y[off + c] = from_float<TY>((to_float(s[off + c]) - mu) * inv * w[c] + b[c]);
   if (lane == 0) mean[row] = mu, rstd[row] = inv;
 }
 
 // Input gradient, one warp per row: with g = gy * w and xhat = (s - mean) * rstd,
-// gx = rstd * (g - mean(g) - xhat * mean(g * xhat)) + gs. Each warp also adds its rows' gy * xhat
-// and gy into its own partial row of dw and db (rows taken in a fixed order: no atomics).
-template <typename TS, typename TY>
-__global__ void __launch_bounds__(kWarps * 32) backward_kernel(const TY* gy, const TS* gs, const TS* s,
-                                                               const float* mean, const float* rstd, const float* w,
-                                                               TS* gx, float* partial, int64_t rows, int64_t C) {
+// gx = rstd * (g - mean(g) - xhat * mean(g * xhat)) + gs. Each lane also adds its columns' gy * xhat
+// and gy over the warp's rows (a fixed order: no atomics) in registers: its columns are lane + 32 j,
+// j < K (C <= 32 K; K a compile-time bucket, so the loops unroll and dw, db stay in registers),
+// written once to the warp's partial row at the end.
+template <typename TS, typename TY, int K>
+__global__ void __launch_bounds__(kWarps * 32) backward_kernel(const TY* __restrict__ gy, const TS* __restrict__ gs,
+                                                               const TS* __restrict__ s, const float* __restrict__ mean,
+                                                               const float* __restrict__ rstd,
+                                                               const float* __restrict__ w, TS* __restrict__ gx,
+                                                               float* __restrict__ partial, int64_t rows, int64_t C) {
   const int lane = threadIdx.x % 32;
   const int64_t warp = static_cast<int64_t>(blockIdx.x) * kWarps + threadIdx.x / 32;
   const int64_t warps = static_cast<int64_t>(gridDim.x) * kWarps;
-  float* dw = partial + warp * 2 * C;
-  float* db = dw + C;
-  for (int64_t c = lane; c < C; c += 32) dw[c] = 0.0f, db[c] = 0.0f;
+  float dw[K], db[K];
+#pragma unroll
+  for (int j = 0; j < K; ++j) dw[j] = 0.0f, db[j] = 0.0f;
   for (int64_t row = warp; row < rows; row += warps) {
     const int64_t off = row * C;
     const float mu = mean[row], inv = rstd[row];
     float sum_g = 0.0f, sum_gx = 0.0f;
-    for (int64_t c = lane; c < C; c += 32) {
+#pragma unroll
+    for (int j = 0; j < K; ++j) {
+      const int64_t c = lane + 32 * j;
+      if (c >= C) continue;
       const float dy = to_float(gy[off + c]), xhat = (to_float(s[off + c]) - mu) * inv;
       sum_g += dy * w[c];
       sum_gx += dy * w[c] * xhat;
-      dw[c] += dy * xhat;
-      db[c] += dy;
+      dw[j] += dy * xhat;
+      db[j] += dy;
     }
     const float mean_g = warp_sum(sum_g) / static_cast<float>(C), mean_gx = warp_sum(sum_gx) / static_cast<float>(C);
-    for (int64_t c = lane; c < C; c += 32) {
+#pragma unroll
+    for (int j = 0; j < K; ++j) {
+      const int64_t c = lane + 32 * j;
+      if (c >= C) continue;
       const float xhat = (to_float(s[off + c]) - mu) * inv;
       const float g = to_float(gy[off + c]) * w[c];
       const float residual = gs ? to_float(gs[off + c]) : 0.0f;
       gx[off + c] = from_float<TS>(inv * (g - mean_g - xhat * mean_gx) + residual);
     }
+  }
+  float* const out = partial + warp * 2 * C;  // the warp's row: its dw, then its db
+#pragma unroll
+  for (int j = 0; j < K; ++j) {
+    const int64_t c = lane + 32 * j;
+    if (c < C) out[c] = dw[j], out[C + c] = db[j];
   }
 }
 
@@ -82,14 +104,23 @@ int forward_typed(const AddLayerNorm& a, void* stream) {
   return static_cast<int>(cudaGetLastError());
 }
 
-template <typename TS, typename TY>
+template <typename TS, typename TY, int K>
 int backward_typed(const AddLayerNormGrad& g, void* stream) {
   const auto s = static_cast<cudaStream_t>(stream);
-  backward_kernel<TS, TY><<<static_cast<unsigned>(g.warps / kWarps), kWarps * 32, 0, s>>>(
+  backward_kernel<TS, TY, K><<<static_cast<unsigned>(g.warps / kWarps), kWarps * 32, 0, s>>>(
       static_cast<const TY*>(g.gy), static_cast<const TS*>(g.gs), static_cast<const TS*>(g.s), g.mean, g.rstd, g.w,
       static_cast<TS*>(g.gx), g.partial, g.rows, g.C);
   if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return static_cast<int>(e);
   return column_sums(g.partial, g.warps, 2 * g.C, g.dwdb, s);  // a warp's row: its dw, then its db
+}
+
+// The kernel for the smallest bucket of columns per lane that holds C.
+template <typename TS, typename TY>
+int backward_bucketed(const AddLayerNormGrad& g, void* stream) {
+  if (g.C <= 32 * 8) return backward_typed<TS, TY, 8>(g, stream);
+  if (g.C <= 32 * 24) return backward_typed<TS, TY, 24>(g, stream);
+  if (g.C <= 32 * 32) return backward_typed<TS, TY, 32>(g, stream);
+  return backward_typed<TS, TY, kAddLayerNormMaxC / 32>(g, stream);
 }
 
 }  // namespace
@@ -104,9 +135,10 @@ int add_layer_norm_forward(const AddLayerNorm& a, void* stream) {
 }
 
 int add_layer_norm_backward(const AddLayerNormGrad& g, void* stream) {
-  if (g.warps <= 0 || g.warps % kWarps != 0) return static_cast<int>(cudaErrorInvalidValue);
+  if (g.warps <= 0 || g.warps % kWarps != 0 || g.C < 1 || g.C > kAddLayerNormMaxC)
+    return static_cast<int>(cudaErrorInvalidValue);
   return by_dtype(g.s_type, [&](auto s) {
-    return by_dtype(g.y_type, [&](auto y) { return backward_typed<decltype(s), decltype(y)>(g, stream); });
+    return by_dtype(g.y_type, [&](auto y) { return backward_bucketed<decltype(s), decltype(y)>(g, stream); });
   });
 }
 

@@ -20,32 +20,63 @@ __device__ __forceinline__ float gelu_grad(float x) {  // d gelu / dx
   return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * kAlpha * (1.0f + 3.0f * kBeta * x * x);
 }
 
+// A thread's rows in a row group are group, group + groups, ...: taken kRowsInFlight at a time,
+// all of their loads issued before the first store (__restrict__: nothing to wait on), so that a
+// thread has several loads in flight rather than one.
+constexpr int kRowsInFlight = 4;
+
 // Block (tile, group), as the backward's: the thread's column over the rows of its row group (the
 // bias read once, no index division per element).
 template <typename T>
-__global__ void __launch_bounds__(kThreads) forward_kernel(const T* x, const float* b, T* y, int64_t rows, int64_t N) {
+__global__ void __launch_bounds__(kThreads) forward_kernel(const T* __restrict__ x, const float* __restrict__ b,
+                                                           T* __restrict__ y, int64_t rows, int64_t N) {
   const int64_t col = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
+  const int64_t groups = gridDim.y;
   if (col >= N) return;
   const float bias = b[col];
-  for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) y[r * N + col] = from_float<T>(gelu(to_float(x[r * N + col]) + bias));
+  for (int64_t r0 = blockIdx.y; r0 < rows; r0 += kRowsInFlight * groups) {
+    float v[kRowsInFlight];
+#pragma unroll
+    for (int u = 0; u < kRowsInFlight; ++u) {
+      const int64_t r = r0 + u * groups;
+      v[u] = r < rows ? to_float(x[r * N + col]) : 0.0f;
+    }
+#pragma unroll
+    for (int u = 0; u < kRowsInFlight; ++u) {
+      const int64_t r = r0 + u * groups;
+      if (r < rows) y[r * N + col] = from_float<T>(gelu(v[u] + bias));
+    }
+  }
 }
 
 // Block (tile, group): columns [tile * kThreads, +kThreads), one per thread, over the rows of row
-// group `group` (rows group, group + groups, ...); the thread's sum of its column's gx goes to
-// partial[group][column].
+// group `group` (rows group, group + groups, ...); the thread's sum of its column's gx (in row
+// order) goes to partial[group][column].
 template <typename T>
-__global__ void __launch_bounds__(kThreads) backward_kernel(const T* gy, const T* x, const float* b, T* gx,
-                                                            float* partial, int64_t rows, int64_t N) {
+__global__ void __launch_bounds__(kThreads) backward_kernel(const T* __restrict__ gy, const T* __restrict__ x,
+                                                            const float* __restrict__ b, T* __restrict__ gx,
+                                                            float* __restrict__ partial, int64_t rows, int64_t N) {
   const int64_t col = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
   const int64_t group = blockIdx.y, groups = gridDim.y;
   if (col >= N) return;
   const float bias = b[col];
   float sum = 0.0f;
-  for (int64_t r = group; r < rows; r += groups) {
-    const int64_t i = r * N + col;
-    const T g = from_float<T>(to_float(gy[i]) * gelu_grad(to_float(x[i]) + bias));
-    gx[i] = g;
-    sum += to_float(g);  // the bias gradient of the rounded input gradient, as eager's sum sees it
+  for (int64_t r0 = group; r0 < rows; r0 += kRowsInFlight * groups) {
+    float dy[kRowsInFlight], v[kRowsInFlight];
+#pragma unroll
+    for (int u = 0; u < kRowsInFlight; ++u) {
+      const int64_t r = r0 + u * groups;
+      dy[u] = r < rows ? to_float(gy[r * N + col]) : 0.0f;
+      v[u] = r < rows ? to_float(x[r * N + col]) : 0.0f;
+    }
+#pragma unroll
+    for (int u = 0; u < kRowsInFlight; ++u) {
+      const int64_t r = r0 + u * groups;
+      if (r >= rows) continue;
+      const T g = from_float<T>(dy[u] * gelu_grad(v[u] + bias));
+      gx[r * N + col] = g;
+      sum += to_float(g);  // the bias gradient of the rounded input gradient, as eager's sum sees it
+    }
   }
   partial[group * N + col] = sum;
 }

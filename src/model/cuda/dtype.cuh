@@ -25,17 +25,29 @@ __device__ __forceinline__ float warp_sum(float v) {
   return v;
 }
 
-// out[c] = the sum over k < rows of m[k * cols + c], added in k order (the same bits every run: the
-// kernels' partial sums per row group end here, no atomics); one thread per column.
-static __global__ void column_sums_kernel(const float* m, int64_t rows, int64_t cols, float* out) {
-  const int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (c >= cols) return;
+// out[c] = the sum over k < rows of m[k * cols + c], in a fixed order (the same bits every run:
+// the kernels' partial sums per row group end here, no atomics). A block of 32 x 32 threads takes
+// 32 columns: thread (x, y) adds rows y, y + 32, ... of column x in row order (a warp reads one row's
+// 32 consecutive floats), then thread (x, 0) adds the 32 slices in y order. With one thread per
+// column a few thousand partial rows would be a long serial chain on a handful of SMs.
+constexpr int kColumnSumThreads = 32;
+static __global__ void __launch_bounds__(kColumnSumThreads* kColumnSumThreads)
+    column_sums_kernel(const float* m, int64_t rows, int64_t cols, float* out) {
+  __shared__ float slice[kColumnSumThreads][kColumnSumThreads + 1];  // + 1: no bank conflicts
+  const int64_t c = static_cast<int64_t>(blockIdx.x) * kColumnSumThreads + threadIdx.x;
   float s = 0.0f;
-  for (int64_t k = 0; k < rows; ++k) s += m[k * cols + c];
-  out[c] = s;
+  if (c < cols)
+    for (int64_t k = threadIdx.y; k < rows; k += kColumnSumThreads) s += m[k * cols + c];
+  slice[threadIdx.y][threadIdx.x] = s;
+  __syncthreads();
+  if (threadIdx.y != 0 || c >= cols) return;
+  float total = 0.0f;
+  for (int y = 0; y < kColumnSumThreads; ++y) total += slice[y][threadIdx.x];
+  out[c] = total;
 }
 inline int column_sums(const float* m, int64_t rows, int64_t cols, float* out, cudaStream_t stream) {
-  column_sums_kernel<<<static_cast<unsigned>((cols + 255) / 256), 256, 0, stream>>>(m, rows, cols, out);
+  const auto blocks = static_cast<unsigned>((cols + kColumnSumThreads - 1) / kColumnSumThreads);
+  column_sums_kernel<<<blocks, dim3(kColumnSumThreads, kColumnSumThreads), 0, stream>>>(m, rows, cols, out);
   return static_cast<int>(cudaGetLastError());
 }
 

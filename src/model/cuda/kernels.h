@@ -38,11 +38,11 @@ int add_layer_norm_forward(const AddLayerNorm& a, void* stream);
 
 // Its backward: gx = the gradient of s (so of r and of d) = LayerNorm's input gradient from gy
 // (y's dtype) plus gs (s's dtype; nullptr: 0), in s's dtype; dw and db (fp32) written to dwdb
-// (2 x C: dw, then db). `partial`:
-// fp32 scratch of warps x 2 x C, where each of `warps` warps (a multiple of
-// kAddLayerNormWarpsPerBlock) sums its rows' share before the columns are added up in warp order:
-// no atomics, the same bits every run.
+// (2 x C: dw, then db). `partial`: fp32 scratch of warps x 2 x C, where each of `warps` warps (a
+// multiple of kAddLayerNormWarpsPerBlock) sums its rows' share in registers before the columns are
+// added up in a fixed order: no atomics, the same bits every run. Rows of 1 to kAddLayerNormMaxC.
 constexpr int kAddLayerNormWarpsPerBlock = 8;
+constexpr int64_t kAddLayerNormMaxC = 2048;  // 64 columns per lane: GPT-2 XL's 1600 fits
 struct AddLayerNormGrad {
   const void* gy = nullptr;
   const void* gs = nullptr;
@@ -69,7 +69,7 @@ int bias_gelu_forward(const BiasGelu& a, void* stream);
 
 // Its backward: gx = gy * gelu'(x + b) in x's dtype, and db (fp32, N) = the column sums of gx,
 // through `partial` (fp32 scratch of groups x N: one partial sum per row group, 1 <= groups <=
-// 65535) added up in group order: no atomics, the same bits every run.
+// 65535) added up in a fixed order: no atomics, the same bits every run.
 struct BiasGeluGrad {
   const void* gy = nullptr;
   const void* x = nullptr;

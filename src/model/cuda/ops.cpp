@@ -77,6 +77,8 @@ std::vector<at::Tensor> add_layer_norm_backward(const at::Tensor& gy_in, const a
   TORCH_CHECK(kernels_take(s) && kernels_take(gy) && gy.sizes() == s.sizes() && (!gs.defined() || gs.sizes() == s.sizes()),
               "cuda::add_layer_norm_backward: needs contiguous CUDA gradients shaped like the sum");
   const int64_t C = s.size(-1), rows = s.numel() / std::max<int64_t>(C, 1);
+  TORCH_CHECK(C >= 1 && C <= kAddLayerNormMaxC, "cuda::add_layer_norm_backward: rows of ", C, " (1 to ",
+              kAddLayerNormMaxC, ")");
   // Enough warps to fill the GPU (two blocks of 8 per SM), at most one per row.
   const int64_t sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount, per = kAddLayerNormWarpsPerBlock;
   const int64_t warps = std::max<int64_t>(1, std::min((rows + per - 1) / per, 2 * sms)) * per;

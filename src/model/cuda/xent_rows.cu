@@ -10,7 +10,6 @@ namespace {
 
 constexpr int kThreads = 512;  // per row: 16 warps
 
-
 // A running (max, sum of exp(x - max)) pair and how two of them combine.
 struct MaxSum {
   float m, s;
@@ -36,19 +35,34 @@ __device__ MaxSum block_max_sum(MaxSum v) {
   return all;
 }
 
+// Adds x to the running pair: one exp per element.
+__device__ __forceinline__ void add_to(MaxSum& mine, float x) {
+  if (x > mine.m) {
+    mine.s = mine.s * expf(mine.m - x) + 1.0f;  // expf(-inf) = 0 for the first
+    mine.m = x;
+  } else if (x != -INFINITY) {  // a -inf logit adds nothing (and -inf - -inf is no number)
+    mine.s += expf(x - mine.m);
+  }
+}
+
+// A thread's elements are i, i + kThreads, ... (one block per row), taken kInFlight at a time with
+// all their loads issued first: several loads in flight per thread rather than one.
+constexpr int kInFlight = 4;
+
 template <typename T>
 __global__ void __launch_bounds__(kThreads) xent_rows_kernel(T* logits, float* loss, const int64_t* targets,
                                                              int64_t width, int64_t V, bool grad) {
   T* row = logits + static_cast<int64_t>(blockIdx.x) * width;
   MaxSum mine{-INFINITY, 0.0f};
-  for (int64_t i = threadIdx.x; i < V; i += kThreads) {  // one exp per element
-    const float x = to_float(row[i]);
-    if (x > mine.m) {
-      mine.s = mine.s * expf(mine.m - x) + 1.0f;  // expf(-inf) = 0 for the first
-      mine.m = x;
-    } else if (x != -INFINITY) {  // a -inf logit adds nothing (and -inf - -inf is no number)
-      mine.s += expf(x - mine.m);
+  for (int64_t i0 = threadIdx.x; i0 < V; i0 += kInFlight * kThreads) {
+    float x[kInFlight];
+#pragma unroll
+    for (int u = 0; u < kInFlight; ++u) {
+      const int64_t i = i0 + u * kThreads;
+      x[u] = i < V ? to_float(row[i]) : -INFINITY;  // -inf: nothing added
     }
+#pragma unroll
+    for (int u = 0; u < kInFlight; ++u) add_to(mine, x[u]);
   }
   const MaxSum all = block_max_sum(mine);
   const float lse = all.m + logf(all.s);
@@ -57,9 +71,20 @@ __global__ void __launch_bounds__(kThreads) xent_rows_kernel(T* logits, float* l
   if (threadIdx.x == 0) loss[blockIdx.x] = valid ? lse - to_float(row[t]) : NAN;
   __syncthreads();  // row[t] is read before any thread overwrites it
   if (!grad) return;
-  for (int64_t i = threadIdx.x; i < width; i += kThreads) {
-    const float p = i < V ? expf(to_float(row[i]) - lse) : 0.0f;  // accurate expf: ~1 ulp, as the CPU rows
-    row[i] = from_float<T>(i == t ? p - 1.0f : p);
+  for (int64_t i0 = threadIdx.x; i0 < width; i0 += kInFlight * kThreads) {
+    float x[kInFlight];
+#pragma unroll
+    for (int u = 0; u < kInFlight; ++u) {
+      const int64_t i = i0 + u * kThreads;
+      x[u] = i < V ? to_float(row[i]) : 0.0f;
+    }
+#pragma unroll
+    for (int u = 0; u < kInFlight; ++u) {
+      const int64_t i = i0 + u * kThreads;
+      if (i >= width) continue;
+      const float p = i < V ? expf(x[u] - lse) : 0.0f;  // accurate expf: ~1 ulp, as the CPU rows
+      row[i] = from_float<T>(i == t ? p - 1.0f : p);
+    }
   }
 }
 

@@ -2,7 +2,8 @@
 // (model/cuda/add_layer_norm.cu) against the ATen composition they replace (add, then layer_norm,
 // in double through autograd): the sum, the normalised rows, the gradients of both inputs, of w
 // and of b, with and without a gradient of the sum, in fp32, bf16 and fp16 and the mixed case of
-// bf16 autocast (fp32 residual, bf16 delta, bf16 output), row lengths 1, 37, 768, 1000 and 1600;
+// bf16 autocast (fp32 residual, bf16 delta, bf16 output), row lengths 1, 37, 256, 257, 768, 1000, 1600 and
+// 2048 (the backward's register buckets and their edges), 4,099 rows (more warps' partial sums than one thread adds);
 // the weight gradients the same bits on a second run; and add_layer_norm() under autocast.
 // Runs wherever a GPU is; skipped elsewhere (and in a build without the own CUDA kernels). The CPU
 // path (ATen's ops) is in tests/model/gpt2_test.cpp's block tests.
@@ -13,6 +14,7 @@
 #include "model/cuda/cuda_test_util.h"
 #include "util/torch_compat.h"
 #ifdef SLM_HAVE_CUDA_KERNELS
+#include "model/cuda/kernels.h"
 #include "model/cuda/ops.h"
 #endif
 
@@ -34,7 +36,10 @@ TEST(CudaAddLayerNorm, MatchesAddThenLayerNorm) {
                         Case{33, 768, at::kFloat, at::kBFloat16, at::kBFloat16, 1e-2},
                         Case{9, 1000, at::kHalf, at::kHalf, at::kHalf, 2e-3},
                         Case{5, 1600, at::kBFloat16, at::kBFloat16, at::kBFloat16, 2e-2},
-                        Case{300, 768, at::kFloat, at::kFloat, at::kFloat, 1e-5}}) {
+                        Case{300, 768, at::kFloat, at::kFloat, at::kFloat, 1e-5},
+                        Case{6, 256, at::kFloat, at::kFloat, at::kFloat, 1e-5}, Case{6, 257, at::kFloat, at::kFloat, at::kFloat, 1e-5},
+                        Case{4, 2048, at::kFloat, at::kFloat, at::kFloat, 1e-5},
+                        Case{4099, 768, at::kFloat, at::kBFloat16, at::kBFloat16, 1e-2}}) {
     const auto opt = torch::TensorOptions().device(dev);
     const at::Tensor r = (torch::randn({c.rows, c.C}, opt) * 3 + 1).to(c.r), d = torch::randn({c.rows, c.C}, opt).to(c.d);
     const at::Tensor w = torch::randn({c.C}, opt) + 1, b = torch::randn({c.C}, opt);
@@ -61,6 +66,22 @@ TEST(CudaAddLayerNorm, MatchesAddThenLayerNorm) {
       const std::vector<at::Tensor> again = cuda::add_layer_norm_backward(gy, gs, f[0], f[2], f[3], w);
       EXPECT_TRUE(at::equal(g[1], again[1]) && at::equal(g[2], again[2])) << "dw, db: the same bits every run";
     }
+  }
+#endif
+}
+
+// Rows longer than the backward's register buckets (cuda::kAddLayerNormMaxC) take ATen's ops, and
+// give the same as those.
+TEST(CudaAddLayerNorm, LongerRowsTakeATen) {
+  if (!test::have_cuda_kernels()) GTEST_SKIP() << "no GPU, or a build without the own CUDA kernels";
+#ifdef SLM_HAVE_CUDA_KERNELS
+  const auto opt = torch::TensorOptions().device(torch::kCUDA);
+  for (int64_t C : {cuda::kAddLayerNormMaxC, cuda::kAddLayerNormMaxC + 1}) {
+    const at::Tensor r = torch::randn({3, C}, opt), d = torch::randn({3, C}, opt);
+    const at::Tensor w = torch::randn({C}, opt), b = torch::randn({C}, opt);
+    EXPECT_EQ(add_layer_norm_fused(r, d, w, b), C <= cuda::kAddLayerNormMaxC) << C;
+    auto [s, y] = add_layer_norm(r, d, w, b);
+    EXPECT_TRUE(at::allclose(y, at::layer_norm(r + d, {C}, w, b, 1e-5), 1e-4, 1e-4)) << C;
   }
 #endif
 }
