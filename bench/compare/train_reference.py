@@ -3,7 +3,8 @@
 # of the product. Prints the median tokens/s over the timed steps. MODE: eager (default) or
 # compile (torch.compile of the model, 2.x: Inductor's C++/OpenMP kernels on the CPU). On 2.x the
 # attention is scaled_dot_product_attention, as in slm's 2.x build. DEVICE=cuda runs it on the GPU
-# (bf16 autocast there, fused AdamW as nanoGPT and torchtitan use, timed after a synchronize).
+# (bf16 autocast there, fused AdamW as nanoGPT and torchtitan use, timed after a synchronize;
+# PREC=fp16: fp16 autocast with GradScaler's dynamic loss scaling, as eager users run it).
 import math, os, statistics, sys, time
 import torch
 import torch.nn as nn
@@ -52,6 +53,10 @@ m = GPT().to(DEVICE)
 step_model = torch.compile(m) if MODE == "compile" else m
 opt = torch.optim.AdamW(m.parameters(), lr=1e-3, betas=(0.9, 0.95), weight_decay=0.1,
                         **({"fused": True} if DEVICE == "cuda" else {}))
+AMP = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(PREC)
+scaler = None
+if PREC == "fp16":
+    scaler = torch.amp.GradScaler(DEVICE) if hasattr(torch.amp, "GradScaler") else torch.cuda.amp.GradScaler()
 sync = torch.cuda.synchronize if DEVICE == "cuda" else (lambda: None)
 rates = []
 WARM = 3 if MODE == "compile" else 2  # compilation happens in the first steps
@@ -60,11 +65,15 @@ for step in range(STEPS + WARM):
     opt.zero_grad()
     for _ in range(B // MICRO):
         idx = torch.randint(V, (MICRO, T), device=DEVICE); tgt = torch.randint(V, (MICRO, T), device=DEVICE)
-        with torch.autocast(DEVICE, dtype=torch.bfloat16, enabled=(PREC == "bf16")):
+        with torch.autocast(DEVICE, dtype=AMP or torch.bfloat16, enabled=AMP is not None):
             loss = step_model(idx, tgt) / (B // MICRO)
-        loss.backward()
+        (scaler.scale(loss) if scaler else loss).backward()
+    if scaler: scaler.unscale_(opt)
     torch.nn.utils.clip_grad_norm_(m.parameters(), 1.0)
-    opt.step()
+    if scaler:
+        scaler.step(opt); scaler.update()
+    else:
+        opt.step()
     sync()
     if step >= WARM: rates.append(B * T / (time.time() - t0))
 print(f"{statistics.median(rates):.0f}")

@@ -10,8 +10,10 @@
 #     LibTorch's own choice) side by side (bench/compare/train_compare.sh) with each one's peak GPU
 #     memory, then slm with system.cuda_graphs = on and with system.cuda_kernels = off (ATen's ops
 #     instead of the own kernels: what they buy), their losses against the first run's;
-#  4. the tiny preset (launch-bound) without and with CUDA graphs; the rows of 3 and 4 go to
-#     OUT/current.tsv, for docs/gpu/current.tsv.
+#  4. the tiny preset (launch-bound) without and with CUDA graphs;
+#  5. the issue's other rows: gpt2-medium (350M) bf16, gpt2 bf16 at batch 64 x 1024, gpt2 fp16
+#     (dynamic loss scaling) beside eager fp16 (not in the default SECTIONS: about 5 minutes, a
+#     second call). The rows of 3 to 5 go to OUT/current.tsv, for docs/gpu/current.tsv.
 # All of it takes about 11 minutes on a fresh machine, the build about 4 of them (16 cores, empty
 # ccache): within 10-minute calls, run SECTIONS="1 2" and then SECTIONS="3 4" on the same machine.
 # Or build here beforehand: `scripts/bundle.sh --torch 2.11.0 --tests` (the device's torch) packs
@@ -49,13 +51,14 @@ say "2. kernel tests against ATen"
 "$TESTS_BIN" --gtest_filter='Cuda*:FusedHead*:XentRows*:DeviceUpdate.*:GPT2.*' > "$OUT/tests.log" 2>&1
 grep -E "tests? from .* ran|^\[  (PASSED|FAILED) |^\[  SKIPPED \] [0-9]" "$OUT/tests.log" | tee -a "$OUT/summary.txt"
 fi
-on 3 || on 4 || exit 0
+on 3 || on 4 || on 5 || exit 0
 
 gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)
-compare() {  # compare NAME COMPILE VAR=VALUE...: one side-by-side run (shape, SLM_EXTRA), slm's losses kept
-  local name=$1 compile=$2; shift 2
+compare() {  # compare NAME COMPILE VAR=VALUE...: one side-by-side run (shape, SLM_EXTRA, PREC), slm's losses kept
+  local name=$1 compile=$2 prec=bf16 a; shift 2
+  for a in "$@"; do [[ "$a" != PREC=* ]] || prec=${a#PREC=}; done
   env "$@" SLM_METRICS="$OUT/metrics_$name.jsonl" PY=$PY DEVICE=cuda COMPILE=$compile \
-    bash bench/compare/train_compare.sh "$SLM_BIN" "$DATA" bf16 "$STEPS" 1 \
+    bash bench/compare/train_compare.sh "$SLM_BIN" "$DATA" "$prec" "$STEPS" 1 \
     2>&1 | tee "$OUT/compare_$name.log" | tee -a "$OUT/summary.txt"
 }
 GPT2=(L=12 C=768 H=12 T=1024 B=32 MICRO=32)
@@ -71,21 +74,29 @@ if on 4; then
   compare tiny 1 SLM_EXTRA="--set system.cuda_graphs=off"
   compare tiny_graphs 0 SLM_EXTRA="--set system.cuda_graphs=on"
 fi
+if on 5; then
+  say "5. gpt2-medium bf16, gpt2 bf16 at batch 64, gpt2 fp16 (loss scaling): eager, torch.compile (bf16), slm"
+  compare medium 1 L=24 C=1024 H=16 T=1024 B=32 MICRO=32
+  compare batch64 1 L=12 C=768 H=12 T=1024 B=64 MICRO=64
+  compare fp16 0 "${GPT2[@]}" PREC=fp16
+fi
 grep -h "^attention:\|^cuda graphs:\|^update:" "$OUT"/compare_*.log 2>/dev/null | sort -u | tee -a "$OUT/summary.txt"
 "$PY" - "$OUT" "$gpu" <<'PY' | tee -a "$OUT/summary.txt"
 import json, re, sys
 out, gpu = sys.argv[1], sys.argv[2]
 rows = ["model\tgpu\tprecision\tbatch\tvariant\teager_tok_s\tcompile_tok_s\tslm_tok_s\tslm_peak_gib\teager_peak_gib"]
-for name, model, batch in (("auto", "gpt2", "32x1024"), ("default", "gpt2", "32x1024"), ("graphs", "gpt2", "32x1024"),
-                           ("aten", "gpt2", "32x1024"),
-                           ("tiny", "tiny", "16x256"), ("tiny_graphs", "tiny", "16x256")):
+for name, model, batch, prec in (("auto", "gpt2", "32x1024", "bf16"), ("default", "gpt2", "32x1024", "bf16"),
+                                 ("graphs", "gpt2", "32x1024", "bf16"), ("aten", "gpt2", "32x1024", "bf16"),
+                                 ("tiny", "tiny", "16x256", "bf16"), ("tiny_graphs", "tiny", "16x256", "bf16"),
+                                 ("medium", "gpt2-medium", "32x1024", "bf16"), ("batch64", "gpt2", "64x1024", "bf16"),
+                                 ("fp16", "gpt2", "32x1024", "fp16")):
     try:
         text = open(f"{out}/compare_{name}.log").read()
     except OSError:
         continue
     m = re.search(r"eager (\d+) tok/s(?:, torch.compile (\d+) tok/s)?.* (\d+) tok/s \(MFU [^)]*\), peak GPU ([\d.]+) GiB \(eager ([\d.-]+) GiB\)", text)
     if m:
-        rows.append("\t".join([model, gpu, "bf16", batch, name] + [g or "" for g in m.groups()]))
+        rows.append("\t".join([model, gpu, prec, batch, name] + [g or "" for g in m.groups()]))
 open(f"{out}/current.tsv", "w").write("\n".join(rows) + "\n")
 print("\n".join(rows))
 # CUDA graphs replay the same kernels: the same losses as the eager run of the same shape (bf16).
