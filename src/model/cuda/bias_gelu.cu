@@ -23,7 +23,7 @@ __device__ __forceinline__ float gelu_grad(float x) {  // d gelu / dx
 // A thread's rows in a row group are group, group + groups, ...: taken kRowsInFlight at a time,
 // all of their loads issued before the first store (__restrict__: nothing to wait on), so that a
 // thread has several loads in flight rather than one.
-constexpr int kRowsInFlight = 4;
+constexpr int kRowsInFlight = 8;
 
 // Block (tile, group), as the backward's: the thread's column over the rows of its row group (the
 // bias read once, no index division per element).

@@ -47,7 +47,7 @@ __device__ __forceinline__ void add_to(MaxSum& mine, float x) {
 
 // A thread's elements are i, i + kThreads, ... (one block per row), taken kInFlight at a time with
 // all their loads issued first: several loads in flight per thread rather than one.
-constexpr int kInFlight = 4;
+constexpr int kInFlight = 8;
 
 template <typename T>
 __global__ void __launch_bounds__(kThreads) xent_rows_kernel(T* logits, float* loss, const int64_t* targets,
