@@ -98,7 +98,7 @@ __global__ void __launch_bounds__(kWarps * 32) backward_kernel(const TY* __restr
 template <typename TS, typename TD, typename TY>
 int forward_typed(const AddLayerNorm& a, void* stream) {
   const auto blocks = static_cast<unsigned>((a.rows + kWarps - 1) / kWarps);
-  forward_kernel<TS, TD, TY><<<blocks, kWarps * 32, 0, static_cast<cudaStream_t>(stream)>>>(
+  SLM_LAUNCH(blocks, kWarps * 32, static_cast<cudaStream_t>(stream), forward_kernel<TS, TD, TY>)(
       static_cast<const TS*>(a.r), static_cast<const TD*>(a.d), static_cast<TS*>(a.s), static_cast<TY*>(a.y), a.w, a.b,
       a.mean, a.rstd, a.rows, a.C, a.eps);
   return static_cast<int>(cudaGetLastError());
@@ -107,7 +107,7 @@ int forward_typed(const AddLayerNorm& a, void* stream) {
 template <typename TS, typename TY, int K>
 int backward_typed(const AddLayerNormGrad& g, void* stream) {
   const auto s = static_cast<cudaStream_t>(stream);
-  backward_kernel<TS, TY, K><<<static_cast<unsigned>(g.warps / kWarps), kWarps * 32, 0, s>>>(
+  SLM_LAUNCH(static_cast<unsigned>(g.warps / kWarps), kWarps * 32, s, backward_kernel<TS, TY, K>)(
       static_cast<const TY*>(g.gy), static_cast<const TS*>(g.gs), static_cast<const TS*>(g.s), g.mean, g.rstd, g.w,
       static_cast<TS*>(g.gx), g.partial, g.rows, g.C);
   if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return static_cast<int>(e);

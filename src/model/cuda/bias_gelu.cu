@@ -84,7 +84,7 @@ __global__ void __launch_bounds__(kThreads) backward_kernel(const T* __restrict_
 template <typename T>
 int forward_typed(const BiasGelu& a, void* stream) {
   const dim3 grid(static_cast<unsigned>((a.N + kThreads - 1) / kThreads), static_cast<unsigned>(a.groups));
-  forward_kernel<T><<<grid, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(static_cast<const T*>(a.x), a.b,
+  SLM_LAUNCH(grid, kThreads, static_cast<cudaStream_t>(stream), forward_kernel<T>)(static_cast<const T*>(a.x), a.b,
                                                                               static_cast<T*>(a.y), a.rows, a.N);
   return static_cast<int>(cudaGetLastError());
 }
@@ -93,7 +93,7 @@ template <typename T>
 int backward_typed(const BiasGeluGrad& g, void* stream) {
   const auto s = static_cast<cudaStream_t>(stream);
   const dim3 grid(static_cast<unsigned>((g.N + kThreads - 1) / kThreads), static_cast<unsigned>(g.groups));
-  backward_kernel<T><<<grid, kThreads, 0, s>>>(static_cast<const T*>(g.gy), static_cast<const T*>(g.x), g.b,
+  SLM_LAUNCH(grid, kThreads, s, backward_kernel<T>)(static_cast<const T*>(g.gy), static_cast<const T*>(g.x), g.b,
                                                static_cast<T*>(g.gx), g.partial, g.rows, g.N);
   if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return static_cast<int>(e);
   return column_sums(g.partial, g.groups, g.N, g.db, s);

@@ -4,11 +4,19 @@
 // sums meet (nesting it instantiates a kernel
 // for each combination of its tensors' types).
 #pragma once
+#ifndef SLM_CUDA_ON_CPU  // tests/model/cuda/cuda_on_cpu.h stands in for CUDA there
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
+#endif
 
 #include "model/cuda/kernels.h"
+
+// SLM_LAUNCH(grid, block, stream, kernel)(arguments) is kernel<<<grid, block, 0, stream>>>(arguments);
+// tests/model/cuda/cuda_on_cpu.h gives it a form that runs the kernel on the CPU.
+#ifndef SLM_LAUNCH
+#define SLM_LAUNCH(grid, block, stream, ...) __VA_ARGS__<<<grid, block, 0, stream>>>
+#endif
 
 namespace slm::model::cuda {
 
@@ -47,7 +55,7 @@ static __global__ void __launch_bounds__(kColumnSumThreads* kColumnSumThreads)
 }
 inline int column_sums(const float* m, int64_t rows, int64_t cols, float* out, cudaStream_t stream) {
   const auto blocks = static_cast<unsigned>((cols + kColumnSumThreads - 1) / kColumnSumThreads);
-  column_sums_kernel<<<blocks, dim3(kColumnSumThreads, kColumnSumThreads), 0, stream>>>(m, rows, cols, out);
+  SLM_LAUNCH(blocks, dim3(kColumnSumThreads, kColumnSumThreads), stream, column_sums_kernel)(m, rows, cols, out);
   return static_cast<int>(cudaGetLastError());
 }
 

@@ -92,7 +92,7 @@ template <typename T>
 int launch(void* logits, float* loss, const int64_t* targets, int64_t rows, int64_t width, int64_t V, bool grad,
            void* stream) {
   if (rows == 0) return 0;
-  xent_rows_kernel<T><<<static_cast<unsigned>(rows), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+  SLM_LAUNCH(static_cast<unsigned>(rows), kThreads, static_cast<cudaStream_t>(stream), xent_rows_kernel<T>)(
       static_cast<T*>(logits), loss, targets, width, V, grad);
   return static_cast<int>(cudaGetLastError());
 }
