@@ -4,7 +4,8 @@
 #  1. builds slm against this machine's PyTorch with the CUDA kernels (build-gpu/, 16 jobs);
 #  2. their tests against the ATen compositions they replace (slm_torch_tests Cuda*: the softmax
 #     cross-entropy, the residual add + LayerNorm, bias + GELU; the fused head's; the update on the
-#     device; the model's; the chooser's and the graphs' host logic run in CI too);
+#     device; the model's; the batches' copies on a side stream; the chooser's and the graphs' host
+#     logic run in CI too);
 #  3. gpt2 (124M), bf16, batch 32 x 1024 in one micro-batch: eager PyTorch, torch.compile and slm
 #     (system.attention = auto: the measured fastest kernel; ATTENTION_DEFAULT=1 adds a run with
 #     LibTorch's own choice) side by side (bench/compare/train_compare.sh) with each one's peak GPU
@@ -48,7 +49,7 @@ fi
 
 if on 2; then
 say "2. kernel tests against ATen"
-"$TESTS_BIN" --gtest_filter='Cuda*:FusedHead*:XentRows*:DeviceUpdate.*:GPT2.*' > "$OUT/tests.log" 2>&1
+"$TESTS_BIN" --gtest_filter='Cuda*:FusedHead*:XentRows*:DeviceUpdate.*:GPT2.*:BatchTensor.*' > "$OUT/tests.log" 2>&1
 grep -E "tests? from .* ran|^\[  (PASSED|FAILED) |^\[  SKIPPED \] [0-9]" "$OUT/tests.log" | tee -a "$OUT/summary.txt"
 fi
 on 3 || on 4 || on 5 || exit 0

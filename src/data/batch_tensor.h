@@ -14,8 +14,9 @@ namespace slm::data {
 // .to(device) to move them. Returns {inputs, targets}.
 std::pair<at::Tensor, at::Tensor> batch_tensors(Batch& b);
 // The same as tensors on `device` ("cpu" | "cuda") that own their memory (`b` may go). On CUDA the
-// batch is staged in pinned host memory and copied without blocking the host: the copy is queued
-// behind the work already queued, and the host goes on to queue the step's kernels.
+// batch is staged in pinned host memory and copied without blocking the host, on a side stream
+// (in a CUDA build): the copy runs while the work already queued runs, and what the host queues
+// next on the current stream waits for it.
 std::pair<at::Tensor, at::Tensor> batch_on(Batch& b, const std::string& device);
 
 }  // namespace slm::data
