@@ -31,9 +31,9 @@ struct AddLayerNormFn : torch::autograd::Function<AddLayerNormFn> {
     const auto saved = ctx->get_saved_variables();
     const at::Tensor& gs = grads[0];
     at::Tensor gy = grads[1].defined() ? grads[1] : at::zeros_like(saved[0]);
-    std::vector<at::Tensor> g = cuda::add_layer_norm_backward(gy, gs, saved[0], saved[1], saved[2], saved[3]);
     const auto d_type = static_cast<at::ScalarType>(ctx->saved_data["d_type"].toInt());
-    return {g[0], g[0].to(d_type), g[1], g[2], at::Tensor()};
+    std::vector<at::Tensor> g = cuda::add_layer_norm_backward(gy, gs, saved[0], saved[1], saved[2], saved[3], d_type);
+    return {g[0], g[3], g[1], g[2], at::Tensor()};
   }
 };
 #endif

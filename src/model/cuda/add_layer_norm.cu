@@ -46,7 +46,8 @@ __global__ void __launch_bounds__(kWarps * 32) forward_kernel(const TS* __restri
 }
 
 // Input gradient, one warp per row: with g = gy * w and xhat = (s - mean) * rstd,
-// gx = rstd * (g - mean(g) - xhat * mean(g * xhat)) + gs. Each lane also adds its columns' gy * xhat
+// gx = rstd * (g - mean(g) - xhat * mean(g * xhat)) + gs (and gd = gx in y's dtype, where asked).
+// Each lane also adds its columns' gy * xhat
 // and gy over the warp's rows (a fixed order: no atomics) in registers: its columns are lane + 32 j,
 // j < K (C <= 32 K; K a compile-time bucket, so the loops unroll and dw, db stay in registers),
 // written once to the warp's partial row at the end.
@@ -55,7 +56,8 @@ __global__ void __launch_bounds__(kWarps * 32) backward_kernel(const TY* __restr
                                                                const TS* __restrict__ s, const float* __restrict__ mean,
                                                                const float* __restrict__ rstd,
                                                                const float* __restrict__ w, TS* __restrict__ gx,
-                                                               float* __restrict__ partial, int64_t rows, int64_t C) {
+                                                               TY* __restrict__ gd, float* __restrict__ partial,
+                                                               int64_t rows, int64_t C) {
   const int lane = threadIdx.x % 32;
   const int64_t warp = static_cast<int64_t>(blockIdx.x) * kWarps + threadIdx.x / 32;
   const int64_t warps = static_cast<int64_t>(gridDim.x) * kWarps;
@@ -84,7 +86,9 @@ __global__ void __launch_bounds__(kWarps * 32) backward_kernel(const TY* __restr
       const float xhat = (to_float(s[off + c]) - mu) * inv;
       const float g = to_float(gy[off + c]) * w[c];
       const float residual = gs ? to_float(gs[off + c]) : 0.0f;
-      gx[off + c] = from_float<TS>(inv * (g - mean_g - xhat * mean_gx) + residual);
+      const TS v = from_float<TS>(inv * (g - mean_g - xhat * mean_gx) + residual);
+      gx[off + c] = v;
+      if (gd) gd[off + c] = from_float<TY>(to_float(v));  // as gx.to(y's dtype) rounds it
     }
   }
   float* const out = partial + warp * 2 * C;  // the warp's row: its dw, then its db
@@ -109,7 +113,7 @@ int backward_typed(const AddLayerNormGrad& g, void* stream) {
   const auto s = static_cast<cudaStream_t>(stream);
   SLM_LAUNCH(static_cast<unsigned>(g.warps / kWarps), kWarps * 32, s, backward_kernel<TS, TY, K>)(
       static_cast<const TY*>(g.gy), static_cast<const TS*>(g.gs), static_cast<const TS*>(g.s), g.mean, g.rstd, g.w,
-      static_cast<TS*>(g.gx), g.partial, g.rows, g.C);
+      static_cast<TS*>(g.gx), static_cast<TY*>(g.gd), g.partial, g.rows, g.C);
   if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return static_cast<int>(e);
   return column_sums(g.partial, g.warps, 2 * g.C, g.dwdb, s);  // a warp's row: its dw, then its db
 }

@@ -37,8 +37,9 @@ struct AddLayerNorm {
 int add_layer_norm_forward(const AddLayerNorm& a, void* stream);
 
 // Its backward: gx = the gradient of s (so of r and of d) = LayerNorm's input gradient from gy
-// (y's dtype) plus gs (s's dtype; nullptr: 0), in s's dtype; dw and db (fp32) written to dwdb
-// (2 x C: dw, then db). `partial`: fp32 scratch of warps x 2 x C, where each of `warps` warps (a
+// (y's dtype) plus gs (s's dtype; nullptr: 0), in s's dtype; gd (nullptr: none) the same rounded
+// once more to y's dtype, for a d of that dtype (bf16 autocast's delta), in the same pass; dw and
+// db (fp32) written to dwdb (2 x C: dw, then db). `partial`: fp32 scratch of warps x 2 x C, where each of `warps` warps (a
 // multiple of kAddLayerNormWarpsPerBlock) sums its rows' share in registers before the columns are
 // added up in a fixed order: no atomics, the same bits every run. Rows of 1 to kAddLayerNormMaxC.
 constexpr int kAddLayerNormWarpsPerBlock = 8;
@@ -50,6 +51,7 @@ struct AddLayerNormGrad {
   DType s_type = DType::kFloat, y_type = DType::kFloat;
   const float *mean = nullptr, *rstd = nullptr, *w = nullptr;
   void* gx = nullptr;
+  void* gd = nullptr;
   float *dwdb = nullptr, *partial = nullptr;  // dwdb: 2 x C, dw then db
   int64_t rows = 0, C = 0, warps = 0;
 };

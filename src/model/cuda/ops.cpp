@@ -72,7 +72,8 @@ std::vector<at::Tensor> add_layer_norm_forward(const at::Tensor& r, const at::Te
 }
 
 std::vector<at::Tensor> add_layer_norm_backward(const at::Tensor& gy_in, const at::Tensor& gs_in, const at::Tensor& s,
-                                                const at::Tensor& mean, const at::Tensor& rstd, const at::Tensor& w) {
+                                                const at::Tensor& mean, const at::Tensor& rstd, const at::Tensor& w,
+                                                at::ScalarType d_type) {
   const at::Tensor gy = gy_in.contiguous();
   const at::Tensor gs = gs_in.defined() ? gs_in.to(s.scalar_type()).contiguous() : at::Tensor();
   TORCH_CHECK(kernels_take(s) && kernels_take(gy) && gy.sizes() == s.sizes() && (!gs.defined() || gs.sizes() == s.sizes()),
@@ -85,15 +86,18 @@ std::vector<at::Tensor> add_layer_norm_backward(const at::Tensor& gy_in, const a
   const int64_t warps = std::max<int64_t>(1, std::min((rows + per - 1) / per, 2 * sms)) * per;
   at::Tensor gx = at::empty_like(s), partial = at::empty({warps, 2, C}, s.options().dtype(at::kFloat));
   at::Tensor dwdb = at::empty({2, C}, partial.options());
+  const bool gd_by_kernel = d_type != s.scalar_type() && d_type == gy.scalar_type();
+  at::Tensor gd = gd_by_kernel ? at::empty_like(gy) : at::Tensor();
   AddLayerNormGrad g;
   g.gy = gy.data_ptr(), g.gs = gs.defined() ? gs.data_ptr() : nullptr, g.s = s.data_ptr();
   g.s_type = dtype_of(s), g.y_type = dtype_of(gy);
   g.mean = mean.data_ptr<float>(), g.rstd = rstd.data_ptr<float>(), g.w = w.data_ptr<float>();
-  g.gx = gx.data_ptr(), g.dwdb = dwdb.data_ptr<float>(), g.partial = partial.data_ptr<float>();
+  g.gx = gx.data_ptr(), g.gd = gd_by_kernel ? gd.data_ptr() : nullptr;
+  g.dwdb = dwdb.data_ptr<float>(), g.partial = partial.data_ptr<float>();
   g.rows = rows, g.C = C, g.warps = warps;
   const int err = cuda::add_layer_norm_backward(g, stream_of(s));
   TORCH_CHECK(err == 0, "cuda::add_layer_norm_backward: CUDA error ", err);
-  return {gx, dwdb[0], dwdb[1]};
+  return {gx, dwdb[0], dwdb[1], gd_by_kernel ? gd : gx.to(d_type)};
 }
 
 at::Tensor bias_gelu_forward(const at::Tensor& x, const at::Tensor& b) {

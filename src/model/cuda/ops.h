@@ -18,9 +18,11 @@ at::Tensor xent_rows(at::Tensor& logits, const at::Tensor& targets, int64_t V, b
 // fp32 (C): returns {s (r's dtype), y (y_type), mean, rstd (rows, fp32)}.
 std::vector<at::Tensor> add_layer_norm_forward(const at::Tensor& r, const at::Tensor& d, const at::Tensor& w,
                                                const at::Tensor& b, double eps, at::ScalarType y_type);
-// Its backward: returns {gx (s's dtype and shape), dw, db}; gs may be undefined (0).
+// Its backward: returns {gx (s's dtype and shape), dw, db, gd (gx in d_type: written by the kernel
+// where d_type is gy's and not s's, else converted)}; gs may be undefined (0).
 std::vector<at::Tensor> add_layer_norm_backward(const at::Tensor& gy, const at::Tensor& gs, const at::Tensor& s,
-                                                const at::Tensor& mean, const at::Tensor& rstd, const at::Tensor& w);
+                                                const at::Tensor& mean, const at::Tensor& rstd, const at::Tensor& w,
+                                                at::ScalarType d_type);
 
 // bias_gelu_forward (kernels.h) on a contiguous CUDA tensor x (..., N) and a contiguous fp32 CUDA
 // vector b (N): gelu_tanh(x + b) in x's dtype.

@@ -55,15 +55,16 @@ TEST(CudaAddLayerNorm, MatchesAddThenLayerNorm) {
     for (bool with_gs : {false, true}) {
       const at::Tensor gy = torch::randn({c.rows, c.C}, opt).to(c.y);
       const at::Tensor gs = with_gs ? torch::randn({c.rows, c.C}, opt).to(c.r) : at::Tensor();
-      const std::vector<at::Tensor> g = cuda::add_layer_norm_backward(gy, gs, f[0], f[2], f[3], w);
+      const std::vector<at::Tensor> g = cuda::add_layer_norm_backward(gy, gs, f[0], f[2], f[3], w, c.d);
       at::Tensor obj = (y * gy.to(at::kDouble)).sum();
       if (with_gs) obj = obj + (s * gs.to(at::kDouble)).sum();
       const auto ref = torch::autograd::grad({obj}, {rd, dd, wd, bd}, {}, /*retain_graph=*/true);
       EXPECT_LT(test::rel_err(g[0], ref[0]), c.tol) << c.C << " gs " << with_gs;
       EXPECT_LT(test::rel_err(g[0], ref[1]), c.tol) << "d's gradient is r's";
+      EXPECT_TRUE(g[3].scalar_type() == c.d && at::equal(g[3], g[0].to(c.d))) << "d's, in d's dtype as .to() rounds it";
       EXPECT_LT(test::rel_err(g[1], ref[2]), c.tol) << c.C << " dw";
       EXPECT_LT(test::rel_err(g[2], ref[3]), c.tol) << c.C << " db";
-      const std::vector<at::Tensor> again = cuda::add_layer_norm_backward(gy, gs, f[0], f[2], f[3], w);
+      const std::vector<at::Tensor> again = cuda::add_layer_norm_backward(gy, gs, f[0], f[2], f[3], w, c.d);
       EXPECT_TRUE(at::equal(g[1], again[1]) && at::equal(g[2], again[2])) << "dw, db: the same bits every run";
     }
   }

@@ -3,7 +3,7 @@
 // cross-entropy (padded columns, a -inf logit, a target outside the vocabulary, rows longer than
 // a block's pass), the residual add + LayerNorm both ways (each register bucket and its edges,
 // several warps per block and rows per warp, with and without the residual's gradient, the mixed
-// dtypes of bf16 autocast) and bias + GELU both ways (row groups that do not divide the rows),
+// dtypes of bf16 autocast with the delta's gradient in bf16 from the same pass) and bias + GELU both ways (row groups that do not divide the rows),
 // in fp32, bf16 and fp16; and the launchers' refusals. This checks the kernels' indexing, barriers
 // and sums in every build; tests/model/cuda/*_cuda_test.cpp check them on a GPU against ATen, and
 // bench/gpu/gpu_kernels.sh measures them. First, that the stand-in keeps CUDA's barrier rules.
@@ -134,10 +134,13 @@ void check_add_layer_norm(int64_t rows, int64_t C, int64_t warps, bool with_gs) 
   const std::vector<TY> gy = random_values<TY>(rows * C, 1.0f, rng);
   const std::vector<TS> gs = random_values<TS>(rows * C, 1.0f, rng);
   std::vector<TS> gx(rows * C);
+  constexpr bool kWithGd = std::is_same_v<TD, TY> && !std::is_same_v<TD, TS>;  // d's gradient in its dtype
+  std::vector<TY> gd(rows * C, stored<TY>(-7.0f));
   std::vector<float> dwdb(2 * C, -1.0f), partial(warps * 2 * C, -1.0f);
   AddLayerNormGrad g;
   g.gy = gy.data(), g.gs = with_gs ? gs.data() : nullptr, g.s = s.data(), g.s_type = dtype<TS>(), g.y_type = dtype<TY>();
   g.mean = mean.data(), g.rstd = rstd.data(), g.w = w.data(), g.gx = gx.data(), g.dwdb = dwdb.data();
+  g.gd = kWithGd ? gd.data() : nullptr;
   g.partial = partial.data(), g.rows = rows, g.C = C, g.warps = warps;
   ASSERT_EQ(add_layer_norm_backward(g, nullptr), 0);
 
@@ -165,6 +168,9 @@ void check_add_layer_norm(int64_t rows, int64_t C, int64_t warps, bool with_gs) 
       const double xhat = (value(s[off + c]) - mu) * inv;
       const double want = inv * (value(gy[off + c]) * w[c] - mean_g - xhat * mean_gx) + (with_gs ? value(gs[off + c]) : 0.0);
       EXPECT_NEAR(value(gx[off + c]), want, 4 * tol * (1 + std::abs(want)) * std::max(1.0, inv)) << row << " " << c;
+      if (kWithGd) {
+        ASSERT_EQ(value(gd[off + c]), value(stored<TY>(value(gx[off + c])))) << "gd: gx rounded to d's dtype";
+      }
     }
   }
   for (int64_t c = 0; c < C; ++c) {
