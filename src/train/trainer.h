@@ -43,7 +43,7 @@ struct Trainer {
   std::string update_reason;      // why not, where system.device_update = "auto" would have (for the log)
   UpdateScalars scalars;          // the update's learning rate and number on the device (update_on_device)
   std::shared_ptr<StepGraph> graph;  // system.cuda_graphs = "on": the captured step (train/step_graph.h)
-  // The next step's batches, loaded (and their copies to the device queued) while this step's
+  // The next step's batches, loaded (and their copies to the device started) while this step's
   // kernels run, with the update on the device; `before`: where the loader stood before them.
   struct Prefetched {
     std::vector<std::vector<parallel::pipeline::MicroBatch>> batches;  // per inner step

@@ -116,8 +116,8 @@ inline bool release(Block& b, size_t begin, size_t end, Fiber::State s) {
 // Runs one block of `body` to its end; false where its threads wait at barriers none can leave.
 inline bool run_block(Block& b, const std::function<void()>& body) {
   const size_t n = size_t{block_dim.x} * block_dim.y * block_dim.z;
+  if (!b.stacks) b.stacks.reset(new char[n * kStackBytes]);  // once per launch: every block has n threads
   b.fibers.assign(n, Fiber{});
-  b.stacks.reset(new char[n * kStackBytes]);
   b.slots.assign(n, 0.0f);
   b.body = &body;
   for (size_t i = 0; i < n; ++i) {  // in place: a ucontext_t must not move after getcontext
