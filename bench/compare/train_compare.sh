@@ -9,6 +9,9 @@
 # "--set system.attention=default"). DEVICE=cuda compares on the GPU; the shape is
 # the tiny preset's unless L, C, H, T, B, MICRO are set (e.g. gpt2: L=12 C=768 H=12 T=1024).
 # SLM_METRICS=FILE keeps the last round's slm metrics.jsonl there (to compare the losses of variants).
+# PROFILE_DIR=DIR: each side also profiles 2 steps (slm: log.profile_steps, within its timed steps;
+# PyTorch: torch.profiler, after its timed steps), the traces in DIR/slm.json, eager.json and
+# compile.json, and `slm report` sums each up after the last round.
 # Both models have the padded vocabulary slm trains (a multiple of 128, as nanoGPT's 50304).
 set -euo pipefail
 SLM=$1 DATA=$2 PREC=${3:-fp32} STEPS=${4:-8} ROUNDS=${5:-2}
@@ -21,12 +24,14 @@ if grep -qw avx512f /proc/cpuinfo; then  # as slm does for itself (host/runtime.
 fi
 export GLIBC_TUNABLES=glibc.malloc.mmap_threshold=1073741824:glibc.malloc.trim_threshold=1073741824
 W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
+[ -z "${PROFILE_DIR:-}" ] || mkdir -p "$PROFILE_DIR"
 for r in $(seq "$ROUNDS"); do
   PY=${PY:-/usr/bin/python3}
-  py=$(PEAK_OUT="$W/eager_peak" "$PY" "$(dirname "$0")/train_reference.py" $L $C $H $T $V $B $MICRO "$STEPS" "$PREC" "$THREADS" eager)
+  prof() { [ -z "${PROFILE_DIR:-}" ] || echo "PROFILE=$PROFILE_DIR/$1.json"; }  # env for train_reference.py
+  py=$(env $(prof eager) PEAK_OUT="$W/eager_peak" "$PY" "$(dirname "$0")/train_reference.py" $L $C $H $T $V $B $MICRO "$STEPS" "$PREC" "$THREADS" eager)
   compiled=""
   if [ "${COMPILE:-0}" = 1 ]; then
-    c=$("$PY" "$(dirname "$0")/train_reference.py" $L $C $H $T $V $B $MICRO "$STEPS" "$PREC" "$THREADS" compile 2>/dev/null || echo 0)
+    c=$(env $(prof compile) "$PY" "$(dirname "$0")/train_reference.py" $L $C $H $T $V $B $MICRO "$STEPS" "$PREC" "$THREADS" compile 2>/dev/null || echo 0)
     compiled=", torch.compile $c tok/s"
   fi
   rm -rf "$W/run"
@@ -34,7 +39,8 @@ for r in $(seq "$ROUNDS"); do
     --set model.n_embd=$C --set model.n_head=$H --set model.block_size=$T --set batch.batch_size=$B \
     --set batch.micro_batch=$MICRO --set schedule.max_steps=$((STEPS + 2)) --set eval.every=0 \
     --set checkpoint.every=0 --set system.precision="$PREC" --set system.threads="$THREADS" --set system.device="$DEVICE" \
-    ${SLM_EXTRA:-} 2> "$W/slm.err" || { cat "$W/slm.err" >&2; exit 1; }
+    ${SLM_EXTRA:-} ${PROFILE_DIR:+--set log.profile_steps=2} 2> "$W/slm.err" || { cat "$W/slm.err" >&2; exit 1; }
+  [ -z "${PROFILE_DIR:-}" ] || cp "$W/run/profile/rank_0.json" "$PROFILE_DIR/slm.json"
   grep "^attention:\|^cuda graphs:\|^update:" "$W/slm.err" || true  # what slm chose on the GPU
   [ -z "${SLM_METRICS:-}" ] || cp "$W/run/metrics.jsonl" "$SLM_METRICS"
   slm=$(python3 -c "
@@ -53,3 +59,8 @@ gpu = max(x.get('gpu_peak_mem_bytes', 0) for x in r)
 print(f\"GPU {gpu / 2**30:.2f} GiB (eager $(cat "$W/eager_peak" 2>/dev/null || echo -) GiB)\" if gpu else f\"RSS {max(x['peak_mem_bytes'] for x in r) / 2**30:.2f} GiB\")")
   echo "round $r ($DEVICE $PREC, L=$L C=$C T=$T V=$V, batch $B micro $MICRO, $THREADS threads): pytorch $("$PY" -c 'import torch; print(torch.__version__)') eager $py tok/s$compiled, slm ($("$SLM" --version)) $slm tok/s (MFU $mfu), peak $peak, ratio to eager $(python3 -c "print(f'{$slm/$py:.2f}')")"
 done
+if [ -n "${PROFILE_DIR:-}" ]; then
+  for side in slm eager compile; do
+    [ ! -f "$PROFILE_DIR/$side.json" ] || { echo; "$SLM" report "$PROFILE_DIR/$side.json"; }
+  done
+fi

@@ -5,7 +5,9 @@
 # attention is scaled_dot_product_attention, as in slm's 2.x build. DEVICE=cuda runs it on the GPU
 # (bf16 autocast there, fused AdamW as nanoGPT and torchtitan use, timed after a synchronize;
 # PREC=fp16: fp16 autocast with GradScaler's dynamic loss scaling, as eager users run it).
-import math, os, statistics, sys, time
+# PROFILE=FILE: then PROFILE_STEPS (2) more steps under torch.profiler, its Chrome trace in FILE
+# (`slm report FILE` sums it up as it does slm's log.profile_steps).
+import json, math, os, statistics, sys, time
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -58,10 +60,8 @@ scaler = None
 if PREC == "fp16":
     scaler = torch.amp.GradScaler(DEVICE) if hasattr(torch.amp, "GradScaler") else torch.cuda.amp.GradScaler()
 sync = torch.cuda.synchronize if DEVICE == "cuda" else (lambda: None)
-rates = []
-WARM = 3 if MODE == "compile" else 2  # compilation happens in the first steps
-for step in range(STEPS + WARM):
-    sync(); t0 = time.time()
+
+def step():
     opt.zero_grad()
     for _ in range(B // MICRO):
         idx = torch.randint(V, (MICRO, T), device=DEVICE); tgt = torch.randint(V, (MICRO, T), device=DEVICE)
@@ -74,8 +74,25 @@ for step in range(STEPS + WARM):
         scaler.step(opt); scaler.update()
     else:
         opt.step()
+
+rates = []
+WARM = 3 if MODE == "compile" else 2  # compilation happens in the first steps
+for i in range(STEPS + WARM):
+    sync(); t0 = time.time()
+    step()
     sync()
-    if step >= WARM: rates.append(B * T / (time.time() - t0))
+    if i >= WARM: rates.append(B * T / (time.time() - t0))
 print(f"{statistics.median(rates):.0f}")
 if DEVICE == "cuda" and os.environ.get("PEAK_OUT"):  # the GPU's peak beside slm's gpu_peak_mem_bytes
     open(os.environ["PEAK_OUT"], "w").write(f"{torch.cuda.max_memory_allocated() / 2**30:.2f}\n")
+if os.environ.get("PROFILE"):  # PROFILE_STEPS more steps under torch.profiler, as slm's log.profile_steps
+    n = int(os.environ.get("PROFILE_STEPS", "2"))
+    acts = [torch.profiler.ProfilerActivity.CPU] + ([torch.profiler.ProfilerActivity.CUDA] if DEVICE == "cuda" else [])
+    sync()
+    with torch.profiler.profile(activities=acts) as prof:
+        for _ in range(n): step()
+        sync()
+    prof.export_chrome_trace(os.environ["PROFILE"])
+    trace = json.load(open(os.environ["PROFILE"]))  # what `slm report TRACE` reads for the step count
+    trace["slm_profile"] = {"source": f"PyTorch {MODE}", "steps": n}
+    json.dump(trace, open(os.environ["PROFILE"], "w"))

@@ -14,19 +14,21 @@ namespace slm::report {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-namespace {
-std::vector<std::pair<int, fs::path>> trace_files(const std::string& run_dir) {
-  std::vector<std::pair<int, fs::path>> out;
-  const fs::path dir = fs::path(run_dir) / "trace";
+std::vector<std::pair<int, std::string>> rank_files(const std::string& run_dir, const std::string& folder) {
+  std::vector<std::pair<int, std::string>> out;
+  const fs::path dir = fs::path(run_dir) / folder;
   if (!fs::is_directory(dir)) return out;
   for (const auto& e : fs::directory_iterator(dir)) {
     int rank = -1;
     if (e.path().extension() == ".json" && std::sscanf(e.path().filename().c_str(), "rank_%d.json", &rank) == 1)
-      out.emplace_back(rank, e.path());
+      out.emplace_back(rank, e.path().string());
   }
   std::sort(out.begin(), out.end());
   return out;
 }
+
+namespace {
+std::vector<std::pair<int, std::string>> trace_files(const std::string& run_dir) { return rank_files(run_dir, "trace"); }
 
 // "wait activations 3.1" -> "wait activations": the event's name without its micro-batch.
 std::string kind_of(const std::string& name) {

@@ -1,8 +1,10 @@
 // report/trace.h: the timelines of `log.trace_steps` (RUN/trace/rank_K.json, util/trace.h) merged
-// into one file and summed up per rank. Owns: RankTrace, read_traces, merge_traces, trace_table.
+// into one file and summed up per rank. Owns: RankTrace, read_traces, merge_traces, trace_table,
+// rank_files.
 #pragma once
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace slm::report {
@@ -17,6 +19,8 @@ struct RankTrace {
   std::map<std::string, double> waits;  // per kind of wait ("wait activations", "reduce gradients", ...)
 };
 
+// RUN/FOLDER/rank_K.json (a rank's file of log.trace_steps or log.profile_steps) as (K, path), by rank.
+std::vector<std::pair<int, std::string>> rank_files(const std::string& run_dir, const std::string& folder);
 // Every RUN/trace/rank_*.json, by rank (empty when the run traced nothing). UserError (one line)
 // for a file that is not a trace.
 std::vector<RankTrace> read_traces(const std::string& run_dir);

@@ -70,6 +70,7 @@ std::vector<Field> fields(Config& c) {
       {"eval", "batches", &c.eval.batches},
       {"log", "every", &c.log.every},
       {"log", "trace_steps", &c.log.trace_steps},
+      {"log", "profile_steps", &c.log.profile_steps},
       {"log", "tensorboard", &c.log.tensorboard},
       {"checkpoint", "every", &c.checkpoint.every},
       {"checkpoint", "every_minutes", &c.checkpoint.every_minutes},
@@ -303,7 +304,8 @@ void validate(const Config& c) {
   need(c.system.threads >= 0, "system: threads must be >= 0");
   model::attention_candidates(c.system.attention);  // a one-line UserError for an unknown kernel
   need(c.eval.every >= 0 && c.eval.batches >= 1, "eval: every must be >= 0 and batches >= 1");
-  need(c.log.every >= 1 && c.log.trace_steps >= 0, "log: every must be >= 1 and trace_steps >= 0");
+  need(c.log.every >= 1 && c.log.trace_steps >= 0 && c.log.profile_steps >= 0,
+       "log: every must be >= 1, trace_steps and profile_steps >= 0");
   need(c.checkpoint.every >= 0 && c.checkpoint.keep >= 1 && c.checkpoint.every_minutes >= 0,
        "checkpoint: every and every_minutes must be >= 0 and keep >= 1");
   need(!c.data.dir.empty(), "data: dir is not set (a dataset from `slm data prepare`)");

@@ -86,6 +86,9 @@ struct LogConfig {
   int64_t every = 10;  // plain progress line every N steps when stderr is not a terminal
   int64_t trace_steps = 0;  // > 0: each rank's timeline of this many steps after the session's first
                             // (run.dir/trace/rank_K.json, Chrome trace events; util/trace.h)
+  int64_t profile_steps = 0;  // > 0: LibTorch's profiler over this many steps after the session's first
+                              // three (run.dir/profile/rank_K.json: operators and GPU kernels, a Chrome
+                              // trace; train/profiler.h), summed up in the log and by `slm report`
   bool tensorboard = true;  // rank 0 also writes metrics.jsonl's curves as a TensorBoard event file in
                             // run.dir (report/tensorboard.h): `tensorboard --logdir runs/`
 };

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <utility>
@@ -20,10 +21,12 @@
 #include "host/machine.h"
 #include "host/runtime.h"
 #include "model/own_cuda_kernels.h"
+#include "report/profile.h"
 #include "train/agreement.h"
 #include "train/cadence.h"
 #include "train/checkpoint.h"
 #include "train/events.h"
+#include "train/profiler.h"
 #include "train/run_checkpoints.h"
 #include "train/run_log.h"
 #include "train/step_report.h"
@@ -195,16 +198,33 @@ struct BlockAgreement {
 
 }  // namespace
 
+// log.profile_steps: this rank's profile of steps w.first+1..w.second, in RUN/profile/rank_K.json;
+// rank 0 sums it up in the log.
+static void write_profile(const Trainer& t, const std::string& run, std::pair<int64_t, int64_t> w, RunLog& log) {
+  const int rank = t.world.world.rank;
+  const std::string source = fmt::format("slm rank {}, steps {}-{}", rank, w.first + 1, w.second);
+  const std::string text = stop_profiler(source, w.second - w.first);
+  const std::string path = fmt::format("{}/profile/rank_{}.json", run, rank);
+  fs::create_directories(run + "/profile");
+  write_file_atomic(path, text);
+  log.say(fmt::format("profile: {} ({}; `slm report {}`)",
+                      report::profile_line(report::summarize_profile(nlohmann::json::parse(text), path)), path, run));
+}
+
 // The training step, fenced: log.trace_steps records the steps after the session's first
-// (warm-up) and writes the trace after the last of them; returns the step as this rank measured it.
-static LocalStep traced_step(Trainer& t, const std::string& run, int64_t first, int64_t end) {
+// (warm-up) and writes the trace after the last of them; log.profile_steps profiles the steps of
+// profile_window (profiler.h). Returns the step as this rank measured it.
+static LocalStep traced_step(Trainer& t, const std::string& run, int64_t first, int64_t end, RunLog& log) {
   const int64_t traced_end = first + 1 + t.cfg.log.trace_steps;
+  const std::pair<int64_t, int64_t> profiled = profile_window(first, end, t.cfg.log.profile_steps);
+  if (profiled.second > 0 && t.step == profiled.first) start_profiler(t.device == "cuda");
   const ByteCounts bytes = byte_counts(t);
   trace::set_recording(t.step > first && t.step < traced_end);
   const StepStats s = train_step(t);
   trace::set_recording(false);
   if (t.cfg.log.trace_steps > 0 && (t.step == traced_end || (t.step < traced_end && t.step == end)))
     write_trace(t, run);
+  if (profiled.second > 0 && t.step == profiled.second) write_profile(t, run, profiled, log);
   const double now_unix = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   return {s, t.step, now_unix, sent_since(t, bytes)};
 }
@@ -241,7 +261,7 @@ int run_training(const Config& cfg_in, bool resume, int64_t stop_at) {
     const int64_t step_before = t->step;
     Due due;
     try {
-      LocalStep step = traced_step(*t, run, first, end);
+      LocalStep step = traced_step(*t, run, first, end, log);
       due = due_after(t->step, end, cfg.schedule.max_steps, cfg.eval.every, cfg.checkpoint.every);
       agreement.add(std::move(step), due.eval || due.save || due.last);
       if (report.diverged >= kDivergedSteps)

@@ -1,6 +1,6 @@
 // train/loop.h: a whole training run around train_step: the "once in a while" work.
 // Owns: run_training: set up (setup.cpp) or resume, then the step loop, read top to bottom in
-// loop.cpp: the training step (fenced by the trace), the steps' agreement in blocks (every rank
+// loop.cpp: the training step (fenced by the trace and the profiler), the steps' agreement in blocks (every rank
 // learns the global loss, a stop request and the metrics in one small all-reduce that travels
 // while the next block trains, agreement.h), what is due after the step (cadence.h: validation,
 // a checkpoint), and the named parts that do it: the step's report (step_report.h), checkpoints

@@ -4,6 +4,7 @@
 //   attention: 2.0 added scaled_dot_product_attention (flash / memory-efficient kernels).
 //   autograd nodes: held by std::shared_ptr in 1.13, by c10::intrusive_ptr in 2.x.
 //   fused AdamW: at::_fused_adamw_ (2.0 on CUDA, 2.4 on CPU too): one kernel for a whole update.
+//   profiler events: KinetoEvent's times in microseconds (startUs, 1.13) or nanoseconds (startNs, 2.x).
 //   logging: Debian's 1.13 logs through glog (GLOG_minloglevel quiets it); PyPI's 2.x through c10's
 //   own logger, which a C++ program quiets by its flag (TORCH_CPP_LOG_LEVEL is read by Python only).
 #pragma once
@@ -14,6 +15,8 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <torch/csrc/autograd/variable.h>
 #include <torch/version.h>
 
@@ -80,6 +83,19 @@ inline void fused_adamw(at::TensorList p, at::TensorList g, at::TensorList m, at
   (void)p, (void)g, (void)m, (void)v, (void)step, (void)lr, (void)beta1, (void)beta2, (void)wd, (void)eps, (void)found_inf;
   throw std::logic_error("fused_adamw: LibTorch " TORCH_VERSION " has no fused AdamW");
 #endif
+}
+
+// A profiler event's start and duration in microseconds (event_span_us).
+template <typename Event, typename = void>
+struct TimedInNs : std::false_type {};
+template <typename Event>
+struct TimedInNs<Event, std::void_t<decltype(std::declval<const Event&>().startNs())>> : std::true_type {};
+template <typename Event>
+std::pair<double, double> event_span_us(const Event& e) {
+  if constexpr (TimedInNs<Event>::value)
+    return {static_cast<double>(e.startNs()) / 1e3, static_cast<double>(e.durationNs()) / 1e3};
+  else
+    return {static_cast<double>(e.startUs()), static_cast<double>(e.durationUs())};
 }
 
 // c10d logs its own (multi-line) copy of errors slm reports in one line: keep only fatal ones,

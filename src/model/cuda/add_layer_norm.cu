@@ -15,11 +15,10 @@ constexpr int kWarps = kAddLayerNormWarpsPerBlock;  // rows in flight per block:
 // (from cache): the sum and its mean, the centred variance (two-pass: no cancellation), the output.
 // Unrolled by four, so that a lane has several loads in flight (__restrict__: no aliasing to wait on).
 template <typename TS, typename TD, typename TY>
-__global__ void __launch_bounds__(kWarps * 32) forward_kernel(const TS* __restrict__ r, const TD* __restrict__ d,
-                                                              TS* __restrict__ s, TY* __restrict__ y,
-                                                              const float* __restrict__ w, const float* __restrict__ b,
-                                                              float* __restrict__ mean, float* __restrict__ rstd,
-                                                              int64_t rows, int64_t C, float eps) {
+__global__ void __launch_bounds__(kWarps * 32)
+add_layer_norm_forward_kernel(const TS* __restrict__ r, const TD* __restrict__ d, TS* __restrict__ s,
+                              TY* __restrict__ y, const float* __restrict__ w, const float* __restrict__ b,
+                              float* __restrict__ mean, float* __restrict__ rstd, int64_t rows, int64_t C, float eps) {
   const int lane = threadIdx.x % 32;
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarps + threadIdx.x / 32;
   if (row >= rows) return;
@@ -52,12 +51,11 @@ __global__ void __launch_bounds__(kWarps * 32) forward_kernel(const TS* __restri
 // j < K (C <= 32 K; K a compile-time bucket, so the loops unroll and dw, db stay in registers),
 // written once to the warp's partial row at the end.
 template <typename TS, typename TY, int K>
-__global__ void __launch_bounds__(kWarps * 32) backward_kernel(const TY* __restrict__ gy, const TS* __restrict__ gs,
-                                                               const TS* __restrict__ s, const float* __restrict__ mean,
-                                                               const float* __restrict__ rstd,
-                                                               const float* __restrict__ w, TS* __restrict__ gx,
-                                                               TY* __restrict__ gd, float* __restrict__ partial,
-                                                               int64_t rows, int64_t C) {
+__global__ void __launch_bounds__(kWarps * 32)
+add_layer_norm_backward_kernel(const TY* __restrict__ gy, const TS* __restrict__ gs, const TS* __restrict__ s,
+                               const float* __restrict__ mean, const float* __restrict__ rstd,
+                               const float* __restrict__ w, TS* __restrict__ gx, TY* __restrict__ gd,
+                               float* __restrict__ partial, int64_t rows, int64_t C) {
   const int lane = threadIdx.x % 32;
   const int64_t warp = static_cast<int64_t>(blockIdx.x) * kWarps + threadIdx.x / 32;
   const int64_t warps = static_cast<int64_t>(gridDim.x) * kWarps;
@@ -102,7 +100,7 @@ __global__ void __launch_bounds__(kWarps * 32) backward_kernel(const TY* __restr
 template <typename TS, typename TD, typename TY>
 int forward_typed(const AddLayerNorm& a, void* stream) {
   const auto blocks = static_cast<unsigned>((a.rows + kWarps - 1) / kWarps);
-  SLM_LAUNCH(blocks, kWarps * 32, static_cast<cudaStream_t>(stream), forward_kernel<TS, TD, TY>)(
+  SLM_LAUNCH(blocks, kWarps * 32, static_cast<cudaStream_t>(stream), add_layer_norm_forward_kernel<TS, TD, TY>)(
       static_cast<const TS*>(a.r), static_cast<const TD*>(a.d), static_cast<TS*>(a.s), static_cast<TY*>(a.y), a.w, a.b,
       a.mean, a.rstd, a.rows, a.C, a.eps);
   return static_cast<int>(cudaGetLastError());
@@ -111,7 +109,7 @@ int forward_typed(const AddLayerNorm& a, void* stream) {
 template <typename TS, typename TY, int K>
 int backward_typed(const AddLayerNormGrad& g, void* stream) {
   const auto s = static_cast<cudaStream_t>(stream);
-  SLM_LAUNCH(static_cast<unsigned>(g.warps / kWarps), kWarps * 32, s, backward_kernel<TS, TY, K>)(
+  SLM_LAUNCH(static_cast<unsigned>(g.warps / kWarps), kWarps * 32, s, add_layer_norm_backward_kernel<TS, TY, K>)(
       static_cast<const TY*>(g.gy), static_cast<const TS*>(g.gs), static_cast<const TS*>(g.s), g.mean, g.rstd, g.w,
       static_cast<TS*>(g.gx), static_cast<TY*>(g.gd), g.partial, g.rows, g.C);
   if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return static_cast<int>(e);

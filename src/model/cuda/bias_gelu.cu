@@ -28,8 +28,9 @@ constexpr int kRowsInFlight = 8;
 // Block (tile, group), as the backward's: the thread's column over the rows of its row group (the
 // bias read once, no index division per element).
 template <typename T>
-__global__ void __launch_bounds__(kThreads) forward_kernel(const T* __restrict__ x, const float* __restrict__ b,
-                                                           T* __restrict__ y, int64_t rows, int64_t N) {
+__global__ void __launch_bounds__(kThreads)
+bias_gelu_forward_kernel(const T* __restrict__ x, const float* __restrict__ b, T* __restrict__ y, int64_t rows,
+                         int64_t N) {
   const int64_t col = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
   const int64_t groups = gridDim.y;
   if (col >= N) return;
@@ -53,9 +54,9 @@ __global__ void __launch_bounds__(kThreads) forward_kernel(const T* __restrict__
 // group `group` (rows group, group + groups, ...); the thread's sum of its column's gx (in row
 // order) goes to partial[group][column].
 template <typename T>
-__global__ void __launch_bounds__(kThreads) backward_kernel(const T* __restrict__ gy, const T* __restrict__ x,
-                                                            const float* __restrict__ b, T* __restrict__ gx,
-                                                            float* __restrict__ partial, int64_t rows, int64_t N) {
+__global__ void __launch_bounds__(kThreads)
+bias_gelu_backward_kernel(const T* __restrict__ gy, const T* __restrict__ x, const float* __restrict__ b,
+                          T* __restrict__ gx, float* __restrict__ partial, int64_t rows, int64_t N) {
   const int64_t col = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
   const int64_t group = blockIdx.y, groups = gridDim.y;
   if (col >= N) return;
@@ -84,8 +85,8 @@ __global__ void __launch_bounds__(kThreads) backward_kernel(const T* __restrict_
 template <typename T>
 int forward_typed(const BiasGelu& a, void* stream) {
   const dim3 grid(static_cast<unsigned>((a.N + kThreads - 1) / kThreads), static_cast<unsigned>(a.groups));
-  SLM_LAUNCH(grid, kThreads, static_cast<cudaStream_t>(stream), forward_kernel<T>)(static_cast<const T*>(a.x), a.b,
-                                                                              static_cast<T*>(a.y), a.rows, a.N);
+  SLM_LAUNCH(grid, kThreads, static_cast<cudaStream_t>(stream), bias_gelu_forward_kernel<T>)(
+      static_cast<const T*>(a.x), a.b, static_cast<T*>(a.y), a.rows, a.N);
   return static_cast<int>(cudaGetLastError());
 }
 
@@ -93,8 +94,8 @@ template <typename T>
 int backward_typed(const BiasGeluGrad& g, void* stream) {
   const auto s = static_cast<cudaStream_t>(stream);
   const dim3 grid(static_cast<unsigned>((g.N + kThreads - 1) / kThreads), static_cast<unsigned>(g.groups));
-  SLM_LAUNCH(grid, kThreads, s, backward_kernel<T>)(static_cast<const T*>(g.gy), static_cast<const T*>(g.x), g.b,
-                                               static_cast<T*>(g.gx), g.partial, g.rows, g.N);
+  SLM_LAUNCH(grid, kThreads, s, bias_gelu_backward_kernel<T>)(static_cast<const T*>(g.gy), static_cast<const T*>(g.x),
+                                                              g.b, static_cast<T*>(g.gx), g.partial, g.rows, g.N);
   if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return static_cast<int>(e);
   return column_sums(g.partial, g.groups, g.N, g.db, s);
 }
