@@ -9,9 +9,9 @@
 # "--set system.attention=default"). DEVICE=cuda compares on the GPU; the shape is
 # the tiny preset's unless L, C, H, T, B, MICRO are set (e.g. gpt2: L=12 C=768 H=12 T=1024).
 # SLM_METRICS=FILE keeps the last round's slm metrics.jsonl there (to compare the losses of variants).
-# PROFILE_DIR=DIR: each side also profiles 2 steps (slm: log.profile_steps, within its timed steps;
-# PyTorch: torch.profiler, after its timed steps), the traces in DIR/slm.json, eager.json and
-# compile.json, and `slm report` sums each up after the last round.
+# PROFILE_DIR=DIR: each side also profiles 2 steps (slm: log.profile_steps, steps 4-5, 2 steps more
+# and those two left out of its median; PyTorch: torch.profiler, after its timed steps), the traces
+# in DIR/slm.json, eager.json and compile.json, and `slm report` sums each up after the last round.
 # Both models have the padded vocabulary slm trains (a multiple of 128, as nanoGPT's 50304).
 set -euo pipefail
 SLM=$1 DATA=$2 PREC=${3:-fp32} STEPS=${4:-8} ROUNDS=${5:-2}
@@ -24,7 +24,8 @@ if grep -qw avx512f /proc/cpuinfo; then  # as slm does for itself (host/runtime.
 fi
 export GLIBC_TUNABLES=glibc.malloc.mmap_threshold=1073741824:glibc.malloc.trim_threshold=1073741824
 W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
-[ -z "${PROFILE_DIR:-}" ] || mkdir -p "$PROFILE_DIR"
+profiled=0  # slm's profiled steps, left out of its median
+[ -z "${PROFILE_DIR:-}" ] || { mkdir -p "$PROFILE_DIR"; profiled=2; }
 for r in $(seq "$ROUNDS"); do
   PY=${PY:-/usr/bin/python3}
   prof() { [ -z "${PROFILE_DIR:-}" ] || echo "PROFILE=$PROFILE_DIR/$1.json"; }  # env for train_reference.py
@@ -37,7 +38,7 @@ for r in $(seq "$ROUNDS"); do
   rm -rf "$W/run"
   "$SLM" train -c /dev/null --set data.dir="$DATA" --set run.dir="$W/run" --set model.n_layer=$L \
     --set model.n_embd=$C --set model.n_head=$H --set model.block_size=$T --set batch.batch_size=$B \
-    --set batch.micro_batch=$MICRO --set schedule.max_steps=$((STEPS + 2)) --set eval.every=0 \
+    --set batch.micro_batch=$MICRO --set schedule.max_steps=$((STEPS + 2 + profiled)) --set eval.every=0 \
     --set checkpoint.every=0 --set system.precision="$PREC" --set system.threads="$THREADS" --set system.device="$DEVICE" \
     ${SLM_EXTRA:-} ${PROFILE_DIR:+--set log.profile_steps=2} 2> "$W/slm.err" || { cat "$W/slm.err" >&2; exit 1; }
   [ -z "${PROFILE_DIR:-}" ] || cp "$W/run/profile/rank_0.json" "$PROFILE_DIR/slm.json"
@@ -45,11 +46,13 @@ for r in $(seq "$ROUNDS"); do
   [ -z "${SLM_METRICS:-}" ] || cp "$W/run/metrics.jsonl" "$SLM_METRICS"
   slm=$(python3 -c "
 import json, statistics
-r = [json.loads(l) for l in open('$W/run/metrics.jsonl') if 'tokens_per_s' in l][2:]
+r = [x for x in (json.loads(l) for l in open('$W/run/metrics.jsonl') if 'tokens_per_s' in l) if x['step'] > 2]
+r = [x for x in r if '${PROFILE_DIR:-}' == '' or x['step'] not in (4, 5)]  # the profiled steps
 print(f\"{statistics.median(x['tokens_per_s'] for x in r):.0f}\")")
   mfu=$(python3 -c "
 import json, statistics
-r = [json.loads(l) for l in open('$W/run/metrics.jsonl') if 'mfu' in l][2:]
+r = [x for x in (json.loads(l) for l in open('$W/run/metrics.jsonl') if 'mfu' in l) if x['step'] > 2]
+r = [x for x in r if '${PROFILE_DIR:-}' == '' or x['step'] not in (4, 5)]
 print(f\"{100 * statistics.median(x['mfu'] for x in r):.1f}%\")")
   # Peak memory: on a GPU slm's and eager PyTorch's device peaks (max_memory_allocated), else slm's RSS.
   peak=$(python3 -c "

@@ -8,6 +8,7 @@
 # PROFILE=FILE: then PROFILE_STEPS (2) more steps under torch.profiler, its Chrome trace in FILE
 # (`slm report FILE` sums it up as it does slm's log.profile_steps).
 import json, math, os, statistics, sys, time
+os.environ.setdefault("KINETO_LOG_LEVEL", "6")  # the profiler's stage lines, as slm quiets them
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
