@@ -11,7 +11,8 @@
 # SLM_METRICS=FILE keeps the last round's slm metrics.jsonl there (to compare the losses of variants).
 # PROFILE_DIR=DIR: each side also profiles 2 steps (slm: log.profile_steps, steps 4-5, 2 steps more
 # and those two left out of its median; PyTorch: torch.profiler, after its timed steps), the traces
-# in DIR/slm.json, eager.json and compile.json, and `slm report` sums each up after the last round.
+# in DIR/slm.json, eager.json and compile.json, and `slm report` sets them side by side after the
+# last round.
 # Both models have the padded vocabulary slm trains (a multiple of 128, as nanoGPT's 50304).
 set -euo pipefail
 SLM=$1 DATA=$2 PREC=${3:-fp32} STEPS=${4:-8} ROUNDS=${5:-2}
@@ -62,8 +63,6 @@ gpu = max(x.get('gpu_peak_mem_bytes', 0) for x in r)
 print(f\"GPU {gpu / 2**30:.2f} GiB (eager $(cat "$W/eager_peak" 2>/dev/null || echo -) GiB)\" if gpu else f\"RSS {max(x['peak_mem_bytes'] for x in r) / 2**30:.2f} GiB\")")
   echo "round $r ($DEVICE $PREC, L=$L C=$C T=$T V=$V, batch $B micro $MICRO, $THREADS threads): pytorch $("$PY" -c 'import torch; print(torch.__version__)') eager $py tok/s$compiled, slm ($("$SLM" --version)) $slm tok/s (MFU $mfu), peak $peak, ratio to eager $(python3 -c "print(f'{$slm/$py:.2f}')")"
 done
-if [ -n "${PROFILE_DIR:-}" ]; then
-  for side in slm eager compile; do
-    [ ! -f "$PROFILE_DIR/$side.json" ] || { echo; "$SLM" report "$PROFILE_DIR/$side.json"; }
-  done
+if [ -n "${PROFILE_DIR:-}" ]; then  # side by side, then each one's table
+  echo; "$SLM" report "$PROFILE_DIR/slm.json" "$PROFILE_DIR/eager.json" $(ls "$PROFILE_DIR/compile.json" 2>/dev/null)
 fi

@@ -222,6 +222,40 @@ std::string profile_table(const ProfileSummary& s, size_t rows) {
   return out + "\n" + rows_table(s.top, "largest kernels", kernels_ms, s.steps, rows);
 }
 
+std::string profile_comparison(const std::vector<ProfileSummary>& profiles, size_t rows) {
+  if (profiles.empty()) return "";
+  const bool gpu = profiles[0].gpu;
+  std::string out = fmt::format("| {} |", gpu ? "GPU time by kind, ms per step" : "operator (self time), ms per step");
+  std::string rule = "|---|";
+  for (const ProfileSummary& p : profiles) out += " " + p.source + " |", rule += "---:|";
+  out += "\n" + rule + "\n";
+  const auto line = [&](const std::string& name, const auto& ms_of) {
+    out += "| " + name + " |";
+    for (const ProfileSummary& p : profiles) out += fmt::format(" {:.3f} |", ms_of(p) / static_cast<double>(p.steps));
+    out += "\n";
+  };
+  line("step (wall)", [](const ProfileSummary& p) { return p.wall_ms; });
+  if (gpu) line("GPU busy", [](const ProfileSummary& p) { return p.gpu_busy_ms; });
+  const auto ms_in = [](const ProfileSummary& p, const std::string& name) {
+    for (const ProfileRow& r : p.kinds)
+      if (r.name == name) return r.ms;
+    return 0.0;
+  };
+  std::vector<std::string> names;  // the first profile's order, then the kinds only the others have
+  for (const ProfileSummary& p : profiles)
+    for (const ProfileRow& r : p.kinds)
+      if (std::find(names.begin(), names.end(), r.name) == names.end()) names.push_back(r.name);
+  for (size_t i = 0; i < std::min(rows, names.size()); ++i)
+    line(names[i], [&](const ProfileSummary& p) { return ms_in(p, names[i]); });
+  if (names.size() > rows)
+    line("(the rest)", [&](const ProfileSummary& p) {
+      double rest = 0;
+      for (size_t i = rows; i < names.size(); ++i) rest += ms_in(p, names[i]);
+      return rest;
+    });
+  return out;
+}
+
 std::string profile_line(const ProfileSummary& s) {
   double whole = s.gpu ? 0 : s.wall_ms;
   if (s.gpu)

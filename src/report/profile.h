@@ -3,7 +3,8 @@
 // (torch.profiler's export_chrome_trace), read alike, so that the two can be set side by side.
 // With GPU kernels in the trace: the GPU's busy time against the wall time, and the kernels' time
 // by kind (matmul, attention, layer norm, ...); without: the CPU operators' self time.
-// Owns: kernel_kind, ProfileSummary, summarize_profile, read_profile, profile_files, profile_table.
+// Owns: kernel_kind, ProfileSummary, summarize_profile, read_profile, profile_files, profile_table,
+// profile_comparison, profile_line.
 #pragma once
 #include <nlohmann/json_fwd.hpp>
 
@@ -44,6 +45,10 @@ std::vector<std::string> profile_files(const std::string& run_dir);
 // Markdown: one line of totals per step, then the table by kind (at most `rows` rows and the
 // rest as one) and, with GPU kernels, the largest ones.
 std::string profile_table(const ProfileSummary& s, size_t rows = 12);
+// Markdown: several profiles side by side (slm's beside PyTorch's), ms per step: the wall time, the
+// GPU's busy time (with GPU kernels) and each kind (the operators, without), in the first
+// profile's order, at most `rows` rows and the rest as one.
+std::string profile_comparison(const std::vector<ProfileSummary>& profiles, size_t rows = 14);
 // One line for the training log: the totals and the three largest kinds.
 std::string profile_line(const ProfileSummary& s);
 

@@ -7,8 +7,8 @@
 #     profiles its own steps (the three after its first left out);
 #  3. 2 ranks (data parallel): one trace per rank;
 #  4. PyTorch's trace of the same step (bench/compare/train_reference.py, PROFILE=, with SLM_PYTHON)
-#     is summed up by `slm report` the same way;
-#  5. a negative profile_steps and a file that is not a trace: one-line errors.
+#     is summed up by `slm report` the same way, and set beside slm's;
+#  5. a negative profile_steps, a file that is not a trace, two run folders: one-line errors.
 source "$(dirname "$0")/lib.sh"
 REFERENCE=$(cd "$(dirname "$0")/../../bench/compare" && pwd)/train_reference.py
 cd "$WORK"
@@ -58,6 +58,9 @@ if [ -n "$PY" ] && "$PY" -c 'import torch.profiler' 2>/dev/null; then
     > /dev/null 2> torch.log || { cat torch.log; fail "train_reference.py PROFILE="; }
   "$SLM" report torch.json > torch.txt || fail "slm report of PyTorch's trace"
   grep -q "^PyTorch eager: 2 steps" torch.txt && grep -q "^| aten::mm | " torch.txt || fail "$(cat torch.txt)"
+  "$SLM" report prof/profile/rank_0.json torch.json > both.txt || fail "slm report TRACE TRACE"
+  grep -q "^| operator (self time), ms per step | slm rank 0, steps 4-5 | PyTorch eager |" both.txt \
+    && grep -q "^| step (wall) | [0-9.]* | [0-9.]* |" both.txt || fail "side by side: $(cat both.txt)"
 else
   echo "no SLM_PYTHON with torch: PyTorch's trace not read"
 fi
@@ -66,4 +69,5 @@ fi
 expect_error "profile_steps" "$SLM" train "${SMALL_RUN[@]}" --set run.dir=bad --set log.profile_steps=-1
 echo '{"traceEvents": 5}' > bad.json
 expect_error "bad.json: not a profiler trace" "$SLM" report bad.json
+expect_error "one run directory at a time" "$SLM" report prof plain
 echo "profile: ok"

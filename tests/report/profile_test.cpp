@@ -139,3 +139,17 @@ TEST(StepProfile, FilesOfARunAndBadTracesInOneLine) {
   }
   fs::remove_all(run);
 }
+
+TEST(StepProfile, SideBySideInTheFirstProfilesOrderPerStep) {
+  ProfileSummary a, b;
+  a.source = "slm", a.steps = 2, a.gpu = true, a.wall_ms = 20, a.gpu_busy_ms = 18;
+  a.kinds = {{"matmul", 12, 4}, {"attention", 4, 2}, {"layer norm", 2, 8}};
+  b.source = "PyTorch eager", b.steps = 1, b.gpu = true, b.wall_ms = 14, b.gpu_busy_ms = 13;
+  b.kinds = {{"matmul", 7, 2}, {"softmax / cross-entropy", 3, 2}, {"attention", 2, 1}};
+  const std::string t = profile_comparison({a, b}, 3);
+  EXPECT_NE(t.find("| GPU time by kind, ms per step | slm | PyTorch eager |\n|---|---:|---:|\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("| step (wall) | 10.000 | 14.000 |\n| GPU busy | 9.000 | 13.000 |\n| matmul | 6.000 | 7.000 |\n"
+                   "| attention | 2.000 | 2.000 |\n| layer norm | 1.000 | 0.000 |\n| (the rest) | 0.000 | 3.000 |\n"),
+            std::string::npos)
+      << t;
+}
