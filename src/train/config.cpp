@@ -295,8 +295,8 @@ void validate(const Config& c) {
        fmt::format("system: device_update \"{}\" is not one of auto, on, off", c.system.device_update));
   need(c.system.cuda_kernels == "auto" || c.system.cuda_kernels == "off",
        fmt::format("system: cuda_kernels \"{}\" is not one of auto, off", c.system.cuda_kernels));
-  need(c.system.cuda_graphs == "on" || c.system.cuda_graphs == "off",
-       fmt::format("system: cuda_graphs \"{}\" is not one of on, off", c.system.cuda_graphs));
+  need(c.system.cuda_graphs == "on" || c.system.cuda_graphs == "off" || c.system.cuda_graphs == "auto",
+       fmt::format("system: cuda_graphs \"{}\" is not one of on, off, auto", c.system.cuda_graphs));
   need(c.system.loss_scaling == "auto" || c.system.loss_scaling == "on" || c.system.loss_scaling == "off",
        fmt::format("system: loss_scaling \"{}\" is not one of auto, on, off", c.system.loss_scaling));
   need(c.system.loss_scale_init >= 1 && c.system.loss_scale_growth_interval >= 1,

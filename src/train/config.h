@@ -66,8 +66,8 @@ struct SystemConfig {
                                        // (train/device_update.h)
   std::string cuda_kernels = "auto";  // auto (slm's own CUDA kernels where they apply) | off (ATen's
                                       // ops): model/own_cuda_kernels.h
-  std::string cuda_graphs = "off";  // off | on: the step's forward and backward captured as one CUDA
-                                    // graph and replayed (train/step_graph.h)
+  std::string cuda_graphs = "off";  // off | on | auto (on where a step can be captured): the whole step
+                                    // captured as one CUDA graph and replayed (train/step_graph.h)
   std::string attention = "auto";  // GPU attention kernel: auto (the fastest of cudnn, flash and
                                    // efficient for each shape, measured once per GPU and cached) |
                                    // cudnn | flash | efficient | math | default (LibTorch's order)

@@ -81,6 +81,8 @@ static void print_header(const Trainer& t, const std::string& run, const host::D
   if (t.graph)
     std::fprintf(stderr, "cuda graphs: the whole step (forward, backward, update) is captured after %lld eager "
                  "steps, then replayed\n", static_cast<long long>(kWarmupSteps));
+  else if (!t.graph_reason.empty() && t.device == "cuda")
+    std::fprintf(stderr, "cuda graphs: off (%s)\n", t.graph_reason.c_str());
   if (t.outer) std::fprintf(stderr, "sync: %s\n", parallel::describe(*t.outer).c_str());
   if (const std::string wan = comm::describe_wan(t.groups.dp); !wan.empty())
     std::fprintf(stderr, "data-parallel gradients: %s\n", wan.c_str());

@@ -253,7 +253,7 @@ std::unique_ptr<Trainer> make_trainer(const Config& cfg_in) {
   const GraphFacts graph_facts{t->device,           model::own_cuda_kernels_built(), t->pipe->plan.pp,
                                t->groups.tp.size,   t->groups.dp.size,              cfg.model.dropout,
                                cfg.model.recompute, t->update_on_device,            cfg.log.trace_steps > 0};
-  if (graphs_apply(cfg.system.cuda_graphs, graph_facts)) t->graph = make_step_graph();
+  if (graphs_apply(cfg.system.cuda_graphs, graph_facts, &t->graph_reason)) t->graph = make_step_graph();
   t->outer = std::move(applied.outer);
   t->pipe->model = &t->model;
   if (t->outer && cfg.sync.by == "time") {

@@ -31,11 +31,13 @@ std::string graph_blocker(const GraphFacts& f) {
   return "";
 }
 
-bool graphs_apply(const std::string& setting, const GraphFacts& f) {
-  if (setting != "on") return false;
-  const std::string why = graph_blocker(f);
-  if (!why.empty()) throw UserError("system: cuda_graphs = \"on\" is not possible here: " + why);
-  return true;
+bool graphs_apply(const std::string& setting, const GraphFacts& f, std::string* why) {
+  if (setting != "on" && setting != "auto") return false;
+  const std::string blocker = graph_blocker(f);
+  if (blocker.empty()) return true;
+  if (setting == "on") throw UserError("system: cuda_graphs = \"on\" is not possible here: " + blocker);
+  if (why) *why = blocker;
+  return false;
 }
 
 #ifdef SLM_HAVE_CUDA_KERNELS

@@ -1,4 +1,4 @@
-// train/step_graph.h: a whole training step as one CUDA graph (system.cuda_graphs = "on"): after
+// train/step_graph.h: a whole training step as one CUDA graph (system.cuda_graphs = "on" or "auto"): after
 // kWarmupSteps eager steps (cuBLAS workspaces, the attention kernel's measurement, the allocator's
 // first blocks), the step's device work is captured once and then replayed, so that the hundreds of
 // kernel launches of a step cost one: zeroing the gradients, the forward and backward of every
@@ -37,8 +37,8 @@ struct GraphFacts {
 // "" where a step can be captured, else the reason (one phrase, for the log and errors).
 std::string graph_blocker(const GraphFacts& f);
 // Whether a run captures its steps: "on" where graph_blocker has nothing (UserError naming the
-// blocker otherwise), "off" never.
-bool graphs_apply(const std::string& setting, const GraphFacts& f);
+// blocker otherwise), "auto" where it has nothing (the blocker in `why` otherwise), "off" never.
+bool graphs_apply(const std::string& setting, const GraphFacts& f, std::string* why = nullptr);
 
 constexpr int64_t kWarmupSteps = 2;  // eager steps before the capture
 

@@ -42,7 +42,8 @@ struct Trainer {
   bool update_on_device = false;  // norm, clip and overflow skip without a host sync (train/device_update.h)
   std::string update_reason;      // why not, where system.device_update = "auto" would have (for the log)
   UpdateScalars scalars;          // the update's learning rate and number on the device (update_on_device)
-  std::shared_ptr<StepGraph> graph;  // system.cuda_graphs = "on": the captured step (train/step_graph.h)
+  std::shared_ptr<StepGraph> graph;  // system.cuda_graphs = "on" / "auto": the captured step (train/step_graph.h)
+  std::string graph_reason;          // why not, where system.cuda_graphs = "auto" could not (for the log)
   // The next step's batches, loaded (and their copies to the device started) while this step's
   // kernels run, with the update on the device; `before`: where the loader stood before them.
   struct Prefetched {

@@ -12,7 +12,8 @@
 #  4. pipeline parallelism (2 stages) and tensor parallelism (2 slices): within 1e-5 of the host
 #     run of the same model;
 #  5. so is system.cuda_graphs = "on" on a CPU (the graphs' host logic: tests/train/step_graph_test.cpp),
-#     and a system.cuda_graphs or system.cuda_kernels value that is not one of theirs.
+#     and a system.cuda_graphs or system.cuda_kernels value that is not one of theirs; "auto" on a
+#     CPU trains as "off" does.
 source "$(dirname "$0")/lib.sh"
 cd "$WORK"
 gen_corpus 2000 > gen.txt
@@ -94,10 +95,14 @@ for layout in pp tp; do
   grep -q "update: on the device" $layout.log || { cat $layout.log; fail "$layout: no 'update: on the device' line"; }
   same_losses host2 $layout 1e-5
 done
-# 5. CUDA graphs of the step (system.cuda_graphs): on a CPU a one-line error saying why
+# 5. CUDA graphs of the step (system.cuda_graphs): on a CPU "on" is a one-line error saying why, "auto" is off
 expect_error 'cuda_graphs = "on" is not possible here: not a CUDA device' \
   "$SLM" train "${COMMON[@]}" --set system.cuda_graphs=on --set run.dir=graphs
-expect_error 'system: cuda_graphs "yes" is not one of on, off' \
+"$SLM" train "${COMMON[@]}" "${OFF[@]}" --set system.cuda_graphs=auto --set run.dir=graphs_auto 2> auto.log \
+  || { cat auto.log; fail "cuda_graphs = auto on a CPU"; }
+! grep -q "^cuda graphs" auto.log || fail "a cuda graphs line on a CPU: $(grep "^cuda graphs" auto.log)"
+same_losses host graphs_auto 1e-12  # the same arithmetic: equal
+expect_error 'system: cuda_graphs "yes" is not one of on, off, auto' \
   "$SLM" train "${COMMON[@]}" --set system.cuda_graphs=yes --set run.dir=graphs
 expect_error 'system: cuda_kernels "own" is not one of auto, off' \
   "$SLM" train "${COMMON[@]}" --set system.cuda_kernels=own --set run.dir=kernels

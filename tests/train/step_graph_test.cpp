@@ -1,5 +1,5 @@
 // tests/train/step_graph_test.cpp: when a step can be captured as a CUDA graph (train/step_graph.h)
-// and what the log and the error say where it cannot: every blocker, each on its own. The capture
+// and what the log ("auto") and the error ("on") say where it cannot: every blocker, each on its own. The capture
 // and replay themselves run on a GPU only (bench/gpu/gpu_kernels.sh).
 #include <gtest/gtest.h>
 
@@ -20,6 +20,9 @@ GraphFacts capturable() {
 TEST(StepGraph, OneGpuWithoutRandomnessOrHostReadsCanBeCaptured) {
   EXPECT_EQ(graph_blocker(capturable()), "");
   EXPECT_TRUE(graphs_apply("on", capturable()));
+  std::string why = "unchanged";
+  EXPECT_TRUE(graphs_apply("auto", capturable(), &why));
+  EXPECT_EQ(why, "unchanged");
   EXPECT_FALSE(graphs_apply("off", capturable()));
 }
 
@@ -41,6 +44,9 @@ TEST(StepGraph, EachBlockerIsNamed) {
     const std::string why = graph_blocker(f);
     EXPECT_NE(why.find(want), std::string::npos) << why;
     EXPECT_FALSE(graphs_apply("off", f));
+    std::string auto_why;
+    EXPECT_FALSE(graphs_apply("auto", f, &auto_why));  // "auto" goes on without: the reason for the log
+    EXPECT_EQ(auto_why, why);
     try {
       graphs_apply("on", f);
       ADD_FAILURE() << "\"on\" with a blocker: " << want;
