@@ -51,9 +51,16 @@ void add_report_command(CLI::App& app) {
     if (!traces.empty() && report::merge_traces(run, out + "/trace.json"))
       std::printf("\n%s\ntimeline of the traced steps, every rank: %s/trace.json (ui.perfetto.dev, chrome://tracing)\n",
                   report::trace_table(traces).c_str(), out.c_str());
-    for (const std::string& path : report::profile_files(run))  // log.profile_steps
-      std::printf("\nprofile %s (ui.perfetto.dev, chrome://tracing)\n%s", path.c_str(),
-                  report::profile_table(report::read_profile(path)).c_str());
+    const std::vector<std::string> profiles = report::profile_files(run);  // log.profile_steps
+    if (profiles.size() == 1)
+      std::printf("\nprofile %s (ui.perfetto.dev, chrome://tracing)\n%s", profiles[0].c_str(),
+                  report::profile_table(report::read_profile(profiles[0])).c_str());
+    if (profiles.size() > 1) {  // the ranks side by side; each one's table by `slm report TRACE`
+      std::vector<report::ProfileSummary> all;
+      for (const std::string& p : profiles) all.push_back(report::read_profile(p));
+      std::printf("\nprofiles %s/profile/rank_*.json (ui.perfetto.dev, chrome://tracing; each one's tables: "
+                  "`slm report TRACE`)\n%s", run.c_str(), report::profile_comparison(all).c_str());
+    }
   });
 }
 

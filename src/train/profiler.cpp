@@ -5,8 +5,8 @@
 
 #include <algorithm>
 #include <cctype>
-#include <nlohmann/json.hpp>
 #include <cstdlib>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "util/torch_compat.h"

@@ -5,7 +5,7 @@
 #     profiler's own log lines (Kineto's, 2.x) stay quiet;
 #  2. a session shorter than the window profiles what it has (steps 1-2), and a resumed session
 #     profiles its own steps (the three after its first left out);
-#  3. 2 ranks (data parallel): one trace per rank;
+#  3. 2 ranks (data parallel): one trace per rank, side by side in `slm report`;
 #  4. PyTorch's trace of the same step (bench/compare/train_reference.py, PROFILE=, with SLM_PYTHON)
 #     is summed up by `slm report` the same way, and set beside slm's;
 #  5. a negative profile_steps, a file that is not a trace, two run folders: one-line errors.
@@ -49,7 +49,9 @@ grep -q "^profile: slm rank 0, steps 6-7: 2 steps" resumed.log || fail "resumed 
 "$SLM" launch -n 2 -- "$SLM" train "${SMALL_RUN[@]}" --set run.dir=dp --set log.profile_steps=1 2> dp.log \
   || { cat dp.log; fail "2 ranks"; }
 [ -s dp/profile/rank_0.json ] && [ -s dp/profile/rank_1.json ] || fail "a trace per rank: $(ls dp/profile)"
-[ "$(grep -c '^profile ' <("$SLM" report dp))" -eq 2 ] || fail "slm report: not both ranks' tables"
+"$SLM" report dp > dp.txt || fail "slm report of 2 ranks"
+grep -q "^| operator (self time), ms per step | slm rank 0, steps 4-4 | slm rank 1, steps 4-4 |" dp.txt \
+  || fail "slm report: not both ranks side by side: $(cat dp.txt)"
 
 # 4. PyTorch's trace
 PY=${SLM_PYTHON:-}
