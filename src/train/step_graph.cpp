@@ -31,6 +31,26 @@ std::string graph_blocker(const GraphFacts& f) {
   return "";
 }
 
+BatchShapes batch_shapes(const std::vector<MicroBatch>& batches) {
+  BatchShapes out;
+  for (const MicroBatch& b : batches) out.push_back(b.x.sizes().vec()), out.push_back(b.y.sizes().vec());
+  return out;
+}
+
+GraphStep next_graph_step(const GraphBook& b, const BatchShapes& shapes, double factor) {
+  if (b.failed || b.warm_up_steps < kWarmupSteps) return GraphStep::warm_up;
+  if (!b.captured || factor != b.factor) return GraphStep::capture;  // a new loss scale: captured anew
+  return shapes == b.shapes ? GraphStep::replay : GraphStep::eager;
+}
+
+void record_graph_step(GraphBook& b, GraphStep step, const BatchShapes& shapes, double factor, bool ok) {
+  if (step == GraphStep::warm_up) b.warm_up_steps += 1;
+  if (step != GraphStep::capture) return;
+  b.captured = ok, b.failed = !ok;
+  if (!ok) return;
+  b.captures += 1, b.factor = factor, b.shapes = shapes;
+}
+
 bool graphs_apply(const std::string& setting, const GraphFacts& f, std::string* why) {
   if (setting != "on" && setting != "auto") return false;
   const std::string blocker = graph_blocker(f);
@@ -43,9 +63,7 @@ bool graphs_apply(const std::string& setting, const GraphFacts& f, std::string* 
 #ifdef SLM_HAVE_CUDA_KERNELS
 
 struct StepGraph {
-  int64_t eager_steps = 0, captures = 0;  // captures: the first and those after loss-scale changes
-  double factor = 0;  // the loss's factor the graph bakes in
-  bool failed = false;
+  GraphBook book;
   std::unique_ptr<at::cuda::CUDAGraph> graph;
   std::vector<MicroBatch> inputs;   // the static buffers the graph reads
   std::vector<at::Tensor> outputs;  // the static tensors it writes
@@ -54,13 +72,6 @@ struct StepGraph {
 std::shared_ptr<StepGraph> make_step_graph() { return std::make_shared<StepGraph>(); }
 
 namespace {
-
-bool same_shapes(const std::vector<MicroBatch>& a, const std::vector<MicroBatch>& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (a[i].x.sizes() != b[i].x.sizes() || a[i].y.sizes() != b[i].y.sizes()) return false;
-  return true;
-}
 
 // `to` waits for the work queued on `from` so far.
 void wait_for(const c10::cuda::CUDAStream& from, const c10::cuda::CUDAStream& to) {
@@ -111,30 +122,28 @@ std::string first_line(const std::string& s) { return s.substr(0, s.find('\n'));
 
 std::vector<at::Tensor> run_graphed(StepGraph& g, const DeviceStep& run, const std::vector<MicroBatch>& batches,
                                     double factor, const std::function<void(const std::string&)>& log) {
-  if (g.failed || g.eager_steps < kWarmupSteps) {
-    g.eager_steps += 1;
+  const BatchShapes shapes = batch_shapes(batches);
+  const GraphStep step = next_graph_step(g.book, shapes, factor);
+  if (step == GraphStep::warm_up || step == GraphStep::eager) {
+    record_graph_step(g.book, step, shapes, factor);
     return run(batches);
   }
-  if (g.graph && factor != g.factor) {  // a new loss scale: the old graph goes, a new one is captured
+  if (step == GraphStep::capture) {  // the old graph (another loss scale) goes
     g.graph.reset();
     g.inputs.clear();
     g.outputs.clear();
-  }
-  if (!g.graph) {
     for (const MicroBatch& b : batches) g.inputs.push_back({b.x.clone(), b.y.clone()});
     std::string why;
-    if (!capture(g, run, &why)) {
-      g.failed = true;
+    const bool ok = capture(g, run, &why);
+    record_graph_step(g.book, step, shapes, factor, ok);
+    if (!ok) {
       g.inputs.clear();
       log(fmt::format("cuda graphs: capture failed ({}); the steps run eagerly", first_line(why)));
       return run(batches);
     }
-    g.factor = factor;
-    if (++g.captures == 1)
+    if (g.book.captures == 1)
       log(fmt::format("cuda graphs: captured the step: forward, backward and update ({} micro-batch(es) of {} x {})",
                       batches.size(), batches[0].x.size(0), batches[0].x.size(1)));
-  } else if (!same_shapes(batches, g.inputs)) {
-    return run(batches);
   } else {
     for (size_t i = 0; i < batches.size(); ++i) {
       g.inputs[i].x.copy_(batches[i].x, /*non_blocking=*/true);

@@ -11,8 +11,9 @@
 // scale changes (fp16), the step is captured anew (rare: an overflow, or every growth interval). A
 // step whose shapes differ from the captured ones runs eagerly; a capture that fails is said in
 // one log line, and the run goes on eagerly.
-// Owns: GraphFacts, graph_blocker and graphs_apply (whether a run can use graphs and why not:
-// host logic, tested on the CPU), StepGraph and run_graphed (the capture and replay: CUDA builds).
+// Owns: GraphFacts, graph_blocker and graphs_apply (whether a run can use graphs and why not),
+// GraphBook, next_graph_step and record_graph_step (which way each step goes): host logic, tested
+// on the CPU; StepGraph and run_graphed (the capture and replay: CUDA builds).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -41,6 +42,26 @@ std::string graph_blocker(const GraphFacts& f);
 bool graphs_apply(const std::string& setting, const GraphFacts& f, std::string* why = nullptr);
 
 constexpr int64_t kWarmupSteps = 2;  // eager steps before the capture
+
+// The sizes of each micro-batch's inputs and targets: what a graph is captured for.
+using BatchShapes = std::vector<std::vector<int64_t>>;
+BatchShapes batch_shapes(const std::vector<parallel::pipeline::MicroBatch>& batches);
+
+// Which way a step goes: eagerly as a warm-up (the first kWarmupSteps, and every step after a
+// failed capture), captured (the first after the warm-up, and where the loss's factor changed:
+// the graph bakes it in) and then replayed, or eagerly for a shape the graph was not captured for.
+enum class GraphStep { warm_up, capture, replay, eager };
+// What run_graphed knows of its graph.
+struct GraphBook {
+  int64_t warm_up_steps = 0, captures = 0;  // captures: the first and those after loss-scale changes
+  bool failed = false;                      // a capture failed: every step runs eagerly
+  bool captured = false;
+  double factor = 0;   // the loss's factor the graph bakes in
+  BatchShapes shapes;  // what it was captured for
+};
+GraphStep next_graph_step(const GraphBook& b, const BatchShapes& shapes, double factor);
+// The book after `step`; `ok`: whether a capture succeeded.
+void record_graph_step(GraphBook& b, GraphStep step, const BatchShapes& shapes, double factor, bool ok = true);
 
 struct StepGraph;  // the captured graph, its static buffers and state (CUDA builds)
 std::shared_ptr<StepGraph> make_step_graph();
