@@ -55,6 +55,7 @@ void add(std::map<std::string, ProfileRow>& m, const std::string& name, double m
 struct Span {
   double start, end;  // microseconds
   const json* e;
+  std::string thread;  // a CPU operator's process and thread
 };
 
 // The length of the union of the spans (sorted here), in microseconds.
@@ -74,11 +75,9 @@ double union_us(std::vector<Span> spans) {
 
 // Each CPU operator's self time (its time less its children's on the same thread), by name.
 std::map<std::string, ProfileRow> self_times(std::vector<Span> ops) {
-  std::sort(ops.begin(), ops.end(), [](const Span& a, const Span& b) {
-    const auto key = [](const Span& s) {
-      return std::make_tuple(s.e->value("pid", json()).dump(), s.e->value("tid", json()).dump(), s.start, -s.end);
-    };
-    return key(a) < key(b);
+  std::sort(ops.begin(), ops.end(), [](const Span& a, const Span& b) {  // by thread, start, longest first
+    if (a.thread != b.thread) return a.thread < b.thread;
+    return a.start != b.start ? a.start < b.start : a.end > b.end;
   });
   std::map<std::string, ProfileRow> out;
   std::vector<std::pair<Span, double>> open;  // the enclosing operators and their children's time
@@ -88,9 +87,7 @@ std::map<std::string, ProfileRow> self_times(std::vector<Span> ops) {
     open.pop_back();
   };
   for (const Span& s : ops) {
-    const bool same_thread = !open.empty() && open.back().first.e->value("tid", json()) == s.e->value("tid", json()) &&
-                             open.back().first.e->value("pid", json()) == s.e->value("pid", json());
-    if (!same_thread)
+    if (!open.empty() && open.back().first.thread != s.thread)
       while (!open.empty()) close();
     while (!open.empty() && open.back().first.end <= s.start) close();
     if (!open.empty()) open.back().second += s.end - s.start;
@@ -139,8 +136,9 @@ ProfileSummary summarize_profile(const json& trace, const std::string& fallback_
     const double start = e["ts"].get<double>(), end = start + e.value("dur", 0.0);
     first = any ? std::min(first, start) : start, last = any ? std::max(last, end) : end, any = true;
     const std::string cat = e.value("cat", "");
-    if (is_gpu(cat)) gpu.push_back({start, end, &e});
-    else if (cat == "cpu_op") ops.push_back({start, end, &e});
+    if (is_gpu(cat)) gpu.push_back({start, end, &e, ""});
+    else if (cat == "cpu_op")
+      ops.push_back({start, end, &e, e.value("pid", json()).dump() + "/" + e.value("tid", json()).dump()});
   }
   s.wall_ms = (last - first) / 1e3;
   s.gpu = !gpu.empty();

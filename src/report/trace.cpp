@@ -28,8 +28,6 @@ std::vector<std::pair<int, std::string>> rank_files(const std::string& run_dir, 
 }
 
 namespace {
-std::vector<std::pair<int, std::string>> trace_files(const std::string& run_dir) { return rank_files(run_dir, "trace"); }
-
 // "wait activations 3.1" -> "wait activations": the event's name without its micro-batch.
 std::string kind_of(const std::string& name) {
   const size_t sp = name.rfind(' ');
@@ -50,7 +48,7 @@ json read_trace(const fs::path& p) {
 
 std::vector<RankTrace> read_traces(const std::string& run_dir) {
   std::vector<RankTrace> out;
-  for (const auto& [rank, path] : trace_files(run_dir)) {
+  for (const auto& [rank, path] : rank_files(run_dir, "trace")) {
     RankTrace r;
     r.rank = rank;
     const json file = read_trace(path);
@@ -78,7 +76,7 @@ std::vector<RankTrace> read_traces(const std::string& run_dir) {
 }
 
 bool merge_traces(const std::string& run_dir, const std::string& out) {
-  const auto files = trace_files(run_dir);
+  const auto files = rank_files(run_dir, "trace");
   if (files.empty()) return false;
   json all = json::array();
   for (const auto& [rank, path] : files) {

@@ -205,12 +205,12 @@ struct BlockAgreement {
 static void write_profile(const Trainer& t, const std::string& run, std::pair<int64_t, int64_t> w, RunLog& log) {
   const int rank = t.world.world.rank;
   const std::string source = fmt::format("slm rank {}, steps {}-{}", rank, w.first + 1, w.second);
-  const std::string text = stop_profiler(source, w.second - w.first);
+  const nlohmann::json trace = stop_profiler(source, w.second - w.first);
   const std::string path = fmt::format("{}/profile/rank_{}.json", run, rank);
   fs::create_directories(run + "/profile");
-  write_file_atomic(path, text);
-  log.say(fmt::format("profile: {} ({}; `slm report {}`)",
-                      report::profile_line(report::summarize_profile(nlohmann::json::parse(text), path)), path, run));
+  write_file_atomic(path, trace.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));  // names: not always UTF-8
+  log.say(fmt::format("profile: {} ({}; `slm report {}`)", report::profile_line(report::summarize_profile(trace, path)),
+                      path, run));
 }
 
 // The training step, fenced: log.trace_steps records the steps after the session's first

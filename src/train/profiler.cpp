@@ -56,7 +56,7 @@ void start_profiler(bool cuda) {
   kineto::enableProfiler(config(), activities);
 }
 
-std::string stop_profiler(const std::string& source, int64_t steps) {
+json stop_profiler(const std::string& source, int64_t steps) {
   const std::unique_ptr<kineto::ProfilerResult> result = kineto::disableProfiler();
   double origin = -1;
   for (const kineto::KinetoEvent& e : result->events()) {
@@ -75,9 +75,7 @@ std::string stop_profiler(const std::string& source, int64_t steps) {
                       {"tid", gpu ? e.deviceResourceId() : static_cast<int64_t>(e.startThreadId())},
                       {"ts", start - origin}, {"dur", dur}});
   }
-  const json trace = {{"traceEvents", events}, {"displayTimeUnit", "ms"},
-                      {"slm_profile", {{"source", source}, {"steps", steps}}}};
-  return trace.dump(-1, ' ', false, json::error_handler_t::replace);  // names are not always UTF-8
+  return {{"traceEvents", events}, {"displayTimeUnit", "ms"}, {"slm_profile", {{"source", source}, {"steps", steps}}}};
 }
 
 }  // namespace slm::train

@@ -3,6 +3,8 @@
 // (Perfetto, chrome://tracing; report/profile.h sums it up). The same file in both LibTorch builds
 // (1.13 cannot save its own traces). Owns: profile_window, start_profiler, stop_profiler.
 #pragma once
+#include <nlohmann/json_fwd.hpp>
+
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -19,6 +21,6 @@ std::pair<int64_t, int64_t> profile_window(int64_t first, int64_t end, int64_t n
 void start_profiler(bool cuda);
 // Stops it; returns the recorded events as a Chrome trace whose "slm_profile" says
 // {"source": source, "steps": steps}.
-std::string stop_profiler(const std::string& source, int64_t steps);
+nlohmann::json stop_profiler(const std::string& source, int64_t steps);
 
 }  // namespace slm::train

@@ -27,9 +27,8 @@ TEST(Profiler, TraceHasTheOperatorsRunWhileOnAndItsStepCount) {
   const at::Tensor a = torch::randn({64, 64});
   start_profiler(/*cuda=*/false);
   const at::Tensor b = torch::mm(a, a).relu();
-  const std::string text = stop_profiler("test rank 0, steps 1-1", 1);
+  const nlohmann::json t = stop_profiler("test rank 0, steps 1-1", 1);
   torch::mm(b, b);  // after the stop: not recorded
-  const nlohmann::json t = nlohmann::json::parse(text);
   EXPECT_EQ(t["slm_profile"]["source"], "test rank 0, steps 1-1");
   EXPECT_EQ(t["slm_profile"]["steps"], 1);
   std::multiset<std::string> ops;
@@ -51,8 +50,7 @@ TEST(Profiler, OnAGpuItsKernelsAreInTheTraceByKind) {
   start_profiler(/*cuda=*/true);
   const at::Tensor b = torch::mm(a, a);
   torch::cuda::synchronize();
-  const std::string text = stop_profiler("gpu test", 1);
-  const slm::report::ProfileSummary s = slm::report::summarize_profile(nlohmann::json::parse(text), "");
+  const slm::report::ProfileSummary s = slm::report::summarize_profile(stop_profiler("gpu test", 1), "");
   ASSERT_TRUE(s.gpu) << "no GPU activity in the trace (CUPTI not found?)";
   ASSERT_FALSE(s.kinds.empty());
   EXPECT_EQ(s.kinds[0].name, "matmul") << s.top[0].name;
