@@ -25,6 +25,8 @@
 # Usage: bench/gpu/gpu_kernels.sh DATA_DIR OUT_DIR
 #   DATA_DIR: a prepared dataset whose tokenizer has GPT-2's 50257 tokens (the real head's shape);
 #   PY: the Python with this machine's torch (default python3); STEPS (default 12).
+# Each test run and each side-by-side run has a time limit (TEST_TIMEOUT, default 240 s; RUN_TIMEOUT,
+# default 360 s: torch.compile's first compile is in it), so that a hang costs one row, not the session.
 set -uo pipefail
 DATA=$(realpath "$1") OUT=$(realpath -m "$2")
 PY=${PY:-python3} STEPS=${STEPS:-12}
@@ -51,7 +53,9 @@ fi
 
 if on 2; then
 say "2. kernel tests against ATen"
-"$TESTS_BIN" --gtest_filter='Cuda*:FusedHead*:XentRows*:DeviceUpdate.*:GPT2.*:BatchTensor.*:Profiler.*' > "$OUT/tests.log" 2>&1
+timeout "${TEST_TIMEOUT:-240}" "$TESTS_BIN" \
+  --gtest_filter='Cuda*:FusedHead*:XentRows*:DeviceUpdate.*:GPT2.*:BatchTensor.*:Profiler.*' > "$OUT/tests.log" 2>&1
+[ $? != 124 ] || { say "tests TIMED OUT after ${TEST_TIMEOUT:-240} s; the last lines:"; tail -5 "$OUT/tests.log"; }
 grep -E "tests? from .* ran|^\[  (PASSED|FAILED) |^\[  SKIPPED \] [0-9]" "$OUT/tests.log" | tee -a "$OUT/summary.txt"
 fi
 on 3 || on 4 || on 5 || exit 0
@@ -60,9 +64,10 @@ gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1
 compare() {  # compare NAME COMPILE VAR=VALUE...: one side-by-side run (shape, SLM_EXTRA, PREC), slm's losses kept
   local name=$1 compile=$2 prec=bf16 a; shift 2
   for a in "$@"; do [[ "$a" != PREC=* ]] || prec=${a#PREC=}; done
-  env "$@" SLM_METRICS="$OUT/metrics_$name.jsonl" PY=$PY DEVICE=cuda COMPILE=$compile \
+  timeout "${RUN_TIMEOUT:-360}" env "$@" SLM_METRICS="$OUT/metrics_$name.jsonl" PY=$PY DEVICE=cuda COMPILE=$compile \
     bash bench/compare/train_compare.sh "$SLM_BIN" "$DATA" "$prec" "$STEPS" 1 \
     2>&1 | tee "$OUT/compare_$name.log" | tee -a "$OUT/summary.txt"
+  [ "${PIPESTATUS[0]}" != 124 ] || say "$name TIMED OUT after ${RUN_TIMEOUT:-360} s"
 }
 GPT2=(L=12 C=768 H=12 T=1024 B=32 MICRO=32)
 if on 3; then
