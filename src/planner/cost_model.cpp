@@ -661,124 +661,155 @@ void memory_per_rank(const Ctx& x, Prediction* out) {
     }
 }
 
-}  // namespace
-
-Prediction predict(const Candidate& c, const CostInputs& in) {
-  Ctx x{c, in, *in.cluster, static_cast<double>(in.model.n_embd), static_cast<double>(in.seq_len),
-        static_cast<double>(in.model.vocab_padded), {}, {}, {}};
+// What follows pipeline rank r's schedule (its chunks' parameters): the data-parallel reduction of
+// its gradients after its last backward ends at `last_bwd` (exposed), then the optimizer, ZeRO-1/2's
+// all-gather of the updated shard and DiLoCo's outer sync (amortised).
+struct RankTail {
+  Reduce reduce, outer;
+  double gather = 0, optim = 0;
+  double after_s() const { return optim + gather + outer.exposed_s; }  // what follows the reduction
+};
+RankTail rank_tail(const Ctx& x, int r, double last_bwd) {
+  const Candidate& c = x.c;
   const Plan& p = c.plan;
-  const size_t S = p.stages.size();
-  const int P = p.pp, v = p.virtual_stages, M = static_cast<int>(p.micro_batches);
-  Prediction out;
-  // 1. The replicas' pipelines (where ranks share cores, at the speed their busy neighbours leave).
-  const std::vector<int> rep = representative_of(c, in);
-  PipelinePass pass = simulate_replicas(x, rep, {});
-  out.pipeline_s = pass.makespan, out.bubble = pass.bubble, out.cross_site_bytes = pass.cross_bytes;
-  const std::vector<double>& last_bwd = pass.last_bwd;
-  // 2. Data-parallel reduction per pipeline rank (its chunks' parameters), then the optimizer and
-  //    ZeRO-1/2's all-gather of the updated shard.
-  std::vector<double> reduce(static_cast<size_t>(P)), tail(static_cast<size_t>(P));  // exposed reduction; what follows
-  for (int r = 0; r < P; ++r) {
-    const StagePlan& s = p.stages[static_cast<size_t>(r)];
-    double params = 0;
-    for (int ck = 0; ck < v; ++ck)
-      params += stage_params(x, p.stages[static_cast<size_t>(ck * P + r)], static_cast<size_t>(ck * P + r), S);
-    const std::vector<int> group = c.diloco_steps > 0 ? in_site(x, dp_group(p, r, 0)) : dp_group(p, r, 0);
-    const double bytes = 4 * params;
-    Reduce red;
-    if (p.zero < 3) {
-      bool overlap = true;
-      for (int q : group) overlap = overlap && !x.prof(q).shares_cores;
-      red = reduce_grads(x, group, bytes, last_bwd[static_cast<size_t>(r)], s.tp, overlap);
-      if (p.zero == 2) red.exposed_s *= M, red.cross_bytes *= M;  // ZeRO-2 reduces every micro-batch
-    }
-    const Hier h = hierarchy_of(x, group);
-    const int shards = p.zero >= 1 ? (c.zero_site && h.S > 0 ? h.L : static_cast<int>(group.size())) : 1;
-    double gather = 0;
-    if ((p.zero == 1 || p.zero == 2) && shards > 1) {
-      std::vector<int> zg = group;
-      if (c.zero_site && h.S > 0) zg.resize(static_cast<size_t>(h.L));  // the site's ranks
-      const RingLinks ring = ring_links(x.cl, x.to_cluster(zg));
-      gather = ring_all_gather_s(shards, x.ag_link(ring), bytes, 1, ring.crosses_sites ? s.tp : 1,
+  const StagePlan& s = p.stages[static_cast<size_t>(r)];
+  double params = 0;
+  for (int ck = 0; ck < p.virtual_stages; ++ck) {
+    const size_t k = static_cast<size_t>(ck * p.pp + r);
+    params += stage_params(x, p.stages[k], k, p.stages.size());
+  }
+  const std::vector<int> group = c.diloco_steps > 0 ? in_site(x, dp_group(p, r, 0)) : dp_group(p, r, 0);
+  const double bytes = 4 * params;
+  RankTail t;
+  if (p.zero < 3) {
+    bool overlap = true;
+    for (int q : group) overlap = overlap && !x.prof(q).shares_cores;
+    t.reduce = reduce_grads(x, group, bytes, last_bwd, s.tp, overlap);
+    const auto M = static_cast<double>(p.micro_batches);
+    if (p.zero == 2) t.reduce.exposed_s *= M, t.reduce.cross_bytes *= M;  // ZeRO-2 reduces every micro-batch
+  }
+  const Hier h = hierarchy_of(x, group);
+  const int shards = p.zero >= 1 ? (c.zero_site && h.S > 0 ? h.L : static_cast<int>(group.size())) : 1;
+  if ((p.zero == 1 || p.zero == 2) && shards > 1) {
+    std::vector<int> zg = group;
+    if (c.zero_site && h.S > 0) zg.resize(static_cast<size_t>(h.L));  // the site's ranks
+    const RingLinks ring = ring_links(x.cl, x.to_cluster(zg));
+    t.gather = ring_all_gather_s(shards, x.ag_link(ring), bytes, 1, ring.crosses_sites ? s.tp : 1,
                                  x.ag_hop(ring.slowest, ring.crosses_sites, bytes));
-      red.cross_bytes += ring.site_edges * (shards - 1.0) / shards * bytes * s.tp;
-    }
-    double optim = 0;
-    for (int pr : s.ranks) optim = std::max(optim, params / shards * x.prof(pr).optim_s_per_param);
-    Reduce outer;
-    if (c.diloco_steps > 0) outer = outer_sync(x, dp_group(p, r, 0), bytes, s.tp);
-    out.cross_site_bytes += red.cross_bytes + outer.cross_bytes;
-    out.outer_sync_s = std::max(out.outer_sync_s, outer.exposed_s);
-    out.dp_comm_s = std::max(out.dp_comm_s, red.exposed_s);
-    out.zero_gather_s = std::max(out.zero_gather_s, gather);
-    out.optimizer_s = std::max(out.optimizer_s, optim);
-    reduce[static_cast<size_t>(r)] = red.exposed_s;
-    tail[static_cast<size_t>(r)] = optim + gather + outer.exposed_s;
+    t.reduce.cross_bytes += ring.site_edges * (shards - 1.0) / shards * bytes * s.tp;
   }
-  // 3. Tied embedding across a pipeline (parallel/pipeline/executor.cpp): the head's gradient
-  //    follows the last activation gradient to the first stage (into a receive posted at the
-  //    start), which waits for both (the latency is already in the schedule); the weights go to the
-  //    last stage at the start of the next step, while the first stage computes its first forward:
-  //    the receiver's notice (α), then α + bytes, against that forward and the activation's α.
-  if (S > 1) {
-    const StagePlan& f = p.stages.front();
-    const int a = f.ranks[0], b = p.stages[static_cast<size_t>(P - 1)].ranks[0];
-    const bool crosses = x.site(a) != x.site(b);
-    const double bytes = x.V * x.C * 4 / f.tp;
-    const Link& l = x.cl.between(x.cluster_rank(a), x.cluster_rank(b));
-    const double move = p2p_s(l, bytes, crosses ? p.dp * f.tp : 1) - l.alpha_s;
-    const double first_fwd = stage_time(x, 0, 0, static_cast<double>(p.micro_batch[0])).fwd;
-    out.tied_s = move + std::max(0.0, l.alpha_s + move - first_fwd);
-    if (crosses) out.cross_site_bytes += 2 * bytes * p.dp * f.tp;
-  }
-  // 4. The gradient norm (train/step.cpp): a blocking sum of one number over the group that shards
-  //    the gradient (ZeRO: its dp group): latency only, as Gloo's ring runs it (small_all_reduce_s).
-  if (p.zero > 0 && p.dp > 1) {
-    std::vector<int> zg = dp_group(p, 0, 0);
-    const Hier h = hierarchy_of(x, zg);
-    if ((c.zero_site || c.diloco_steps > 0) && h.S > 0) zg.resize(static_cast<size_t>(h.L));
-    out.norm_s += small_all_reduce_s(x.cl, x.to_cluster(zg));
-  }
-  //    Across the pipeline (parallel/pipeline/executor.cpp): each pipeline rank sends its number to
-  //    the others into receives posted at the start, so the rank whose gradients are done last
-  //    waits only for numbers still in flight (one link latency after each other rank's). A rank
-  //    that waits longer than the first pipeline rank takes to end its step begins the next step
-  //    (and posts its first receives) that much later: simulated again with those starts.
-  auto alpha = [&](int a, int b) {
-    const auto first_rank = [&](int k) { return x.cluster_rank(p.stages[static_cast<size_t>(k)].ranks[0]); };
+  for (int pr : s.ranks) t.optim = std::max(t.optim, params / shards * x.prof(pr).optim_s_per_param);
+  if (c.diloco_steps > 0) t.outer = outer_sync(x, dp_group(p, r, 0), bytes, s.tp);
+  return t;
+}
+
+// The tied embedding across a pipeline (parallel/pipeline/executor.cpp): the head's gradient
+// follows the last activation gradient to the first stage (into a receive posted at the start),
+// which waits for both (the latency is already in the schedule); the weights go to the last stage
+// at the start of the next step, while the first stage computes its first forward: the receiver's
+// notice (α), then α + bytes, against that forward and the activation's α. Adds the bytes it moves
+// across sites to *cross_bytes.
+double tied_embedding_s(const Ctx& x, double* cross_bytes) {
+  const Plan& p = x.c.plan;
+  const StagePlan& f = p.stages.front();
+  const int a = f.ranks[0], b = p.stages[static_cast<size_t>(p.pp - 1)].ranks[0];
+  const bool crosses = x.site(a) != x.site(b);
+  const double bytes = x.V * x.C * 4 / f.tp;
+  const Link& l = x.cl.between(x.cluster_rank(a), x.cluster_rank(b));
+  const double move = p2p_s(l, bytes, crosses ? p.dp * f.tp : 1) - l.alpha_s;
+  const double first_fwd = stage_time(x, 0, 0, static_cast<double>(p.micro_batch[0])).fwd;
+  if (crosses) *cross_bytes += 2 * bytes * p.dp * f.tp;
+  return move + std::max(0.0, l.alpha_s + move - first_fwd);
+}
+
+// The gradient norm (train/step.cpp): a blocking sum of one number over the group that shards the
+// gradient (ZeRO: its dp group): latency only, as Gloo's ring runs it (small_all_reduce_s).
+double zero_norm_s(const Ctx& x) {
+  const Plan& p = x.c.plan;
+  if (p.zero == 0 || p.dp <= 1) return 0;
+  std::vector<int> zg = dp_group(p, 0, 0);
+  const Hier h = hierarchy_of(x, zg);
+  if ((x.c.zero_site || x.c.diloco_steps > 0) && h.S > 0) zg.resize(static_cast<size_t>(h.L));
+  return small_all_reduce_s(x.cl, x.to_cluster(zg));
+}
+
+// The step's end across the pipeline (parallel/pipeline/executor.cpp): each pipeline rank sends its
+// number of the norm to the others into receives posted at the start, so the rank whose gradients
+// are done last (schedule end + exposed reduction) waits only for numbers still in flight (one link
+// latency after each other rank's), then does its tail. A rank that waits longer than the first
+// pipeline rank takes to end its step begins the next step (and posts its first receives) that much
+// later: `pass` is simulated again with those starts. `end`: the longest step of a rank from its own
+// start; `wait`: the norm's wait of the rank done last.
+struct StepEnd {
+  double end = 0, wait = 0;
+};
+StepEnd step_end(const Ctx& x, const std::vector<int>& rep, PipelinePass& pass, const std::vector<double>& reduce,
+                 const std::vector<double>& tail) {
+  const Plan& p = x.c.plan;
+  const size_t P = static_cast<size_t>(p.pp);
+  const auto alpha = [&](size_t a, size_t b) {
+    const auto first_rank = [&](size_t k) { return x.cluster_rank(p.stages[k].ranks[0]); };
     return x.cl.between(first_rank(a), first_rank(b)).alpha_s;
   };
-  const size_t Pn = static_cast<size_t>(P);
-  std::vector<double> done(Pn), ends(Pn), start(Pn, 0.0);
-  auto settle = [&] {  // done, and each rank's end with the norm's wait
-    for (size_t r = 0; r < Pn; ++r) done[r] = pass.finish[r] + reduce[r];
-    for (int r = 0; r < P; ++r) {
-      double ready = done[static_cast<size_t>(r)];
-      for (int k = 0; k < P; ++k)
-        if (k != r) ready = std::max(ready, done[static_cast<size_t>(k)] + alpha(k, r));
-      ends[static_cast<size_t>(r)] = ready + tail[static_cast<size_t>(r)];
+  std::vector<double> done(P), ends(P), start(P, 0.0);
+  const auto settle = [&] {  // done, and each rank's end with the norm's wait
+    for (size_t r = 0; r < P; ++r) done[r] = pass.finish[r] + reduce[r];
+    for (size_t r = 0; r < P; ++r) {
+      double ready = done[r];
+      for (size_t k = 0; k < P; ++k)
+        if (k != r) ready = std::max(ready, done[k] + alpha(k, r));
+      ends[r] = ready + tail[r];
     }
   };
   settle();
   bool later = false;
-  for (int r = 1; r < P; ++r) {
-    start[static_cast<size_t>(r)] = std::max(0.0, ends[static_cast<size_t>(r)] - ends[0]);
-    later = later || start[static_cast<size_t>(r)] > 0;
+  for (size_t r = 1; r < P; ++r) {
+    start[r] = std::max(0.0, ends[r] - ends[0]);
+    later = later || start[r] > 0;
   }
   if (later) {
     pass = simulate_replicas(x, rep, start);
-    out.pipeline_s = pass.makespan, out.bubble = pass.bubble;
     settle();
   }
-  const int last = static_cast<int>(std::max_element(done.begin(), done.end()) - done.begin());
-  const double wait = ends[static_cast<size_t>(last)] - tail[static_cast<size_t>(last)] - done[static_cast<size_t>(last)];
-  double end = 0;  // each rank's step, from its own start
-  for (int r = 0; r < P; ++r) end = std::max(end, ends[static_cast<size_t>(r)] - start[static_cast<size_t>(r)]);
-  out.step_s = end + out.tied_s + out.norm_s;  // the tied embedding, ZeRO's sum
-  out.norm_s += wait;
+  const size_t last = static_cast<size_t>(std::max_element(done.begin(), done.end()) - done.begin());
+  StepEnd e;
+  e.wait = ends[last] - tail[last] - done[last];
+  for (size_t r = 0; r < P; ++r) e.end = std::max(e.end, ends[r] - start[r]);
+  return e;
+}
+
+}  // namespace
+
+// 1. The replicas' pipelines (where ranks share cores, at the speed their busy neighbours leave);
+// 2. what follows each pipeline rank's schedule: the data-parallel reduction, the optimizer, ZeRO's
+// all-gather, DiLoCo's sync; 3. the tied embedding; 4. the gradient norm and the step's end; then
+// the floor of CPU work where ranks share cores, throughput, cost and memory.
+Prediction predict(const Candidate& c, const CostInputs& in) {
+  Ctx x{c, in, *in.cluster, static_cast<double>(in.model.n_embd), static_cast<double>(in.seq_len),
+        static_cast<double>(in.model.vocab_padded), {}, {}, {}};
+  const Plan& p = c.plan;
+  Prediction out;
+  const std::vector<int> rep = representative_of(c, in);
+  PipelinePass pass = simulate_replicas(x, rep, {});
+  out.cross_site_bytes = pass.cross_bytes;
+  std::vector<double> reduce, tail;  // per pipeline rank: the exposed reduction; what follows it
+  for (int r = 0; r < p.pp; ++r) {
+    const RankTail t = rank_tail(x, r, pass.last_bwd[static_cast<size_t>(r)]);
+    out.cross_site_bytes += t.reduce.cross_bytes + t.outer.cross_bytes;
+    out.outer_sync_s = std::max(out.outer_sync_s, t.outer.exposed_s);
+    out.dp_comm_s = std::max(out.dp_comm_s, t.reduce.exposed_s);
+    out.zero_gather_s = std::max(out.zero_gather_s, t.gather);
+    out.optimizer_s = std::max(out.optimizer_s, t.optim);
+    reduce.push_back(t.reduce.exposed_s), tail.push_back(t.after_s());
+  }
+  if (p.stages.size() > 1) out.tied_s = tied_embedding_s(x, &out.cross_site_bytes);
+  out.norm_s = zero_norm_s(x);
+  const StepEnd e = step_end(x, rep, pass, reduce, tail);
+  out.pipeline_s = pass.makespan, out.bubble = pass.bubble;
+  out.step_s = e.end + out.tied_s + out.norm_s;  // the tied embedding, ZeRO's sum
+  out.norm_s += e.wait;
   out.cpu_bound_s = cpu_bound_s(x, out.optimizer_s);
   out.step_s = std::max(out.step_s, out.cpu_bound_s);
-  // Throughput, cost.
   const double tokens = static_cast<double>(p.global_batch()) * x.T;
   out.tokens_per_s = tokens / out.step_s;
   parallel::ModelShape m = in.model;
