@@ -173,17 +173,107 @@ static void take_shape_from_hf(Config& cfg, const data::Manifest& man) {
   cfg.model.block_size = hc.model.block_size, cfg.model.vocab_size = hc.model.vocab_size;
 }
 
+// The model's vocabulary is the dataset's tokenizer's (init.from: the imported model's shape too).
+static void shape_from_data(Config& cfg, const data::Dataset& data) {
+  if (!cfg.init.from.empty()) take_shape_from_hf(cfg, data.manifest);
+  const int64_t V = data.manifest.vocab_size;
+  if (cfg.model.vocab_size == 0) cfg.model.vocab_size = V;
+  if (cfg.model.vocab_size != V)
+    throw UserError(fmt::format("model: vocab_size {} differs from the dataset's tokenizer ({}, {})",
+                                cfg.model.vocab_size, V, cfg.data.dir));
+}
+
+// The plan: parallel.plan = "auto" (probe, profile, search), else the configured layout (an elastic
+// restart on another world fits its flags to it). Returns why the plan leaves ranks out, if it does.
+static std::string choose_plan(Trainer& t) {
+  const Config& cfg = t.cfg;
+  if (cfg.sync.mode == "diloco" && cfg.parallel.plan == "auto")
+    throw UserError("sync: mode = \"diloco\" with parallel.plan = \"auto\": the planner chooses DiLoCo itself where it "
+                    "pays when allowed (planner.allow_lossy = true, sync.mode = \"step\"); or give the in-site layout");
+  if (cfg.dist.wan.topology == "probe" || cfg.parallel.plan == "auto") {
+    const comm::ProbeResult probe = probe_at_start(t);
+    if (cfg.parallel.plan == "auto") return plan_auto(t, probe);
+  }
+  parallel::ParallelConfig pc = cfg.parallel;
+  if (t.world.env.restart > 0 && pc.plan.empty()) {  // an elastic job may come back on another world
+    std::string changed;
+    const parallel::PlanFlags g = parallel::fit_to_world(
+        {pc.dp, pc.tp, pc.pp, pc.virtual_stages, pc.micro_batches, pc.schedule, pc.zero}, t.world.world.size,
+        cfg.model.n_layer, fits_memory(t), &changed);
+    std::tie(pc.dp, pc.tp, pc.pp, pc.virtual_stages, pc.micro_batches, pc.schedule, pc.zero) =
+        std::tie(g.dp, g.tp, g.pp, g.virtual_stages, g.micro_batches, g.schedule, g.zero);
+    if (!changed.empty() && t.world.world.rank == 0) std::fprintf(stderr, "restart: %s\n", changed.c_str());
+  }
+  t.planned =
+      parallel::resolve_plan(pc, cfg.model.n_layer, t.world.world.size, cfg.batch.batch_size, cfg.batch.micro_batch);
+  if (cfg.sync.mode == "diloco" && cfg.parallel.plan.empty()) t.planned = parallel::replica_major(*t.planned);
+  return fmt::format("{} runs on job ranks [{}]", cfg.parallel.plan, fmt::join(t.planned->job_ranks, ", "));
+}
+
+// The training loader, and a check that the batch fits the training split and the validation split
+// gives a batch where evaluation asks for one.
+static void open_loaders(Trainer& t) {
+  const Config& cfg = t.cfg;
+  t.train_loader = std::make_unique<data::Loader>(t.data.train, data::LoaderOptions{t.seq_len, cfg.data.seed, true});
+  if (cfg.batch.batch_size > t.train_loader->num_samples())
+    throw UserError(fmt::format("batch: batch_size {} is more than the {} sequences of {} tokens in "
+                                "the training split",
+                                cfg.batch.batch_size, t.train_loader->num_samples(), t.seq_len));
+  if (cfg.eval.every <= 0) return;
+  try {
+    data::Loader check(t.data.val, {t.seq_len, 0, false});
+  } catch (const UserError& e) {
+    throw UserError(fmt::format("validation split of {}: {} (or set eval.every = 0)", cfg.data.dir, e.what()));
+  }
+}
+
+// The step's machinery around this rank's model: loss scaling, the model on its device, the
+// parallel wrappers (data parallel / ZeRO, DiLoCo's outer sync), the update's place (device or
+// host), CUDA graphs, DiLoCo's round lengths and the optimizer.
+static void set_up_step(Trainer& t) {
+  const Config& cfg = t.cfg;
+  t.scaler.enabled = cfg.system.loss_scaling == "on" || (cfg.system.loss_scaling == "auto" && t.precision == "fp16");
+  t.scaler.scale = cfg.system.loss_scale_init;
+  t.scaler.growth_interval = cfg.system.loss_scale_growth_interval;
+  if (t.device != "cpu") {
+    for (auto& [name, p] : model::named_parameters(t.model)) p.set_data(p.data().to(t.device));
+    if (t.model.head.defined()) t.model.head.set_data(t.model.head.data().to(t.device));
+  }
+  parallel::Applied applied =
+      parallel::apply_parallel(t.model, t.pipe->plan, cfg.parallel, cfg.sync, cfg.model.n_layer, t.groups);
+  t.dp = std::move(applied.dp);
+  model::set_own_cuda_kernels(cfg.system.cuda_kernels != "off");
+  t.update_on_device = device_update_applies(cfg.system.device_update, t.device, cfg.optim.name, &t.update_reason);
+  if (t.update_on_device) t.scalars = make_update_scalars(parallel::param_shard(*t.dp));
+  const GraphFacts graph_facts{t.device,           model::own_cuda_kernels_built(), t.pipe->plan.pp,
+                               t.groups.tp.size,   t.groups.dp.size,              cfg.model.dropout,
+                               cfg.model.recompute, t.update_on_device,           cfg.log.trace_steps > 0};
+  if (graphs_apply(cfg.system.cuda_graphs, graph_facts, &t.graph_reason)) t.graph = make_step_graph();
+  t.outer = std::move(applied.outer);
+  t.pipe->model = &t.model;
+  if (t.outer && cfg.sync.by == "time") {
+    const size_t S = static_cast<size_t>(parallel::num_sites(*t.outer));
+    t.round_steps.assign(S, cfg.sync.inner_steps);
+    if (!cfg.sync.site_speeds.empty()) {
+      const std::vector<double> v = parallel::parse_site_speeds(cfg.sync.site_speeds);
+      if (v.size() != S) throw UserError(fmt::format("sync: site_speeds has {} value(s) for {} sites", v.size(), S));
+      t.round_steps = parallel::round_steps(v, cfg.sync.inner_steps, cfg.sync.max_speedup);
+    }
+  }
+  for (int rank : t.groups.dp.ranks)
+    t.dp_sequences += t.pipe->plan.micro_batch[static_cast<size_t>(parallel::role_of(t.pipe->plan, rank).replica)];
+  t.adam = make_adamw(parallel::layout(*t.dp), parallel::segments(*t.dp), parallel::param_shard(*t.dp));
+}
+
+// Data, configuration checks, device, the job (its ranks agree on the configuration), threads,
+// precision, the plan and the ranks it keeps, this rank's part of the model, the loaders and the
+// step's machinery. nullptr on a rank the plan leaves out.
 std::unique_ptr<Trainer> make_trainer(const Config& cfg_in) {
   auto t = std::make_unique<Trainer>();
   t->cfg = cfg_in;
   Config& cfg = t->cfg;
   t->data = data::open_dataset(cfg.data.dir);
-  if (!cfg.init.from.empty()) take_shape_from_hf(cfg, t->data.manifest);
-  const int64_t V = t->data.manifest.vocab_size;
-  if (cfg.model.vocab_size == 0) cfg.model.vocab_size = V;
-  if (cfg.model.vocab_size != V)
-    throw UserError(fmt::format("model: vocab_size {} differs from the dataset's tokenizer ({}, {})",
-                                cfg.model.vocab_size, V, cfg.data.dir));
+  shape_from_data(cfg, t->data);
   validate(cfg);
   parallel::tensor::validate_tp(cfg.model, static_cast<int>(cfg.parallel.tp));
   t->device = host::resolve_device(cfg.system.device, cfg.dist.backend);
@@ -195,80 +285,11 @@ std::unique_ptr<Trainer> make_trainer(const Config& cfg_in) {
   comm::require_same(to_toml(compared), t->world.world, "configuration");
   host::configure_cpu_threads(cfg.system.threads, t->world.env.local_world);
   choose_precision(*t);
-  std::string why;  // why a plan leaves ranks out
-  if (cfg.sync.mode == "diloco" && cfg.parallel.plan == "auto")
-    throw UserError("sync: mode = \"diloco\" with parallel.plan = \"auto\": the planner chooses DiLoCo itself where it "
-                    "pays when allowed (planner.allow_lossy = true, sync.mode = \"step\"); or give the in-site layout");
-  if (cfg.dist.wan.topology == "probe" || cfg.parallel.plan == "auto") {
-    const comm::ProbeResult probe = probe_at_start(*t);
-    if (cfg.parallel.plan == "auto") why = plan_auto(*t, probe);
-  }
-  if (!t->planned) {
-    parallel::ParallelConfig pc = cfg.parallel;
-    if (t->world.env.restart > 0 && pc.plan.empty()) {  // an elastic job may come back on another world
-      std::string changed;
-      const parallel::PlanFlags g = parallel::fit_to_world(
-          {pc.dp, pc.tp, pc.pp, pc.virtual_stages, pc.micro_batches, pc.schedule, pc.zero}, t->world.world.size,
-          cfg.model.n_layer, fits_memory(*t), &changed);
-      std::tie(pc.dp, pc.tp, pc.pp, pc.virtual_stages, pc.micro_batches, pc.schedule, pc.zero) =
-          std::tie(g.dp, g.tp, g.pp, g.virtual_stages, g.micro_batches, g.schedule, g.zero);
-      if (!changed.empty() && t->world.world.rank == 0) std::fprintf(stderr, "restart: %s\n", changed.c_str());
-    }
-    t->planned = parallel::resolve_plan(pc, cfg.model.n_layer, t->world.world.size, cfg.batch.batch_size,
-                                        cfg.batch.micro_batch);
-    if (cfg.sync.mode == "diloco" && cfg.parallel.plan.empty()) t->planned = parallel::replica_major(*t->planned);
-    why = fmt::format("{} runs on job ranks [{}]", cfg.parallel.plan, fmt::join(t->planned->job_ranks, ", "));
-  }
-  if (!keep_plan_ranks(*t, why)) return nullptr;
+  if (!keep_plan_ranks(*t, choose_plan(*t))) return nullptr;
   apply_plan(*t);
   parallel::tensor::validate_tp(cfg.model, t->groups.tp.size);
-  t->train_loader = std::make_unique<data::Loader>(t->data.train,
-                                                   data::LoaderOptions{t->seq_len, cfg.data.seed, true});
-  if (cfg.batch.batch_size > t->train_loader->num_samples())
-    throw UserError(fmt::format("batch: batch_size {} is more than the {} sequences of {} tokens in "
-                                "the training split",
-                                cfg.batch.batch_size, t->train_loader->num_samples(), t->seq_len));
-  if (cfg.eval.every > 0) {
-    try {
-      data::Loader check(t->data.val, {t->seq_len, 0, false});
-    } catch (const UserError& e) {
-      throw UserError(fmt::format("validation split of {}: {} (or set eval.every = 0)",
-                                  cfg.data.dir, e.what()));
-    }
-  }
-  t->scaler.enabled = cfg.system.loss_scaling == "on" || (cfg.system.loss_scaling == "auto" && t->precision == "fp16");
-  t->scaler.scale = cfg.system.loss_scale_init;
-  t->scaler.growth_interval = cfg.system.loss_scale_growth_interval;
-  if (t->device != "cpu") {
-    for (auto& [name, p] : model::named_parameters(t->model)) p.set_data(p.data().to(t->device));
-    if (t->model.head.defined()) t->model.head.set_data(t->model.head.data().to(t->device));
-  }
-  parallel::Applied applied =
-      parallel::apply_parallel(t->model, t->pipe->plan, cfg.parallel, cfg.sync, cfg.model.n_layer, t->groups);
-  t->dp = std::move(applied.dp);
-  model::set_own_cuda_kernels(cfg.system.cuda_kernels != "off");
-  t->update_on_device =
-      device_update_applies(cfg.system.device_update, t->device, cfg.optim.name, &t->update_reason);
-  if (t->update_on_device) t->scalars = make_update_scalars(parallel::param_shard(*t->dp));
-  const GraphFacts graph_facts{t->device,           model::own_cuda_kernels_built(), t->pipe->plan.pp,
-                               t->groups.tp.size,   t->groups.dp.size,              cfg.model.dropout,
-                               cfg.model.recompute, t->update_on_device,            cfg.log.trace_steps > 0};
-  if (graphs_apply(cfg.system.cuda_graphs, graph_facts, &t->graph_reason)) t->graph = make_step_graph();
-  t->outer = std::move(applied.outer);
-  t->pipe->model = &t->model;
-  if (t->outer && cfg.sync.by == "time") {
-    const size_t S = static_cast<size_t>(parallel::num_sites(*t->outer));
-    t->round_steps.assign(S, cfg.sync.inner_steps);
-    if (!cfg.sync.site_speeds.empty()) {
-      const std::vector<double> v = parallel::parse_site_speeds(cfg.sync.site_speeds);
-      if (v.size() != S)
-        throw UserError(fmt::format("sync: site_speeds has {} value(s) for {} sites", v.size(), S));
-      t->round_steps = parallel::round_steps(v, cfg.sync.inner_steps, cfg.sync.max_speedup);
-    }
-  }
-  for (int rank : t->groups.dp.ranks)
-    t->dp_sequences += t->pipe->plan.micro_batch[static_cast<size_t>(parallel::role_of(t->pipe->plan, rank).replica)];
-  t->adam = make_adamw(parallel::layout(*t->dp), parallel::segments(*t->dp), parallel::param_shard(*t->dp));
+  open_loaders(*t);
+  set_up_step(*t);
   host::release_free_memory();
   return t;
 }
