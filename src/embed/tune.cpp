@@ -154,38 +154,24 @@ void save(const Run& r, const TuneOptions& o) {
   dir.commit();
 }
 
-}  // namespace
-
-int run_tune(const TuneOptions& options) {
-  TuneOptions o = options;
-  comm::DistConfig dist = o.dist;
-  Run r;
-  r.device = host::resolve_device(o.device, dist.backend);
-  comm::World w = comm::init_world(dist, r.device);
-  const comm::Group& world = w.world;
-  const bool main_rank = world.rank == 0;
-  host::configure_cpu_threads(o.threads, w.env.local_world);
-  r.pooling = parse_pooling(o.pooling);
-
-  train::Config cfg;
-  o.source = model_path(o.source);  // another tuning's folder: its model
-  r.model = train::load_model(o.source, &cfg);
-  r.tok = train::model_tokenizer(o.source, cfg, "");
-  if (o.pairs.window == 0) o.pairs.window = r.model.cfg.block_size;
-  validate(o, r.model.cfg, world.size);
-  const json identity = run_identity(o, model_identity(r.model));
-  comm::require_same(identity.dump() + fmt::format(" resume={} steps={}", o.resume, o.steps), world, "embed tune options");
-  const std::string model_dir = o.out + "/model";
-  const bool saved = path_exists(model_dir + "/tune_state.json");
-  if (saved && !o.resume)
+// Whether out holds a tuning to resume (out/model/tune_state.json): only with --resume, and only
+// from the same model with the same options (options.json).
+bool saved_tuning(const TuneOptions& o, const json& identity) {
+  if (!path_exists(o.out + "/model/tune_state.json")) return false;
+  if (!o.resume)
     throw UserError(fmt::format("{}: holds a tuned model; pass --resume to continue it, or choose another --out", o.out));
-  if (saved) {
-    const json before = json::parse(read_file(o.out + "/options.json"), nullptr, false);
-    if (before != identity)
-      throw UserError(fmt::format("{}: was tuned from another model or with other options; --resume needs the same "
-                                  "(see {}/options.json)", o.out, o.out));
-    model::copy_parameters(model::load_hf(model_dir, r.model.cfg.vocab_pad), r.model);
-  }
+  const json before = json::parse(read_file(o.out + "/options.json"), nullptr, false);
+  if (before != identity)
+    throw UserError(fmt::format("{}: was tuned from another model or with other options; --resume needs the same "
+                                "(see {}/options.json)", o.out, o.out));
+  return true;
+}
+
+// The parameters to tune on the run's device and AdamW over them; resumed: the saved model, the
+// optimizer's state and the step from out/model.
+void set_up_optimizer(Run& r, const TuneOptions& o, bool saved) {
+  const std::string model_dir = o.out + "/model";
+  if (saved) model::copy_parameters(model::load_hf(model_dir, r.model.cfg.vocab_pad), r.model);
   for (auto& [name, p] : model::named_parameters(r.model)) {
     p.requires_grad_(true);
     if (r.device != "cpu") p.set_data(p.data().to(r.device));
@@ -193,44 +179,46 @@ int run_tune(const TuneOptions& options) {
   }
   r.opt = std::make_unique<torch::optim::AdamW>(
       r.params, torch::optim::AdamWOptions(o.lr).betas({0.9, 0.999}).weight_decay(o.weight_decay));
-  if (saved) {
-    try {
-      torch::load(*r.opt, model_dir + "/optimizer.pt", torch::Device(r.device));
-      r.step = json::parse(read_file(model_dir + "/tune_state.json")).at("step").get<int64_t>();
-    } catch (const UserError&) {
-      throw;
-    } catch (const std::exception&) {
-      throw UserError(fmt::format("{}: optimizer.pt or tune_state.json is unreadable (damaged?); start again in "
-                                  "another --out", model_dir));
-    }
+  if (!saved) return;
+  try {
+    torch::load(*r.opt, model_dir + "/optimizer.pt", torch::Device(r.device));
+    r.step = json::parse(read_file(model_dir + "/tune_state.json")).at("step").get<int64_t>();
+  } catch (const UserError&) {
+    throw;
+  } catch (const std::exception&) {
+    throw UserError(fmt::format("{}: optimizer.pt or tune_state.json is unreadable (damaged?); start again in "
+                                "another --out", model_dir));
   }
+}
 
-  int64_t held_out = 0;
-  r.docs = training_docs(o, r.tok, &held_out);
+// The training documents and those long enough for a pair (at least a batch of them); *held_out:
+// the documents left for `slm embed eval`.
+void open_documents(Run& r, const TuneOptions& o, int64_t* held_out) {
+  r.docs = training_docs(o, r.tok, held_out);
   r.eligible = eligible_docs(r.docs, o.pairs);
   if (static_cast<int64_t>(r.eligible.size()) < o.batch)
     throw UserError(fmt::format("embed tune: {} of the {} training documents have the {} tokens a pair needs; a batch "
                                 "of {} needs that many: lower --batch, or give more (or longer) documents",
                                 r.eligible.size(), r.docs.size(), o.pairs.anchor_min + o.pairs.positive_min, o.batch));
-  if (main_rank) {
-    fs::create_directories(o.out);
-    if (!saved) {
-      tokenizer::save_tokenizer(r.tok.tok, o.out + "/tokenizer", /*overwrite=*/true);
-      write_file_atomic(o.out + "/options.json", identity.dump(2) + "\n");
-    }
-  }
-  train::RunLog log(main_rank, o.out + "/metrics.jsonl");
-  if (main_rank)
-    std::fprintf(stderr,
-                 "embed tune: %lld parameters, %s pooling, %lld training documents (%zu long enough for a pair; "
-                 "%lld held out as `slm embed eval --val-fraction %g --seed %llu` holds out), batch %lld pairs on %d "
-                 "rank(s), %s %s, steps %lld..%lld -> %s\n",
-                 static_cast<long long>(model::num_parameters(r.model)), o.pooling.c_str(),
-                 static_cast<long long>(r.docs.size()), r.eligible.size(), static_cast<long long>(held_out),
-                 o.val_fraction, static_cast<unsigned long long>(o.pairs.seed), static_cast<long long>(o.batch),
-                 world.size, r.device.c_str(), o.precision.c_str(), static_cast<long long>(r.step),
-                 static_cast<long long>(o.steps), o.out.c_str());
+}
 
+void announce(const Run& r, const TuneOptions& o, int64_t held_out, int ranks) {
+  std::fprintf(stderr,
+               "embed tune: %lld parameters, %s pooling, %lld training documents (%zu long enough for a pair; "
+               "%lld held out as `slm embed eval --val-fraction %g --seed %llu` holds out), batch %lld pairs on %d "
+               "rank(s), %s %s, steps %lld..%lld -> %s\n",
+               static_cast<long long>(model::num_parameters(r.model)), o.pooling.c_str(),
+               static_cast<long long>(r.docs.size()), r.eligible.size(), static_cast<long long>(held_out),
+               o.val_fraction, static_cast<unsigned long long>(o.pairs.seed), static_cast<long long>(o.batch), ranks,
+               r.device.c_str(), o.precision.c_str(), static_cast<long long>(r.step), static_cast<long long>(o.steps),
+               o.out.c_str());
+}
+
+// Steps up to --stop-at (or --steps), each logged; rank 0 saves every --save-every steps, at the
+// end, when a signal stops the job (every rank agrees on it after the step) and, alone, when a
+// peer is lost. The exit code.
+int tune_loop(Run& r, const TuneOptions& o, const comm::Group& world, train::RunLog& log) {
+  const bool main_rank = world.rank == 0;
   const int64_t end = o.stop_at > 0 ? std::min(o.stop_at, o.steps) : o.steps;
   while (r.step < end) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -265,10 +253,48 @@ int run_tune(const TuneOptions& options) {
       return train::stopped_exit_code();
     }
   }
-  if (main_rank && r.step == o.steps)
+  return 0;
+}
+
+}  // namespace
+
+int run_tune(const TuneOptions& options) {
+  TuneOptions o = options;
+  comm::DistConfig dist = o.dist;
+  Run r;
+  r.device = host::resolve_device(o.device, dist.backend);
+  comm::World w = comm::init_world(dist, r.device);
+  const comm::Group& world = w.world;
+  const bool main_rank = world.rank == 0;
+  host::configure_cpu_threads(o.threads, w.env.local_world);
+  r.pooling = parse_pooling(o.pooling);
+
+  train::Config cfg;
+  o.source = model_path(o.source);  // another tuning's folder: its model
+  r.model = train::load_model(o.source, &cfg);
+  r.tok = train::model_tokenizer(o.source, cfg, "");
+  if (o.pairs.window == 0) o.pairs.window = r.model.cfg.block_size;
+  validate(o, r.model.cfg, world.size);
+  const json identity = run_identity(o, model_identity(r.model));
+  comm::require_same(identity.dump() + fmt::format(" resume={} steps={}", o.resume, o.steps), world, "embed tune options");
+  const bool saved = saved_tuning(o, identity);
+  set_up_optimizer(r, o, saved);
+  int64_t held_out = 0;
+  open_documents(r, o, &held_out);
+  if (main_rank) {
+    fs::create_directories(o.out);
+    if (!saved) {
+      tokenizer::save_tokenizer(r.tok.tok, o.out + "/tokenizer", /*overwrite=*/true);
+      write_file_atomic(o.out + "/options.json", identity.dump(2) + "\n");
+    }
+  }
+  train::RunLog log(main_rank, o.out + "/metrics.jsonl");
+  if (main_rank) announce(r, o, held_out, world.size);
+  const int code = tune_loop(r, o, world, log);
+  if (code == 0 && main_rank && r.step == o.steps)
     std::fprintf(stderr, "embed tune: done; embed with `slm embed %s ...`, measure with `slm embed eval %s ...`\n",
                  o.out.c_str(), o.out.c_str());
-  return 0;
+  return code;
 }
 
 }  // namespace slm::embed
