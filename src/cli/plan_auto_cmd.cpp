@@ -72,17 +72,18 @@ std::string describe_prediction(const planner::Prediction& p) {
 
 namespace {
 
-void run_auto(const AutoArgs& a) {
-  train::Config cfg = model_config(a.config, a.set);
-  model::validate(cfg.model);
-  autoplan::PlanningInputs pi = autoplan::load_planning_inputs(cfg, a.cluster, a.topology, a.profile);
-  const testbed::TestbedSpec& spec = pi.spec;
-  planner::Cluster& cl = pi.cluster;
-  planner::ComputeProfile& prof = pi.profile;
-  const std::string& prof_from = pi.profile_from;
-  const std::string& precision = pi.precision;
-  const int64_t T = pi.seq_len;
-  planner::CostInputs in{&cl, &prof, train::model_shape(cfg.model, precision), T, cfg.parallel.bucket_mb, cfg.parallel.memory_cap_gb, {}};
+// What `slm plan auto` found: the search's top candidates (or the study heuristic's pick), the
+// measured step times where asked (-1: not run), the chosen candidate and which ranks it uses.
+struct Found {
+  planner::SearchOptions o;
+  planner::SearchResult r;
+  planner::Ranked heuristic, chosen;
+  autoplan::Measured m;
+  std::string used;
+};
+
+// The search's options from the flags and the configuration.
+planner::SearchOptions search_options(const AutoArgs& a, const train::Config& cfg) {
   planner::SearchOptions o;
   o.objective = a.objective.empty() ? cfg.planner.objective : a.objective;
   if (o.objective != "time" && o.objective != "cost") throw UserError("plan auto: --objective must be time or cost");
@@ -91,67 +92,72 @@ void run_auto(const AutoArgs& a) {
   o.subsets = !a.all_ranks;
   o.batch_size = cfg.batch.batch_size, o.micro_batch = cfg.batch.micro_batch;
   o.top = std::max(a.top, a.measure);
-  const planner::Ranked heuristic = planner::study_heuristic(in, o);
-  planner::SearchResult r;
+  return o;
+}
+
+// Which of the cluster's ranks the chosen plan uses, and how to start them.
+std::string ranks_used(const planner::Candidate& c, const planner::Cluster& cl) {
+  if (c.ranks.size() == static_cast<size_t>(cl.world())) return fmt::format("all {} ranks", cl.world());
+  const std::string which = fmt::format("{} of the {} ranks: cluster ranks [{}] (sites {}); ", c.ranks.size(),
+                                        cl.world(), fmt::join(c.ranks, ", "), planner::sites_used(cl, c.ranks));
+  const std::string start = c.ranks[0] == 0 ? "start the whole cluster (the plan's job_ranks: the others exit at "
+                                              "start) or only those"
+                                            : "start only those";
+  return which + fmt::format("{}, numbered 0..{} in this order", start, c.ranks.size() - 1);
+}
+
+// Searches (or takes the study heuristic's pick), then measures the top K on the real ranks where
+// asked and chooses the measured best.
+Found find_plan(const AutoArgs& a, const train::Config& cfg, const planner::CostInputs& in,
+                const autoplan::PlanningInputs& pi) {
+  Found f;
+  f.o = search_options(a, cfg);
+  f.heuristic = planner::study_heuristic(in, f.o);
   if (a.strategy == "study-heuristic") {
-    r.top = {heuristic};
-    r.evaluated = 1;
+    f.r.top = {f.heuristic};
+    f.r.evaluated = 1;
   } else if (a.strategy == "search") {
-    r = planner::search_plans(in, o);
+    f.r = planner::search_plans(in, f.o);
   } else {
     throw UserError("plan auto: --strategy must be search or study-heuristic");
   }
-  planner::Ranked chosen = r.top.at(0);
-  // Measure the top K on the real ranks, if asked.
-  autoplan::Measured m;
-  m.step_s.assign(r.top.size(), -1);
-  m.round_medians.resize(r.top.size());
+  f.chosen = f.r.top.at(0);
+  f.m.step_s.assign(f.r.top.size(), -1);
+  f.m.round_medians.resize(f.r.top.size());
   if (a.measure > 0) {
-    m = autoplan::measure_candidates({a.config, a.set, a.cluster, a.measure, a.measure_steps, a.measure_rounds}, r.top,
-                                     spec, cl.world());
-    if (m.best >= 0) chosen = r.top[static_cast<size_t>(m.best)];
+    f.m = autoplan::measure_candidates({a.config, a.set, a.cluster, a.measure, a.measure_steps, a.measure_rounds},
+                                       f.r.top, pi.spec, pi.cluster.world());
+    if (f.m.best >= 0) f.chosen = f.r.top[static_cast<size_t>(f.m.best)];
   }
-  const std::vector<double>& measured = m.step_s;
-  const std::vector<std::vector<double>>& round_medians = m.round_medians;
-  const std::string used = chosen.c.ranks.size() == static_cast<size_t>(cl.world())
-                               ? fmt::format("all {} ranks", cl.world())
-                           : chosen.c.ranks[0] == 0
-                               ? fmt::format("{} of the {} ranks: cluster ranks [{}] (sites {}); start the whole "
-                                             "cluster (the plan's job_ranks: the others exit at start) or only "
-                                             "those, numbered 0..{} in this order",
-                                             chosen.c.ranks.size(), cl.world(), fmt::join(chosen.c.ranks, ", "),
-                                             planner::sites_used(cl, chosen.c.ranks), chosen.c.ranks.size() - 1)
-                               : fmt::format("{} of the {} ranks: cluster ranks [{}] (sites {}); start only those, "
-                                             "numbered 0..{} in this order",
-                                             chosen.c.ranks.size(), cl.world(), fmt::join(chosen.c.ranks, ", "),
-                                             planner::sites_used(cl, chosen.c.ranks), chosen.c.ranks.size() - 1);
-  const std::string header = fmt::format(
-      "slm plan auto --cluster {}: {}\npredicted {:.3f} s per step, {:.0f} tokens/s, {:.1f} MiB across sites per "
-      "step\nuses {}",
-      a.cluster, planner::describe_candidate(chosen.c), chosen.p.step_s, chosen.p.tokens_per_s,
-      chosen.p.cross_site_bytes / (1 << 20), used);
-  if (!a.out.empty()) write_file_atomic(a.out, planner::candidate_to_toml(chosen.c, cl.world(), header));
-  if (a.json) {
-    nlohmann::json j;
-    j["cluster"] = a.cluster, j["profile"] = prof_from, j["objective"] = o.objective, j["evaluated"] = r.evaluated;
-    j["search_s"] = r.seconds;
-    for (size_t i = 0; i < r.top.size(); ++i) {
-      nlohmann::json row = to_json(r.top[i], cl);
-      if (measured[i] > 0) {
-        row["measured_step_s"] = measured[i];
-        row["measured_round_medians_s"] = round_medians[i];
-      }
-      j["top"].push_back(row);
+  f.used = ranks_used(f.chosen.c, pi.cluster);
+  return f;
+}
+
+void print_json(const AutoArgs& a, const Found& f, const autoplan::PlanningInputs& pi) {
+  const planner::Cluster& cl = pi.cluster;
+  nlohmann::json j;
+  j["cluster"] = a.cluster, j["profile"] = pi.profile_from, j["objective"] = f.o.objective, j["evaluated"] = f.r.evaluated;
+  j["search_s"] = f.r.seconds;
+  for (size_t i = 0; i < f.r.top.size(); ++i) {
+    nlohmann::json row = to_json(f.r.top[i], cl);
+    if (f.m.step_s[i] > 0) {
+      row["measured_step_s"] = f.m.step_s[i];
+      row["measured_round_medians_s"] = f.m.round_medians[i];
     }
-    for (const planner::Loser& l : r.losers) j["losers"].push_back({{"family", l.family}, {"why", l.why}, {"best", to_json(l.best, cl)}});
-    j["study_heuristic"] = to_json(heuristic, cl);
-    j["chosen"] = to_json(chosen, cl);
-    if (!a.out.empty()) j["plan_file"] = a.out;
-    std::printf("%s\n", j.dump(1).c_str());
-    return;
+    j["top"].push_back(row);
   }
+  for (const planner::Loser& l : f.r.losers)
+    j["losers"].push_back({{"family", l.family}, {"why", l.why}, {"best", to_json(l.best, cl)}});
+  j["study_heuristic"] = to_json(f.heuristic, cl);
+  j["chosen"] = to_json(f.chosen, cl);
+  if (!a.out.empty()) j["plan_file"] = a.out;
+  std::printf("%s\n", j.dump(1).c_str());
+}
+
+void print_text(const AutoArgs& a, const Found& f, const autoplan::PlanningInputs& pi, int64_t batch_size) {
+  const planner::Cluster& cl = pi.cluster;
   std::printf("plan auto: %d ranks in %zu sites; links from %s; profile: %s; precision %s\n", cl.world(),
-              cl.sites.size(), cl.links_from.c_str(), prof_from.c_str(), precision.c_str());
+              cl.sites.size(), cl.links_from.c_str(), pi.profile_from.c_str(), pi.precision.c_str());
   const planner::MeasuredHops& h = cl.hops;
   if (h.all_reduce.at_1MiB > 0 || h.all_gather.at_1MiB > 0)
     std::printf("ring collectives over the %.2f ms link, per hop as the probe timed them: all-reduce %.2f ms (4 B) to "
@@ -159,27 +165,45 @@ void run_auto(const AutoArgs& a) {
                 1e3 * h.link_alpha_s, 1e3 * h.all_reduce.at_4B, 1e3 * h.all_reduce.at_1MiB, 1e3 * h.all_gather.at_4B,
                 1e3 * h.all_gather.at_1MiB);
   std::printf("searched %lld layouts in %.3f s; objective: %s; global batch %lld x %lld tokens\n",
-              static_cast<long long>(r.evaluated), r.seconds, o.objective == "cost" ? "tokens per dollar" : "step time",
-              static_cast<long long>(cfg.batch.batch_size), static_cast<long long>(T));
-  print_table(r.top, cl);
+              static_cast<long long>(f.r.evaluated), f.r.seconds,
+              f.o.objective == "cost" ? "tokens per dollar" : "step time", static_cast<long long>(batch_size),
+              static_cast<long long>(pi.seq_len));
+  print_table(f.r.top, cl);
   if (a.measure > 0) {
     std::printf("measured (%d round(s) of %d steps each, the median of every round's steps 2..):\n", a.measure_rounds,
                 a.measure_steps);
-    for (size_t i = 0; i < r.top.size() && static_cast<int>(i) < a.measure; ++i)
-      std::printf("  %zu  predicted %.3f s, measured %s\n", i + 1, r.top[i].p.step_s,
-                  measured[i] > 0 ? fmt::format("{:.3f} s ({:+.0f}%; rounds {:.3f})", measured[i],
-                                                100 * (r.top[i].p.step_s / measured[i] - 1),
-                                                fmt::join(round_medians[i], " / ")).c_str()
-                                  : "- (not run: it leaves rank 0 out, or it failed)");
+    for (size_t i = 0; i < f.r.top.size() && static_cast<int>(i) < a.measure; ++i)
+      std::printf("  %zu  predicted %.3f s, measured %s\n", i + 1, f.r.top[i].p.step_s,
+                  f.m.step_s[i] > 0 ? fmt::format("{:.3f} s ({:+.0f}%; rounds {:.3f})", f.m.step_s[i],
+                                                  100 * (f.r.top[i].p.step_s / f.m.step_s[i] - 1),
+                                                  fmt::join(f.m.round_medians[i], " / ")).c_str()
+                                    : "- (not run: it leaves rank 0 out, or it failed)");
   }
-  if (!r.losers.empty()) std::printf("why the other layouts lost (the best of each):\n");
-  for (const planner::Loser& l : r.losers)
+  if (!f.r.losers.empty()) std::printf("why the other layouts lost (the best of each):\n");
+  for (const planner::Loser& l : f.r.losers)
     std::printf("  %-44s %s (%.3f s)\n", l.family.c_str(), l.why.c_str(), l.best.p.step_s);
   std::printf("study heuristic: %s: %.3f s per step (%+.0f%% vs the pick)\n",
-              planner::describe_candidate(heuristic.c).c_str(), heuristic.p.step_s,
-              100 * (heuristic.p.step_s / chosen.p.step_s - 1));
-  std::printf("chosen: %s; uses %s\n", planner::describe_candidate(chosen.c).c_str(), used.c_str());
+              planner::describe_candidate(f.heuristic.c).c_str(), f.heuristic.p.step_s,
+              100 * (f.heuristic.p.step_s / f.chosen.p.step_s - 1));
+  std::printf("chosen: %s; uses %s\n", planner::describe_candidate(f.chosen.c).c_str(), f.used.c_str());
   if (!a.out.empty()) std::printf("plan: %s (slm train --set parallel.plan=%s)\n", a.out.c_str(), a.out.c_str());
+}
+
+void run_auto(const AutoArgs& a) {
+  train::Config cfg = model_config(a.config, a.set);
+  model::validate(cfg.model);
+  autoplan::PlanningInputs pi = autoplan::load_planning_inputs(cfg, a.cluster, a.topology, a.profile);
+  const planner::CostInputs in{&pi.cluster,     &pi.profile, train::model_shape(cfg.model, pi.precision),
+                               pi.seq_len,      cfg.parallel.bucket_mb, cfg.parallel.memory_cap_gb, {}};
+  const Found f = find_plan(a, cfg, in, pi);
+  const std::string header = fmt::format(
+      "slm plan auto --cluster {}: {}\npredicted {:.3f} s per step, {:.0f} tokens/s, {:.1f} MiB across sites per "
+      "step\nuses {}",
+      a.cluster, planner::describe_candidate(f.chosen.c), f.chosen.p.step_s, f.chosen.p.tokens_per_s,
+      f.chosen.p.cross_site_bytes / (1 << 20), f.used);
+  if (!a.out.empty()) write_file_atomic(a.out, planner::candidate_to_toml(f.chosen.c, pi.cluster.world(), header));
+  if (a.json) print_json(a, f, pi);
+  else print_text(a, f, pi, cfg.batch.batch_size);
 }
 
 }  // namespace
