@@ -99,28 +99,18 @@ std::string write_tail_split(const std::vector<std::vector<uint32_t>>& ids, int6
                      100.0 * static_cast<double>(k) / static_cast<double>(n));
 }
 
-}  // namespace
-
-Manifest prepare_dataset(const PrepareOptions& opt) {
+void check_options(const PrepareOptions& opt) {
   if (!(opt.val_fraction >= 0 && opt.val_fraction <= 0.5))
     throw UserError(fmt::format("--val-fraction {} is outside [0, 0.5]", opt.val_fraction));
   if (opt.shard_tokens < 1 || opt.shard_tokens > kMaxShardTokens)
     throw UserError(fmt::format("--shard-tokens {} is outside [1, {}]", opt.shard_tokens,
                                 kMaxShardTokens));
   if (opt.out.empty()) throw UserError("--out: no output directory given");
+}
 
-  tokenizer::BpeModel model = tokenizer::load_tokenizer(opt.tokenizer_dir);
-  int32_t eot = model.special_id(opt.eot);
-  if (eot < 0)
-    throw UserError(fmt::format("{}: tokenizer has no special token \"{}\" to separate documents",
-                                opt.tokenizer_dir, opt.eot));
-  Corpus corpus = load_corpus(opt.inputs, opt.corpus);
-  const int64_t ndocs = static_cast<int64_t>(corpus.docs.size());
-  // One document (one big text file, the commonest first corpus): its last val_fraction of tokens
-  // is the validation split, as nanoGPT and llm.c hold out the end of the text.
-  const bool tail_split = opt.val_fraction > 0 && ndocs == 1;
-  std::vector<bool> is_val = choose_val_docs(ndocs, opt.val_fraction, opt.seed);
-
+// The manifest's description of the dataset (the splits' counts come after encoding).
+Manifest describe(const PrepareOptions& opt, const tokenizer::BpeModel& model, const Corpus& corpus, int32_t eot,
+                  bool tail_split) {
   Manifest man;
   man.tokenizer_path = tokenizer_path_from(opt.out, opt.tokenizer_dir);
   man.tokenizer_identity = tokenizer::model_identity(model);
@@ -133,22 +123,26 @@ Manifest prepare_dataset(const PrepareOptions& opt) {
   man.seed = opt.seed;
   man.corpus = opt.corpus;
   man.sources = corpus.sources;
+  return man;
+}
 
-  AtomicDir out(opt.out, opt.overwrite);
-  SplitWriter train{out.dir(), "train", man.bytes_per_token, opt.shard_tokens, {}, nullptr};
-  SplitWriter val{out.dir(), "val", man.bytes_per_token, opt.shard_tokens, {}, nullptr};
-
-  // Work in batches of chunks (~64 MB of text) so memory stays bounded on large corpora.
+// Encodes the corpus on `threads` threads into the train and val writers, each document after an
+// end-of-text token in the split is_val gives it, or (tail_split: one document) its last
+// val_fraction of tokens into val. Works in batches of chunks (~64 MB of text) so memory stays
+// bounded on large corpora. Returns what the one-document split held out ("" otherwise).
+std::string encode_corpus(const PrepareOptions& opt, const tokenizer::BpeModel& model, const Corpus& corpus,
+                          uint32_t eot, const std::vector<bool>& is_val, bool tail_split, SplitWriter& train,
+                          SplitWriter& val) {
   struct Chunk {
     int64_t doc;
     std::string_view text;
   };
+  const int64_t ndocs = static_cast<int64_t>(corpus.docs.size());
   const int threads = opt.threads > 0 ? opt.threads : default_threads();
   std::vector<std::unique_ptr<tokenizer::Encoder>> encoders(threads);
   Progress progress("encode", corpus.bytes, "B", opt.quiet);
-  const uint32_t eot_u = static_cast<uint32_t>(eot);
   int64_t doc = 0;
-  std::string tail_note;  // what the one-document split held out
+  std::string tail_note;
   while (doc < ndocs) {
     std::vector<Chunk> chunks;
     size_t batch_bytes = 0;
@@ -164,11 +158,13 @@ Manifest prepare_dataset(const PrepareOptions& opt) {
       encoders[w]->encode(chunks[i].text, ids[i]);
       progress.add(static_cast<int64_t>(chunks[i].text.size()));
     });
-    if (tail_split) tail_note = write_tail_split(ids, static_cast<int64_t>(corpus.docs[0].size()), opt.val_fraction, eot_u, model, train, val);
+    if (tail_split)
+      tail_note = write_tail_split(ids, static_cast<int64_t>(corpus.docs[0].size()), opt.val_fraction, eot, model,
+                                   train, val);
     for (size_t i = 0; i < chunks.size() && !tail_split; ++i) {
       SplitWriter& w = is_val[chunks[i].doc] ? val : train;
       if (i == 0 || chunks[i].doc != chunks[i - 1].doc) {  // a document starts
-        w.append(&eot_u, 1);
+        w.append(&eot, 1);
         w.info.documents += 1;
         w.info.bytes += static_cast<int64_t>(corpus.docs[chunks[i].doc].size());
       }
@@ -177,6 +173,31 @@ Manifest prepare_dataset(const PrepareOptions& opt) {
     throw_if_interrupted();
   }
   progress.finish();
+  return tail_note;
+}
+
+}  // namespace
+
+Manifest prepare_dataset(const PrepareOptions& opt) {
+  check_options(opt);
+  tokenizer::BpeModel model = tokenizer::load_tokenizer(opt.tokenizer_dir);
+  int32_t eot = model.special_id(opt.eot);
+  if (eot < 0)
+    throw UserError(fmt::format("{}: tokenizer has no special token \"{}\" to separate documents",
+                                opt.tokenizer_dir, opt.eot));
+  Corpus corpus = load_corpus(opt.inputs, opt.corpus);
+  const int64_t ndocs = static_cast<int64_t>(corpus.docs.size());
+  // One document (one big text file, the commonest first corpus): its last val_fraction of tokens
+  // is the validation split, as nanoGPT and llm.c hold out the end of the text.
+  const bool tail_split = opt.val_fraction > 0 && ndocs == 1;
+  const std::vector<bool> is_val = choose_val_docs(ndocs, opt.val_fraction, opt.seed);
+  Manifest man = describe(opt, model, corpus, eot, tail_split);
+
+  AtomicDir out(opt.out, opt.overwrite);
+  SplitWriter train{out.dir(), "train", man.bytes_per_token, opt.shard_tokens, {}, nullptr};
+  SplitWriter val{out.dir(), "val", man.bytes_per_token, opt.shard_tokens, {}, nullptr};
+  const std::string tail_note =
+      encode_corpus(opt, model, corpus, static_cast<uint32_t>(eot), is_val, tail_split, train, val);
   if (!tail_note.empty()) std::fprintf(stderr, "%s\n", tail_note.c_str());
   train.close();
   val.close();
