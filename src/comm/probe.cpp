@@ -85,17 +85,16 @@ std::vector<LinkClass> classify_links(std::vector<PairLink>& pairs) {
   return out;
 }
 
-ProbeResult probe_links(World& w, const ProbeConfig& c) {
-  const auto started = Clock::now();
-  const Group& g = w.world;
+namespace {
+
+// Each pair's best round trip per message size: rtt[a][b][k] (a < b), filled by the lower rank of
+// each pair and summed over the world. A barrier before each turn: the pairs of one turn are timed
+// while no other pair sends (they would share a link's rate). Each pair's untimed warm-up round
+// trip waits for the partner.
+at::Tensor pair_round_trips(const Group& g, const ProbeConfig& c) {
   const int n = g.size, K = static_cast<int>(c.sizes.size());
-  ProbeResult r;
-  r.world = n, r.sizes = c.sizes;
-  // rtt[a][b][k], filled by the lower rank of each pair, summed over the world at the end.
   at::Tensor rtt = at::zeros({n, n, K}, at::kDouble);
   int tag = 0;
-  // A barrier before each turn: the pairs of one turn are timed while no other pair sends (they
-  // would share a link's rate). Each pair's untimed warm-up round trip waits for the partner.
   for (const auto& turn : probe_turns(n, c.pairs_at_once)) {
     barrier(g);
     for (const auto& [a, b] : turn) {
@@ -122,6 +121,13 @@ ProbeResult probe_links(World& w, const ProbeConfig& c) {
     tag += K;
   }
   all_reduce_sum(rtt, g);
+  return rtt;
+}
+
+// Each pair's link: its round trips and the α-β fit of their halves over the sizes.
+std::vector<PairLink> fit_pairs(const at::Tensor& rtt, const ProbeConfig& c) {
+  const int n = static_cast<int>(rtt.size(0)), K = static_cast<int>(c.sizes.size());
+  std::vector<PairLink> pairs;
   for (int a = 0; a < n; ++a)
     for (int b = a + 1; b < n; ++b) {
       PairLink p;
@@ -132,11 +138,19 @@ ProbeResult probe_links(World& w, const ProbeConfig& c) {
         one_way.push_back(p.rtt_s.back() / 2);
       }
       fit_alpha_beta(c.sizes, one_way, &p.alpha_s, &p.beta_Bps);
-      r.pairs.push_back(p);
+      pairs.push_back(p);
     }
-  r.classes = classify_links(r.pairs);
-  // Collectives: median over the repeats of the slowest rank's time. One barrier before the first
-  // repeat (each collective ends nearly together on every rank) and one reduction of all times.
+  return pairs;
+}
+
+// The collectives, into r.collectives: all-reduce and all-gather of 4 B and 1 MiB, a 16 MiB
+// all-gather (the rate its bytes reach over the ring: ZeRO's gathers), and, where asked, the
+// all-reduce as gradients travel (hierarchical / channels / bf16 per [dist]). Each: the median over
+// the repeats of the slowest rank's time; one barrier before the first repeat (each collective ends
+// nearly together on every rank) and one reduction of all times.
+void probe_collectives(World& w, const ProbeConfig& c, ProbeResult& r) {
+  const Group& g = w.world;
+  const int n = g.size;
   auto timed = [&](const std::string& op, int64_t bytes, const std::function<void()>& run) {
     at::Tensor times = at::zeros({n, c.repeats}, at::kDouble);
     barrier(g);
@@ -150,30 +164,39 @@ ProbeResult probe_links(World& w, const ProbeConfig& c) {
     r.collectives.push_back({op, bytes, upper_median(std::vector<double>(slowest.data_ptr<double>(),
                                                                    slowest.data_ptr<double>() + c.repeats))});
   };
-  for (int64_t bytes : {int64_t{4}, int64_t{1} << 20}) {
-    if (!c.collectives) break;
-    const int64_t numel = std::max<int64_t>(n, bytes / 4 / n * n);
-    at::Tensor t = at::zeros({numel}, at::kFloat), out = at::zeros({numel}, at::kFloat);
-    timed("all-reduce", bytes, [&] { all_reduce_sum(t, g); });
-    timed("all-gather", bytes, [&] { all_gather_into(out, t.narrow(0, 0, numel / n), g); });
-  }
-  if (c.collectives) {  // a large all-gather: the rate its bytes reach over the ring (ZeRO's gathers)
+  if (c.collectives) {
+    for (int64_t bytes : {int64_t{4}, int64_t{1} << 20}) {
+      const int64_t numel = std::max<int64_t>(n, bytes / 4 / n * n);
+      at::Tensor t = at::zeros({numel}, at::kFloat), out = at::zeros({numel}, at::kFloat);
+      timed("all-reduce", bytes, [&] { all_reduce_sum(t, g); });
+      timed("all-gather", bytes, [&] { all_gather_into(out, t.narrow(0, 0, numel / n), g); });
+    }
     const int64_t numel = (int64_t{16} << 20) / 4 / n * n;
     at::Tensor shard = at::zeros({numel / n}, at::kFloat), out = at::zeros({numel}, at::kFloat);
     timed("all-gather", numel * 4, [&] { all_gather_into(out, shard, g); });
   }
-  if (!c.allreduce_mb.empty()) {  // as gradients travel: hierarchical / channels / bf16 per [dist]
-    Group wan = new_group(w, "probe", g.ranks);
-    make_wan_group(w, wan, c.wan);
-    const std::string how = describe_wan(wan);
-    for (double mb : c.allreduce_mb) {
-      at::Tensor t = at::zeros({std::max<int64_t>(1, static_cast<int64_t>(mb * (1 << 20) / 4))}, at::kFloat);
-      all_reduce_sum(t, wan);  // warm-up: connections of the extra groups
-      timed(how.empty() ? "all-reduce (flat)" : "all-reduce (" + how + ")", t.numel() * 4,
-            [&] { all_reduce_sum(t, wan); });
-    }
+  if (c.allreduce_mb.empty()) return;
+  Group wan = new_group(w, "probe", g.ranks);
+  make_wan_group(w, wan, c.wan);
+  const std::string how = describe_wan(wan);
+  for (double mb : c.allreduce_mb) {
+    at::Tensor t = at::zeros({std::max<int64_t>(1, static_cast<int64_t>(mb * (1 << 20) / 4))}, at::kFloat);
+    all_reduce_sum(t, wan);  // warm-up: connections of the extra groups
+    timed(how.empty() ? "all-reduce (flat)" : "all-reduce (" + how + ")", t.numel() * 4,
+          [&] { all_reduce_sum(t, wan); });
   }
-  r.elapsed_s = max(since(started), g);
+}
+
+}  // namespace
+
+ProbeResult probe_links(World& w, const ProbeConfig& c) {
+  const auto started = Clock::now();
+  ProbeResult r;
+  r.world = w.world.size, r.sizes = c.sizes;
+  r.pairs = fit_pairs(pair_round_trips(w.world, c), c);
+  r.classes = classify_links(r.pairs);
+  probe_collectives(w, c, r);
+  r.elapsed_s = max(since(started), w.world);
   return r;
 }
 
