@@ -2,6 +2,7 @@
 #include "tokenizer/bpe_train.h"
 
 #include <algorithm>
+#include <array>
 #include <fmt/format.h>
 #include <queue>
 #include <set>
@@ -54,6 +55,91 @@ struct HeapItem {
   }
 };
 
+// The words as byte ids, in a canonical order so that results never depend on hash-map iteration
+// order.
+std::vector<Word> words_of(const WordCounts& counts, const std::array<int32_t, 256>& id_of_byte) {
+  std::vector<std::pair<std::string_view, int64_t>> sorted(counts.begin(), counts.end());
+  std::sort(sorted.begin(), sorted.end());
+  std::vector<Word> words;
+  words.reserve(sorted.size());
+  for (auto [text, n] : sorted) {
+    Word w{{}, n};
+    for (unsigned char c : text) w.syms.push_back(id_of_byte[c]);
+    words.push_back(std::move(w));
+  }
+  return words;
+}
+
+// Every adjacent pair's count over the words (each word weighted by its count), the words it occurs
+// in (ascending; a merge may append one again), and a max-heap of (count, pair) whose stale entries
+// are skipped when popped. delta and changed: a merge's scratch, kept for their memory.
+struct Pairs {
+  std::unordered_map<uint64_t, int64_t> count;
+  std::unordered_map<uint64_t, std::vector<int32_t>> where;
+  std::priority_queue<HeapItem> heap;
+  PairDelta delta;
+  std::unordered_map<uint64_t, int64_t> changed;
+};
+
+Pairs count_pairs(const std::vector<Word>& words) {
+  Pairs p;
+  for (size_t wi = 0; wi < words.size(); ++wi) {
+    const auto& s = words[wi].syms;
+    for (size_t i = 0; i + 1 < s.size(); ++i) {
+      uint64_t k = BpeModel::key(s[i], s[i + 1]);
+      p.count[k] += words[wi].count;
+      auto& v = p.where[k];
+      if (v.empty() || v.back() != static_cast<int32_t>(wi)) v.push_back(static_cast<int32_t>(wi));
+    }
+  }
+  for (auto [k, n] : p.count) p.heap.push({n, k});
+  return p;
+}
+
+// The most frequent pair with at least min_frequency occurrences, popped from the heap; 0 and no
+// pair where none is left.
+std::pair<uint64_t, bool> best_pair(Pairs& p, int64_t min_frequency) {
+  while (!p.heap.empty()) {
+    const HeapItem top = p.heap.top();
+    p.heap.pop();
+    const int64_t cur = p.count[top.pair];
+    if (cur != top.count) {  // stale entry: counts only fall for pairs already in the heap
+      if (cur > 0) p.heap.push({cur, top.pair});
+      continue;
+    }
+    if (cur < min_frequency) break;
+    return {top.pair, true};
+  }
+  return {0, false};
+}
+
+// Merges the pair (a, b) into `result` in every word that has it; updates the counts and pushes the
+// pairs whose counts grew.
+void merge_everywhere(std::vector<Word>& words, Pairs& p, uint64_t pair, int32_t result) {
+  const auto a = static_cast<int32_t>(pair >> 32), b = static_cast<int32_t>(pair & 0xffffffffu);
+  std::vector<int32_t> ws = std::move(p.where[pair]);
+  p.where.erase(pair);
+  std::sort(ws.begin(), ws.end());
+  ws.erase(std::unique(ws.begin(), ws.end()), ws.end());
+  p.changed.clear();
+  for (int32_t wi : ws) {
+    p.delta.clear();
+    merge_word(words[wi].syms, a, b, result, p.delta);
+    for (auto [k, d] : p.delta) {
+      p.changed[k] += d * words[wi].count;
+      if (d > 0) {
+        auto& v = p.where[k];
+        if (v.empty() || v.back() != wi) v.push_back(wi);
+      }
+    }
+  }
+  for (auto [k, d] : p.changed) {
+    int64_t& n = p.count[k];
+    n += d;
+    if (d > 0) p.heap.push({n, k});
+  }
+}
+
 }  // namespace
 
 void validate(const TrainOptions& opt) {
@@ -80,69 +166,17 @@ BpeModel train_bpe(const WordCounts& counts, const TrainOptions& opt,
     id_of_byte[b] = i;
   }
 
-  // Words in a canonical order so that results never depend on hash-map iteration order.
-  std::vector<std::pair<std::string_view, int64_t>> sorted(counts.begin(), counts.end());
-  std::sort(sorted.begin(), sorted.end());
-  std::vector<Word> words;
-  words.reserve(sorted.size());
-  for (auto [text, n] : sorted) {
-    Word w{{}, n};
-    for (unsigned char c : text) w.syms.push_back(id_of_byte[c]);
-    words.push_back(std::move(w));
-  }
-
-  std::unordered_map<uint64_t, int64_t> pair_count;
-  std::unordered_map<uint64_t, std::vector<int32_t>> where;
-  for (size_t wi = 0; wi < words.size(); ++wi) {
-    const auto& s = words[wi].syms;
-    for (size_t i = 0; i + 1 < s.size(); ++i) {
-      uint64_t k = BpeModel::key(s[i], s[i + 1]);
-      pair_count[k] += words[wi].count;
-      auto& v = where[k];
-      if (v.empty() || v.back() != static_cast<int32_t>(wi)) v.push_back(static_cast<int32_t>(wi));
-    }
-  }
-  std::priority_queue<HeapItem> heap;
-  for (auto [k, n] : pair_count) heap.push({n, k});
-
+  std::vector<Word> words = words_of(counts, id_of_byte);
+  Pairs pairs = count_pairs(words);
   const int target_merges = opt.vocab_size - min_vocab;
-  PairDelta delta;
-  std::unordered_map<uint64_t, int64_t> changed;
-  while (static_cast<int>(m.merges.size()) < target_merges && !heap.empty()) {
-    HeapItem top = heap.top();
-    heap.pop();
-    int64_t cur = pair_count[top.pair];
-    if (cur != top.count) {  // stale entry: counts only fall for pairs already in the heap
-      if (cur > 0) heap.push({cur, top.pair});
-      continue;
-    }
-    if (cur < opt.min_frequency) break;
-    auto a = static_cast<int32_t>(top.pair >> 32), b = static_cast<int32_t>(top.pair & 0xffffffffu);
-    auto result = static_cast<int32_t>(m.id_to_bytes.size());
+  while (static_cast<int>(m.merges.size()) < target_merges) {
+    const auto [pair, found] = best_pair(pairs, opt.min_frequency);
+    if (!found) break;
+    const auto a = static_cast<int32_t>(pair >> 32), b = static_cast<int32_t>(pair & 0xffffffffu);
+    const auto result = static_cast<int32_t>(m.id_to_bytes.size());
     m.id_to_bytes.push_back(m.id_to_bytes[a] + m.id_to_bytes[b]);
     m.merges.emplace_back(a, b);
-
-    std::vector<int32_t> ws = std::move(where[top.pair]);
-    where.erase(top.pair);
-    std::sort(ws.begin(), ws.end());
-    ws.erase(std::unique(ws.begin(), ws.end()), ws.end());
-    changed.clear();
-    for (int32_t wi : ws) {
-      delta.clear();
-      merge_word(words[wi].syms, a, b, result, delta);
-      for (auto [k, d] : delta) {
-        changed[k] += d * words[wi].count;
-        if (d > 0) {
-          auto& v = where[k];
-          if (v.empty() || v.back() != wi) v.push_back(wi);
-        }
-      }
-    }
-    for (auto [k, d] : changed) {
-      int64_t& n = pair_count[k];
-      n += d;
-      if (d > 0) heap.push({n, k});
-    }
+    merge_everywhere(words, pairs, pair, result);
     if (on_merge) on_merge(static_cast<int>(m.merges.size()));
     if ((m.merges.size() & 255) == 0) throw_if_interrupted();
   }
