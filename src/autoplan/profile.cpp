@@ -160,24 +160,28 @@ void store_in_cache(const std::string& key, const planner::RankProfile& mine) {
   store_measurement("profile.json", key, j);
 }
 
-// Every rank of g times each round of sizes at once (a barrier before each): "all busy" must mean
-// all busy, or a rank that starts while the others still load times its blocks alone.
-planner::RankProfile measure(const ProfileRequest& r, const comm::Group& g) {
-  planner::RankProfile out;
-  out.overhead_bytes = static_cast<double>(host::resident_memory_bytes());  // the runtime's own share
+// A model of `layers` blocks of the request's shape on its device (no dropout).
+model::GPT2 model_on_device(const ProfileRequest& r, int64_t layers, uint64_t seed) {
   model::GPT2Config c = r.model;
-  c.n_layer = 1;
-  c.dropout = 0;
-  model::GPT2 m = model::init_gpt2(c, 1);
+  c.n_layer = layers, c.dropout = 0;
+  model::GPT2 m = model::init_gpt2(c, seed);
   if (r.device != "cpu")
     for (auto& [name, p] : model::named_parameters(m)) p.set_data(p.data().to(r.device));
+  return m;
+}
+
+// A block's forward and backward, the embedding and the head (+ loss) forward and backward of m
+// (one block) at each micro-batch size into out. Every rank of g times each round of sizes at once
+// (a barrier before each): "all busy" must mean all busy, or a rank that starts while the others
+// still load times its blocks alone. The sizes in turn, `repeats` rounds of all of them, the
+// median of each size's rounds: a VM's speed moves minute to minute, and timed one size after
+// another a quick minute went to one size (the planner study of 2026-11-27d: a block at b = 4 at
+// 4.9 ms per sequence where b = 2 took 7.0 and b = 8 4.9, its head likewise), and the search chose
+// micro-batches of 4 for it (predicted 1.03 s, measured 1.29).
+void time_parts(const ProfileRequest& r, const comm::Group& g, model::GPT2& m, planner::RankProfile& out) {
+  const model::GPT2Config& c = m.cfg;
   const int64_t T = r.seq_len, C = c.n_embd;
   auto opts = torch::TensorOptions().device(r.device);
-  // The sizes in turn, `repeats` rounds of all of them (a barrier before each round), the median
-  // of each size's rounds: a VM's speed moves minute to minute, and timed one size after another a
-  // quick minute went to one size (the planner study of 2026-11-27d: a block at b = 4 at 4.9 ms
-  // per sequence where b = 2 took 7.0 and b = 8 4.9, its head likewise), and the search chose
-  // micro-batches of 4 for it (predicted 1.03 s, measured 1.29).
   struct AtSize {
     at::Tensor x, idx, out_grad, y, loss;
     std::vector<double> block_f, block_b, embed, head_f, head_b;
@@ -208,45 +212,60 @@ planner::RankProfile measure(const ProfileRequest& r, const comm::Group& g) {
     out.embed_s.push_back(median_of(s.embed));
     out.head_fwd_s.push_back(median_of(s.head_f)), out.head_bwd_s.push_back(std::max(median_of(s.head_b), 1e-6));
   }
-  // Blocks in a row (up to 8) against one alone: weights that no longer stay in cache and
-  // per-block overheads make a model slower than its blocks timed one by one; on a GPU, launches
-  // that overlap the previous block's kernels make it faster at small sizes, not at large ones.
-  // At the second size on CPUs (quick), at the largest on GPUs, where plans run at large sizes
-  // (gpt2 on an H200: x0.80 at micro-batch 2 predicted 1 x 64 13% fast); the second size there too
-  // when the largest does not fit.
-  auto row_scale = [&](size_t k) {
-    model::GPT2Config cc = r.model;
-    cc.n_layer = std::min<int64_t>(r.model.n_layer, 8), cc.dropout = 0;
-    model::GPT2 many = model::init_gpt2(cc, 2);
-    if (r.device != "cpu")
-      for (auto& [name, p] : model::named_parameters(many)) p.set_data(p.data().to(r.device));
-    const int64_t b = r.micro_batch[k];
-    model::AutocastGuard autocast(r.precision, r.device);
-    at::Tensor x = torch::randn({b, T, C}, opts).requires_grad_(true), g = torch::randn({b, T, C}, opts);
-    const double t = median_time(std::max(1, r.repeats - 1), r.device, r.min_sample_s, [&] {
-      model::run_blocks(many, x, 0, many.h.size(), true).backward(g);
-    });
-    const double one = out.block_fwd_s[k] + out.block_bwd_s[k];
-    return std::clamp(t / (static_cast<double>(cc.n_layer) * one), 0.5, 3.0);
-  };
+}
+
+// Blocks in a row (up to 8) against one alone (out's block times at size k): weights that no
+// longer stay in cache and per-block overheads make a model slower than its blocks timed one by
+// one; on a GPU, launches that overlap the previous block's kernels make it faster at small sizes,
+// not at large ones.
+double row_scale(const ProfileRequest& r, const planner::RankProfile& out, size_t k) {
+  const int64_t layers = std::min<int64_t>(r.model.n_layer, 8);
+  model::GPT2 many = model_on_device(r, layers, 2);
+  const int64_t b = r.micro_batch[k];
+  auto opts = torch::TensorOptions().device(r.device);
+  model::AutocastGuard autocast(r.precision, r.device);
+  at::Tensor x = torch::randn({b, r.seq_len, r.model.n_embd}, opts).requires_grad_(true);
+  at::Tensor g = torch::randn({b, r.seq_len, r.model.n_embd}, opts);
+  const double t = median_time(std::max(1, r.repeats - 1), r.device, r.min_sample_s, [&] {
+    model::run_blocks(many, x, 0, many.h.size(), true).backward(g);
+  });
+  const double one = out.block_fwd_s[k] + out.block_bwd_s[k];
+  return std::clamp(t / (static_cast<double>(layers) * one), 0.5, 3.0);
+}
+
+// row_scale at the second size on CPUs (quick), at the largest on GPUs, where plans run at large
+// sizes (gpt2 on an H200: x0.80 at micro-batch 2 predicted 1 x 64 13% fast); the second size there
+// too when the largest does not fit.
+double block_scale(const ProfileRequest& r, const planner::RankProfile& out) {
   const size_t second = std::min<size_t>(1, r.micro_batch.size() - 1);
-  if (r.device == "cpu") {
-    out.block_scale = row_scale(second);
-  } else {
-    try {
-      out.block_scale = row_scale(r.micro_batch.size() - 1);
-    } catch (const c10::Error&) {  // out of memory
-      out.block_scale = row_scale(second);
-    }
+  if (r.device == "cpu") return row_scale(r, out, second);
+  try {
+    return row_scale(r, out, r.micro_batch.size() - 1);
+  } catch (const c10::Error&) {  // out of memory
+    return row_scale(r, out, second);
   }
-  // AdamW over this one-block model's parameters (the optimizer is memory-bound: per parameter).
+}
+
+// AdamW over m's parameters (the optimizer is memory-bound: its time per parameter).
+double optim_s_per_param(const ProfileRequest& r, model::GPT2& m) {
   auto named = model::named_parameters(m);
   parallel::FlatLayout layout = parallel::make_layout(named, 1);
+  auto opts = torch::TensorOptions().device(r.device);
   at::Tensor flat = torch::randn({layout.numel}, opts), grad = torch::randn({layout.numel}, opts);
   train::AdamW adam = train::make_adamw(layout, {parallel::Segment{0, 0, layout.numel}}, flat);
   train::OptimConfig oc;
-  out.optim_s_per_param =
-      median_time(r.repeats, r.device, r.min_sample_s, [&] { train::adamw_step(adam, flat, grad, oc, 1e-4); }) / static_cast<double>(layout.numel);
+  const double t = median_time(r.repeats, r.device, r.min_sample_s, [&] { train::adamw_step(adam, flat, grad, oc, 1e-4); });
+  return t / static_cast<double>(layout.numel);
+}
+
+// This rank's profile, timed with every rank of g busy.
+planner::RankProfile measure(const ProfileRequest& r, const comm::Group& g) {
+  planner::RankProfile out;
+  out.overhead_bytes = static_cast<double>(host::resident_memory_bytes());  // the runtime's own share
+  model::GPT2 m = model_on_device(r, 1, 1);
+  time_parts(r, g, m, out);
+  out.block_scale = block_scale(r, out);
+  out.optim_s_per_param = optim_s_per_param(r, m);
   out.micro_batch = r.micro_batch;
   return out;
 }
