@@ -564,12 +564,21 @@ void measure_tp2(const ProfileRequest& r, comm::World& w, const std::vector<int>
 
 }  // namespace
 
-std::vector<planner::RankProfile> profile_job(const ProfileRequest& request, comm::World& w) {
-  const comm::Group& g = w.world;
-  ProfileRequest r = request;
-  if (r.min_sample_s <= 0) r.min_sample_s = 2 * quota_period_s();
-  // Which ranks share a pool of cores: the machine (host name) and the cgroup a testbed site's
-  // ranks run in (SLM_CGROUP), hashed, of every rank.
+namespace {
+
+// Which ranks share a pool of cores: the machine (host name) and the cgroup a testbed site's ranks
+// run in (SLM_CGROUP), hashed, of every rank. host[q]: rank q's pool (in order of first rank);
+// index_in_host[q]: its place among the pool's ranks; ranks_on[h]: the pool's ranks.
+struct RankPools {
+  std::vector<int> host, index_in_host;
+  std::map<int, int> ranks_on;
+  int most() const {
+    int n = 0;
+    for (const auto& [h, k] : ranks_on) n = std::max(n, k);
+    return n;
+  }
+};
+RankPools rank_pools(const comm::Group& g) {
   char name[256] = {0};
   ::gethostname(name, sizeof name - 1);
   const char* cg = std::getenv("SLM_CGROUP");
@@ -577,71 +586,94 @@ std::vector<planner::RankProfile> profile_job(const ProfileRequest& request, com
   hashes_of[static_cast<size_t>(g.rank)] =
       static_cast<double>(std::hash<std::string>{}(std::string(name) + "|" + (cg ? cg : "")) % (1ull << 50));
   hashes_of = comm::sum(hashes_of, g);
-  std::vector<int> host(static_cast<size_t>(g.size)), index_in_host(static_cast<size_t>(g.size));
+  RankPools p;
+  p.host.resize(static_cast<size_t>(g.size)), p.index_in_host.resize(static_cast<size_t>(g.size));
   std::vector<double> pools;
-  std::map<int, int> ranks_on;
   for (int q = 0; q < g.size; ++q) {
     auto it = std::find(pools.begin(), pools.end(), hashes_of[static_cast<size_t>(q)]);
     if (it == pools.end()) it = pools.insert(pools.end(), hashes_of[static_cast<size_t>(q)]);
-    host[static_cast<size_t>(q)] = static_cast<int>(it - pools.begin());
-    index_in_host[static_cast<size_t>(q)] = ranks_on[host[static_cast<size_t>(q)]]++;
+    p.host[static_cast<size_t>(q)] = static_cast<int>(it - pools.begin());
+    p.index_in_host[static_cast<size_t>(q)] = p.ranks_on[p.host[static_cast<size_t>(q)]]++;
   }
-  const int my_host = host[static_cast<size_t>(g.rank)];
-  const bool shares = ranks_on[my_host] > 1;  // measured below: does a rank run faster alone?
+  return p;
+}
+
+// This rank's entry in the cache, if it has one.
+std::optional<planner::RankProfile> from_cache(const std::string& key) {
+  const auto c = cached_measurement("profile.json", key);
+  if (!c) return std::nullopt;
+  try {
+    planner::RankProfile mine = from_json(*c);
+    mine.solo_speedup = c->value("solo_speedup", 1.0);
+    mine.source = "cached";
+    return mine;
+  } catch (...) {
+    return std::nullopt;
+  }
+}
+
+// Every rank measures (collective): its compute with all busy, then, where ranks share a pool, one
+// rank per pool at a time alone (solo_speedup); the CPU cost of communication, the tp-2 pairs; the
+// ranks of a machine add their entries to the cache in turn (one file).
+planner::RankProfile measure_rank(const ProfileRequest& r, comm::World& w, const RankPools& pools,
+                                  const std::string& key, const std::string& device) {
+  const comm::Group& g = w.world;
+  const bool shares = pools.ranks_on.at(pools.host[static_cast<size_t>(g.rank)]) > 1;
+  const int mine_in_host = pools.index_in_host[static_cast<size_t>(g.rank)];
+  planner::RankProfile mine = measure(r, g);
+  mine.device = device;
+  mine.runtime = host::runtime_settings();
+  mine.source = "measured";
+  mine.solo_speedup = 1;
+  for (int k = 0; k < pools.most(); ++k) {
+    comm::barrier(g);
+    if (shares && mine_in_host == k) {
+      const size_t last = mine.micro_batch.size() - 1;
+      mine.solo_speedup = std::max(1.0, (mine.block_fwd_s[last] + mine.block_bwd_s[last]) / solo_block_s(r));
+    }
+  }
+  comm::barrier(g);
+  mine.comm_cpu_s_per_byte = comm_cpu_per_byte(g);
+  measure_tp2(r, w, pools.host, pools.index_in_host, any_pool_shares(mine.solo_speedup, pools.host, g), &mine);
+  for (int k = 0; k < pools.most(); ++k) {
+    comm::barrier(g);
+    if (mine_in_host == k) store_in_cache(key, mine);
+  }
+  return mine;
+}
+
+}  // namespace
+
+std::vector<planner::RankProfile> profile_job(const ProfileRequest& request, comm::World& w) {
+  const comm::Group& g = w.world;
+  ProfileRequest r = request;
+  if (r.min_sample_s <= 0) r.min_sample_s = 2 * quota_period_s();
+  RankPools pools = rank_pools(g);
+  const int my_host = pools.host[static_cast<size_t>(g.rank)];
   // Ranks time-sharing cores get them in scheduler slices of a few ms: a timing shorter than
   // several slices is luck (the planner study's 4 ranks on 2 cores timed one block at b = 1 as
   // 3 ms on one rank and 11 ms on another, and the planner gave the "fast" rank 11 of 24 layers).
-  if (shares) r.min_sample_s = std::max(r.min_sample_s, kSharedMinSampleS);
+  if (pools.ranks_on[my_host] > 1) r.min_sample_s = std::max(r.min_sample_s, kSharedMinSampleS);
   // The cache, unless any rank misses (then every rank measures: the solo rounds are collective).
-  const planner::ProfileShape s = profile_shape(r.model, r.seq_len, r.precision);
-  const host::DeviceInfo dev = host::describe_device(r.device, r.precision, host::cpu_threads(), 0, 0);
   // Per rank of the pool: ranks of one machine share the cache file, and what each measured
   // differs by where it sits (the communication CPU per byte of a rank whose ring neighbour is in
   // another site was 3x its neighbour's on the testbed): one key for all made every rank the last
   // writer's copy in the next job.
+  const planner::ProfileShape s = profile_shape(r.model, r.seq_len, r.precision);
+  const host::DeviceInfo dev = host::describe_device(r.device, r.precision, host::cpu_threads(), 0, 0);
   const std::string key = fmt::format("v8 | {} | {} | rank {} of {} here | cpu {} | C {} H {} Vp {} T {} {} | b {}", dev.name,
-                                      host::measurement_context(), index_in_host[static_cast<size_t>(g.rank)], ranks_on[my_host], cpu_quota(),
-                                      s.n_embd, s.n_head, s.vocab_padded, s.seq_len, s.precision, fmt::join(r.micro_batch, ","));
-  planner::RankProfile mine;
-  bool hit = false;
-  if (const auto c = r.use_cache ? cached_measurement("profile.json", key) : std::nullopt) {
-    try {
-      mine = from_json(*c);
-      mine.solo_speedup = c->value("solo_speedup", 1.0);
-      mine.source = "cached";
-      hit = true;
-    } catch (...) {
-    }
-  }
-  if (comm::max(hit ? 0.0 : 1.0, g) > 0) {
-    mine = measure(r, g);
-    mine.device = dev.name;
-    mine.runtime = host::runtime_settings();
-    mine.source = "measured";
-    mine.solo_speedup = 1;
-    int most = 0;
-    for (auto& [h, n] : ranks_on) most = std::max(most, n);
-    for (int k = 0; k < most; ++k) {  // one rank per pool at a time runs alone
-      comm::barrier(g);
-      if (shares && index_in_host[static_cast<size_t>(g.rank)] == k) {
-        const size_t last = mine.micro_batch.size() - 1;
-        mine.solo_speedup = std::max(1.0, (mine.block_fwd_s[last] + mine.block_bwd_s[last]) / solo_block_s(r));
-      }
-    }
-    comm::barrier(g);
-    mine.comm_cpu_s_per_byte = comm_cpu_per_byte(g);
-    measure_tp2(r, w, host, index_in_host, any_pool_shares(mine.solo_speedup, host, g), &mine);
-    for (int k = 0; k < most; ++k) {  // the ranks of a machine add their entries in turn (one file)
-      comm::barrier(g);
-      if (index_in_host[static_cast<size_t>(g.rank)] == k) store_in_cache(key, mine);
-    }
-  }
+                                      host::measurement_context(), pools.index_in_host[static_cast<size_t>(g.rank)],
+                                      pools.ranks_on[my_host], cpu_quota(), s.n_embd, s.n_head, s.vocab_padded,
+                                      s.seq_len, s.precision, fmt::join(r.micro_batch, ","));
+  const std::optional<planner::RankProfile> cached = r.use_cache ? from_cache(key) : std::nullopt;
+  planner::RankProfile mine = cached ? *cached : planner::RankProfile{};
+  if (comm::max(cached ? 0.0 : 1.0, g) > 0) mine = measure_rank(r, w, pools, key, dev.name);
   mine.alone_cores = alone_cores();  // not measured: the quota as it is now
   std::vector<planner::RankProfile> all = gather_profile(mine, g);
   for (int q = 0; q < g.size; ++q) {
     planner::RankProfile& p = all[static_cast<size_t>(q)];
-    p.host = host[static_cast<size_t>(q)];
-    p.host_ranks = ranks_on[p.host];
+    p.host = pools.host[static_cast<size_t>(q)];
+    p.host_ranks = pools.ranks_on[p.host];
   }
   planner::settle_shared_pools(all);  // alone its ranks run notably faster (on average)
   return all;
