@@ -28,10 +28,12 @@ static std::vector<int64_t> profile_sizes(int64_t batch_size, int64_t micro_batc
   return s;
 }
 
-AutoPlan plan_at_start(train::Config& cfg, comm::World& w, const comm::ProbeResult& probe, const std::string& device,
-                       const std::string& precision, int64_t seq_len) {
-  using Clock = std::chrono::steady_clock;
-  AutoPlan a;
+// The cluster the job runs on: planner.cluster with the links the probe measured, else the probe's
+// links alone, else one local rank; every GPU's memory as its driver reports it, where the cluster
+// file gives less or nothing: the plan must fit the devices it runs on (collective: every rank
+// learns every rank's).
+static planner::Cluster job_cluster(const train::Config& cfg, comm::World& w, const comm::ProbeResult& probe,
+                                    const std::string& device) {
   const planner::PlannerConfig& pc = cfg.planner;
   const std::string probe_text = comm::probe_json(probe);
   planner::Cluster cluster;
@@ -51,55 +53,78 @@ AutoPlan plan_at_start(train::Config& cfg, comm::World& w, const comm::ProbeResu
     cluster.ranks = {{0, device == "cpu" ? "cpu" : "cuda", 0, 0}};
     cluster.link = {{planner::Link{planner::kBaseAlpha, planner::kUnlimitedBps}}};
   }
-  // Every GPU's memory as its driver reports it, where the cluster file gives less or nothing: the
-  // plan must fit the devices it runs on (collective: every rank learns every rank's).
   const std::vector<parallel::MemoryCap> caps = rank_memory_caps(cfg, w, device);
   for (size_t r = 0; r < caps.size(); ++r)
     if (caps[r].whole_device && caps[r].gb > 0) cluster.ranks[r].memory_gb = caps[r].gb;
-  // Every rank's compute: a file, or measured now on every rank at once (as they will train).
+  return cluster;
+}
+
+// Every rank's compute: planner.profile, or measured now on every rank at once (as they will
+// train). Sets a.profile_source.
+static planner::ComputeProfile job_profile(const train::Config& cfg, comm::World& w, const std::string& device,
+                                           const std::string& precision, int64_t seq_len, AutoPlan& a) {
+  const planner::PlannerConfig& pc = cfg.planner;
   const planner::ProfileShape shape = profile_shape(cfg.model, seq_len, precision);
   planner::ComputeProfile prof;
-  auto t0 = Clock::now();
   if (!pc.profile.empty()) {
     if (!path_exists(pc.profile)) throw UserError(fmt::format("planner.profile: {}: no such file", pc.profile));
     prof = planner::parse_profile(read_file(pc.profile), pc.profile);
     planner::check_profile(prof, shape, w.world.size, pc.profile);
     a.profile_source = pc.profile;
-  } else {
-    host::configure_cpu_threads(cfg.system.threads, w.env.local_world);
-    ProfileRequest req{cfg.model, seq_len, device, precision, profile_sizes(cfg.batch.batch_size, cfg.batch.micro_batch, device),
-                       3, true, w.env.local_world};
-    prof.shape = shape;
-    prof.ranks = profile_job(req, w);
-    a.profile_source = prof.ranks[0].source;
+    return prof;
   }
-  a.profile_s = std::chrono::duration<double>(Clock::now() - t0).count();
-  planner::CostInputs in{&cluster, &prof, train::model_shape(cfg.model, precision), seq_len, cfg.parallel.bucket_mb,
-                         cfg.parallel.memory_cap_gb, {}};
+  host::configure_cpu_threads(cfg.system.threads, w.env.local_world);
+  ProfileRequest req{cfg.model, seq_len, device, precision, profile_sizes(cfg.batch.batch_size, cfg.batch.micro_batch, device),
+                     3, true, w.env.local_world};
+  prof.shape = shape;
+  prof.ranks = profile_job(req, w);
+  a.profile_source = prof.ranks[0].source;
+  return prof;
+}
+
+// The best layout by planner.strategy: the search's (rank 0 kept), or the study heuristic's, which
+// must keep rank 0 (and every rank where planner.all_ranks asks). Sets a.chosen, a.predicted,
+// a.evaluated.
+static void choose_layout(const train::Config& cfg, const planner::CostInputs& in, int world, AutoPlan& a) {
+  const planner::PlannerConfig& pc = cfg.planner;
   planner::SearchOptions o;
   o.objective = pc.objective, o.allow_lossy = pc.allow_lossy, o.subsets = !pc.all_ranks, o.keep_rank = 0;
   o.diloco_steps = cfg.sync.inner_steps;
   o.batch_size = cfg.batch.batch_size, o.micro_batch = cfg.batch.micro_batch, o.top = 1;
-  t0 = Clock::now();
   if (pc.strategy == "study-heuristic") {
     planner::Ranked h = planner::study_heuristic(in, o);
-    if (h.c.ranks.at(0) != 0 || (pc.all_ranks && h.c.ranks.size() != static_cast<size_t>(w.world.size)))
+    if (h.c.ranks.at(0) != 0 || (pc.all_ranks && h.c.ranks.size() != static_cast<size_t>(world)))
       throw UserError(fmt::format("planner: the study heuristic uses {} of the {} ranks ({}), {}; start only those "
                                   "(slm plan auto --strategy study-heuristic says which)",
-                                  h.c.ranks.size(), w.world.size, planner::sites_used(cluster, h.c.ranks),
+                                  h.c.ranks.size(), world, planner::sites_used(*in.cluster, h.c.ranks),
                                   pc.all_ranks ? "but planner.all_ranks is set" : "not rank 0's site"));
     a.chosen = h.c, a.predicted = h.p, a.evaluated = 1;
-  } else {
-    const planner::SearchResult r = planner::search_plans(in, o);
-    a.chosen = r.top.at(0).c, a.predicted = r.top.at(0).p, a.evaluated = r.evaluated;
+    return;
   }
-  a.search_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  const planner::SearchResult r = planner::search_plans(in, o);
+  a.chosen = r.top.at(0).c, a.predicted = r.top.at(0).p, a.evaluated = r.evaluated;
+}
+
+AutoPlan plan_at_start(train::Config& cfg, comm::World& w, const comm::ProbeResult& probe, const std::string& device,
+                       const std::string& precision, int64_t seq_len) {
+  using Clock = std::chrono::steady_clock;
+  const auto since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
+  AutoPlan a;
+  const planner::Cluster cluster = job_cluster(cfg, w, probe, device);
+  auto t0 = Clock::now();
+  const planner::ComputeProfile prof = job_profile(cfg, w, device, precision, seq_len, a);
+  a.profile_s = since(t0);
+  const planner::CostInputs in{&cluster, &prof, train::model_shape(cfg.model, precision), seq_len, cfg.parallel.bucket_mb,
+                               cfg.parallel.memory_cap_gb, {}};
+  t0 = Clock::now();
+  choose_layout(cfg, in, w.world.size, a);
+  a.search_s = since(t0);
   const planner::Candidate& c = a.chosen;
   if (c.ranks.size() < static_cast<size_t>(w.world.size))
     a.left_out = fmt::format("uses {} of the {} ranks (sites {}): leaving the others out is predicted faster{} "
                              "(planner.all_ranks = true uses every rank)",
                              c.ranks.size(), w.world.size, planner::sites_used(cluster, c.ranks),
-                             pc.objective == "cost" ? " per dollar" : "");
+                             cfg.planner.objective == "cost" ? " per dollar" : "");
   cfg.parallel.zero = c.plan.zero;
   std::vector<std::string> settings;  // as the plan file's [set] table has them
   for (const planner::Setting& s : planner::candidate_settings(c)) settings.push_back(s.section + "." + s.key + "=" + s.value);
