@@ -135,6 +135,45 @@ void catch_launcher_signals() {
 
 int launcher_signal() { return g_signal; }
 
+// Forwards what the ranks wrote (waits up to 200 ms for any; 50 ms when none has an open pipe).
+static void pump_output(std::vector<Child>& cs) {
+  std::vector<pollfd> fds;
+  std::vector<std::pair<size_t, int>> who;
+  for (size_t k = 0; k < cs.size(); ++k)
+    for (int i = 0; i < 2; ++i)
+      if (cs[k].out[i] >= 0) fds.push_back({cs[k].out[i], POLLIN, 0}), who.push_back({k, i});
+  if (!fds.empty() && ::poll(fds.data(), fds.size(), 200) > 0)
+    for (size_t f = 0; f < fds.size(); ++f)
+      if (fds[f].revents) drain(cs[who[f].first], who[f].second);
+  if (fds.empty()) ::usleep(50000);
+}
+
+// The ranks that ended since the last call: their exit codes, each one's last words (its error
+// line) forwarded before the cause is told. `failed`: the first failure of this round, where a rank
+// killed by a signal is the likelier cause (its peers fail because it is gone); -1: none.
+struct Reaped {
+  int failed = -1, status = 0;
+  bool any_running = false;
+};
+static Reaped reap(std::vector<Child>& cs) {
+  Reaped r;
+  for (auto& c : cs) {
+    int status = 0;
+    if (c.running && ::waitpid(c.pid, &status, WNOHANG) == c.pid) {
+      c.running = false;
+      c.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      for (pollfd p{c.out[1], POLLIN, 0}; c.out[1] >= 0 && ::poll(&p, 1, 0) > 0; p.fd = c.out[1])
+        drain(c, 1);
+      if (c.code != 0 && (r.failed < 0 || (WIFSIGNALED(status) && !WIFSIGNALED(r.status)))) {
+        r.failed = static_cast<int>(&c - cs.data());
+        r.status = status;
+      }
+    }
+    r.any_running = r.any_running || c.running;
+  }
+  return r;
+}
+
 Outcome run_ranks(const LaunchOptions& o, const std::string& addr, const std::string& port, int restart,
                   const std::string& cause, const std::function<std::string()>& stop_check) {
   ::setenv("SLM_RESTART_COUNT", std::to_string(restart).c_str(), 1);  // inherited by the ranks
@@ -154,39 +193,14 @@ Outcome run_ranks(const LaunchOptions& o, const std::string& addr, const std::st
     return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.grace_s));
   };
   for (;;) {
-    std::vector<pollfd> fds;
-    std::vector<std::pair<size_t, int>> who;
-    for (size_t k = 0; k < cs.size(); ++k)
-      for (int i = 0; i < 2; ++i)
-        if (cs[k].out[i] >= 0) fds.push_back({cs[k].out[i], POLLIN, 0}), who.push_back({k, i});
-    if (!fds.empty() && ::poll(fds.data(), fds.size(), 200) > 0)
-      for (size_t f = 0; f < fds.size(); ++f)
-        if (fds[f].revents) drain(cs[who[f].first], who[f].second);
-    if (fds.empty()) ::usleep(50000);
+    pump_output(cs);
     if (g_signal && forwarded != g_signal) {  // a signal to the launcher goes to every rank
       forwarded = g_signal;
       out.by_user = true;
       signal_all(cs, g_signal);
       kill_at = std::min(kill_at, after_grace());
     }
-    // Reap; among the ranks that ended in this round a rank killed by a signal is the likelier cause
-    // (its peers fail because it is gone).
-    int first_status = 0, first_child = -1;
-    bool any_running = false;
-    for (auto& c : cs) {
-      int status = 0;
-      if (c.running && ::waitpid(c.pid, &status, WNOHANG) == c.pid) {
-        c.running = false;
-        c.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-        for (pollfd p{c.out[1], POLLIN, 0}; c.out[1] >= 0 && ::poll(&p, 1, 0) > 0; p.fd = c.out[1])
-          drain(c, 1);  // its last words (the error line) before the cause is told
-        if (c.code != 0 && (first_child < 0 || (WIFSIGNALED(status) && !WIFSIGNALED(first_status)))) {
-          first_child = static_cast<int>(&c - cs.data());
-          first_status = status;
-        }
-      }
-      any_running = any_running || c.running;
-    }
+    const Reaped reaped = reap(cs);
     if (stop_check && !failed && !forwarded && Clock::now() >= next_check) {  // asked from elsewhere
       next_check = Clock::now() + std::chrono::seconds(1);
       std::string why = stop_check();
@@ -199,22 +213,22 @@ Outcome run_ranks(const LaunchOptions& o, const std::string& addr, const std::st
         kill_at = after_grace();
       }
     }
-    if (first_child >= 0 && !failed && !forwarded) {
+    if (reaped.failed >= 0 && !failed && !forwarded) {
       failed = true;
-      out.code = WIFEXITED(first_status) ? WEXITSTATUS(first_status) : 128 + WTERMSIG(first_status);
-      out.cause = describe_exit(cs[static_cast<size_t>(first_child)], first_status);
+      out.code = WIFEXITED(reaped.status) ? WEXITSTATUS(reaped.status) : 128 + WTERMSIG(reaped.status);
+      out.cause = describe_exit(cs[static_cast<size_t>(reaped.failed)], reaped.status);
       std::fprintf(stderr, "slm launch: %s; stopping the other ranks\n", out.cause.c_str());
       signal_all(cs, SIGTERM);
       kill_at = after_grace();
     }
-    if (any_running && Clock::now() >= kill_at) {
+    if (reaped.any_running && Clock::now() >= kill_at) {
       std::fprintf(stderr, "slm launch: ranks still running %.0f s after SIGTERM; killing them\n", o.grace_s);
       signal_all(cs, SIGKILL);
       kill_at = Clock::time_point::max();
     }
     bool open = false;
     for (auto& c : cs) open = open || c.out[0] >= 0 || c.out[1] >= 0;
-    if (!any_running && !open) break;
+    if (!reaped.any_running && !open) break;
   }
   if (!failed)
     for (auto& c : cs)
