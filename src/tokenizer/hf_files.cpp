@@ -114,66 +114,87 @@ static void read_tokenizer_json(const std::string& path, json* vocab, std::strin
     *merges += (m.is_string() ? m.get<std::string>() : m.at(0).get<std::string>() + " " + m.at(1).get<std::string>()) + "\n";
 }
 
-BpeModel load_tokenizer(const std::string& dir) {
+// The files of a tokenizer folder: vocab.json + merges.txt (or GPT-2's original encoder.json +
+// vocab.bpe), else tokenizer.json.
+struct TokenizerFiles {
   json vocab;
   std::string vocab_path, merges_path, merges;
+};
+static TokenizerFiles read_files(const std::string& dir) {
+  TokenizerFiles f;
   if (!path_exists(dir + "/vocab.json") && !path_exists(dir + "/encoder.json") && path_exists(dir + "/tokenizer.json")) {
-    vocab_path = merges_path = dir + "/tokenizer.json";
-    read_tokenizer_json(vocab_path, &vocab, &merges);
+    f.vocab_path = f.merges_path = dir + "/tokenizer.json";
+    read_tokenizer_json(f.vocab_path, &f.vocab, &f.merges);
   } else {
-    vocab_path = pick(dir, "vocab.json", "encoder.json");
-    merges_path = pick(dir, "merges.txt", "vocab.bpe");
-    vocab = parse_json(vocab_path);
-    merges = read_file(merges_path);
+    f.vocab_path = pick(dir, "vocab.json", "encoder.json");
+    f.merges_path = pick(dir, "merges.txt", "vocab.bpe");
+    f.vocab = parse_json(f.vocab_path);
+    f.merges = read_file(f.merges_path);
   }
-  if (!vocab.is_object() || vocab.empty())
-    throw UserError(fmt::format("{}: expected a non-empty object of token -> id", vocab_path));
+  if (!f.vocab.is_object() || f.vocab.empty())
+    throw UserError(fmt::format("{}: expected a non-empty object of token -> id", f.vocab_path));
+  return f;
+}
 
-  BpeModel m;
-  std::vector<std::string> text_of;  // id -> token text as in the file
-  for (auto& [text, idv] : vocab.items()) {
+// Each id's token text as in the file (m.present: which ids are used).
+static std::vector<std::string> texts_by_id(const TokenizerFiles& f, BpeModel& m) {
+  std::vector<std::string> text_of;
+  for (auto& [text, idv] : f.vocab.items()) {
     if (!idv.is_number_integer() || idv.get<int64_t>() < 0 || idv.get<int64_t>() > (1 << 24))
-      throw UserError(fmt::format("{}: token \"{}\" has a bad id", vocab_path, text));
+      throw UserError(fmt::format("{}: token \"{}\" has a bad id", f.vocab_path, text));
     auto id = static_cast<size_t>(idv.get<int64_t>());
     if (id >= text_of.size()) {
       text_of.resize(id + 1);
       m.present.resize(id + 1, false);
     }
-    if (m.present[id]) throw UserError(fmt::format("{}: id {} is used twice", vocab_path, id));
+    if (m.present[id]) throw UserError(fmt::format("{}: id {} is used twice", f.vocab_path, id));
     m.present[id] = true;
     text_of[id] = text;
   }
+  return text_of;
+}
+
+// The merges ("a b" lines, an optional #version line first) into m.merges; returns the ids of the
+// merged tokens. Every part must be in the vocabulary.
+static std::unordered_set<int32_t> read_merges(const TokenizerFiles& f, const std::vector<std::string>& text_of,
+                                               BpeModel& m) {
   std::unordered_map<std::string, int32_t> id_of_text;
   for (size_t id = 0; id < text_of.size(); ++id)
     if (m.present[id]) id_of_text[text_of[id]] = static_cast<int32_t>(id);
-
   std::unordered_set<int32_t> merged;
   size_t line_no = 0;
-  for (size_t pos = 0; pos < merges.size();) {
-    size_t nl = merges.find('\n', pos);
-    if (nl == std::string::npos) nl = merges.size();
-    std::string line = merges.substr(pos, nl - pos);
+  for (size_t pos = 0; pos < f.merges.size();) {
+    size_t nl = f.merges.find('\n', pos);
+    if (nl == std::string::npos) nl = f.merges.size();
+    std::string line = f.merges.substr(pos, nl - pos);
     pos = nl + 1;
     ++line_no;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty() || (line_no == 1 && line.rfind("#version", 0) == 0)) continue;
     size_t sp = line.find(' ');
     if (sp == std::string::npos || line.find(' ', sp + 1) != std::string::npos)
-      throw UserError(fmt::format("{}:{}: expected two tokens separated by one space", merges_path,
+      throw UserError(fmt::format("{}:{}: expected two tokens separated by one space", f.merges_path,
                                   line_no));
     std::string a = line.substr(0, sp), b = line.substr(sp + 1);
     auto ia = id_of_text.find(a), ib = id_of_text.find(b), ir = id_of_text.find(a + b);
     for (auto [it, t] : {std::pair{ia, &a}, std::pair{ib, &b}})
       if (it == id_of_text.end())
-        throw UserError(fmt::format("{}:{}: token \"{}\" is not in {}", merges_path, line_no, *t,
-                                    vocab_path));
+        throw UserError(fmt::format("{}:{}: token \"{}\" is not in {}", f.merges_path, line_no, *t,
+                                    f.vocab_path));
     if (ir == id_of_text.end())
-      throw UserError(fmt::format("{}:{}: merged token \"{}\" is not in {}", merges_path, line_no,
-                                  a + b, vocab_path));
+      throw UserError(fmt::format("{}:{}: merged token \"{}\" is not in {}", f.merges_path, line_no,
+                                  a + b, f.vocab_path));
     m.merges.emplace_back(ia->second, ib->second);
     merged.insert(ir->second);
   }
+  return merged;
+}
 
+BpeModel load_tokenizer(const std::string& dir) {
+  const TokenizerFiles f = read_files(dir);
+  BpeModel m;
+  const std::vector<std::string> text_of = texts_by_id(f, m);
+  const std::unordered_set<int32_t> merged = read_merges(f, text_of, m);
   m.id_to_bytes.resize(text_of.size());
   m.is_special.assign(text_of.size(), false);
   for (size_t id = 0; id < text_of.size(); ++id) {
@@ -188,7 +209,7 @@ BpeModel load_tokenizer(const std::string& dir) {
       m.id_to_bytes[id] = text_of[id];
     }
   }
-  index_model(m, vocab_path);
+  index_model(m, f.vocab_path);
   return m;
 }
 
