@@ -125,9 +125,69 @@ static std::string attempt(const std::function<void()>& write) {  // what went w
   return "";
 }
 
+// x on the CPU for saving. A view would be saved with its whole storage: copy only those (a whole
+// CPU tensor is written as it is, so a synchronous save does not double the optimizer state in
+// memory). An asynchronous save (`copy`) copies everything: training goes on changing the originals.
+static at::Tensor cpu_for_save(const at::Tensor& x, bool copy) {
+  at::Tensor c = x.detach().cpu();
+  if (c.data_ptr() != x.data_ptr()) return c;  // copied off the GPU already
+  const bool whole = c.is_contiguous() && c.storage_offset() == 0 &&
+                     c.storage().nbytes() == static_cast<size_t>(c.numel()) * c.element_size();
+  return whole && !copy ? c : c.clone();
+}
+
+// This rank's buffer (parameters, AdamW's moments), where its pieces sit and the CPU generator.
+static std::shared_ptr<torch::serialize::OutputArchive> shard_archive(const Trainer& t, bool copy) {
+  std::vector<int64_t> flat;  // (k, 3): local, global, size
+  for (const parallel::Segment& g : model_segments(t, /*for_save=*/true)) flat.insert(flat.end(), {g.local, g.global, g.size});
+  auto a = std::make_shared<torch::serialize::OutputArchive>();
+  a->write("param", cpu_for_save(parallel::param_shard(*t.dp), copy));
+  a->write("exp_avg", cpu_for_save(t.adam.exp_avg, copy));
+  a->write("exp_avg_sq", cpu_for_save(t.adam.exp_avg_sq, copy));
+  a->write("segments", at::tensor(flat, at::kLong).view({-1, 3}));
+  a->write("rng.cpu", at::detail::getDefaultCPUGenerator().get_state());
+  return a;
+}
+
+// DiLoCo's outer pieces of this rank (syncs in flight are received first).
+static std::shared_ptr<torch::serialize::OutputArchive> outer_archive(const Trainer& t, bool copy) {
+  const parallel::OuterState o = parallel::settle_outer_state(*t.outer);
+  std::vector<int64_t> pending;
+  for (const auto& [f, step] : o.pending) pending.insert(pending.end(), {f, step});
+  auto a = std::make_shared<torch::serialize::OutputArchive>();
+  a->write("theta", cpu_for_save(o.theta, copy));
+  a->write("momentum", cpu_for_save(o.momentum, copy));
+  a->write("error", cpu_for_save(o.error, copy));
+  a->write("pending", at::tensor(pending, at::kLong).view({-1, 2}));
+  a->write("adam_step", at::tensor(std::vector<int64_t>{t.adam.step}, at::kLong));  // the site's own (sync.by = "time")
+  return a;
+}
+
+// state.json: the step, the optimizer's and loss scale's counters, the loader's position, the
+// model's layout, who saved it how, the tokenizer, the configuration.
+static json checkpoint_state(const Trainer& t, bool solo) {
+  const parallel::FlatLayout& l = t.model_layout;
+  const data::LoaderState ls = train_position(t);
+  json state = {
+      {"format", 2},
+      {"step", t.step},
+      {"adam_step", t.adam.step},
+      {"loss_scale", {{"scale", t.scaler.scale}, {"good_steps", t.scaler.good_steps}}},
+      {"loader", {{"epoch", ls.epoch}, {"cursor", ls.cursor}}},
+      {"layout", {{"names", l.names}, {"shapes", l.shapes}}},
+      {"saved_by",
+       {{"world", solo ? 1 : t.groups.world.size}, {"zero", parallel::zero_stage(*t.dp)}, {"tp", t.groups.tp.size},
+        {"pp", t.pipe->plan.pp}, {"sites", t.outer && !solo ? parallel::num_sites(*t.outer) : 1},
+        {"layout", describe_layout(t)}}},
+      {"tokenizer_identity", t.data.manifest.tokenizer_identity},
+      {"config", to_toml(t.cfg)},
+      {"cwd", fs::current_path().string()}};  // what the config's relative paths start from
+  if (!t.round_steps.empty()) state["sync_round_steps"] = t.round_steps;  // sync.by = "time"
+  return state;
+}
+
 CheckpointSnapshot snapshot_checkpoint(const Trainer& t, const std::string& run_dir, int64_t keep, bool solo,
                                        bool copy) {
-  const parallel::FlatLayout& l = t.model_layout;
   const bool sharded = parallel::zero_stage(*t.dp) > 0 && !solo;
   const comm::Group& world = t.groups.world;
   CheckpointSnapshot c;
@@ -147,59 +207,15 @@ CheckpointSnapshot snapshot_checkpoint(const Trainer& t, const std::string& run_
       fs::create_directories(c.partial);
     });
   check_written(c, failure, world);
-  // A view would be saved with its whole storage: copy only those (a whole CPU tensor is written
-  // as it is, so a synchronous save does not double the optimizer state in memory). An
-  // asynchronous one copies everything: training goes on changing the originals.
-  auto cpu = [copy](const at::Tensor& x) {
-    at::Tensor c = x.detach().cpu();
-    if (c.data_ptr() != x.data_ptr()) return c;  // copied off the GPU already
-    const bool whole = c.is_contiguous() && c.storage_offset() == 0 &&
-                       c.storage().nbytes() == static_cast<size_t>(c.numel()) * c.element_size();
-    return whole && !copy ? c : c.clone();
-  };
   // Shards are written by the first dp replica of each (that is site 0 with hybrid sharding: the
   // other sites hold the same shards); unsharded by dp rank 0.
   const comm::Group& zg = parallel::zero_group(*t.dp);
-  if (solo || (sharded ? t.groups.dp.rank < zg.size : t.groups.dp.rank == 0)) {  // this rank's buffer and where its pieces sit
-    std::vector<int64_t> flat;  // (k, 3): local, global, size
-    for (const parallel::Segment& g : model_segments(t, /*for_save=*/true)) flat.insert(flat.end(), {g.local, g.global, g.size});
-    auto a = std::make_shared<torch::serialize::OutputArchive>();
-    a->write("param", cpu(parallel::param_shard(*t.dp)));
-    a->write("exp_avg", cpu(t.adam.exp_avg));
-    a->write("exp_avg_sq", cpu(t.adam.exp_avg_sq));
-    a->write("segments", at::tensor(flat, at::kLong).view({-1, 3}));
-    a->write("rng.cpu", at::detail::getDefaultCPUGenerator().get_state());
-    c.archives.push_back({site_prefix(site_of(t)) + piece_prefix(t) + shard_file(sharded ? zg.rank : 0), a});
-  }
-  if (t.outer && !solo) {  // every rank: its outer pieces (syncs in flight are received first)
-    const parallel::OuterState o = parallel::settle_outer_state(*t.outer);
-    std::vector<int64_t> pending;
-    for (const auto& [f, step] : o.pending) pending.insert(pending.end(), {f, step});
-    auto a = std::make_shared<torch::serialize::OutputArchive>();
-    a->write("theta", cpu(o.theta));
-    a->write("momentum", cpu(o.momentum));
-    a->write("error", cpu(o.error));
-    a->write("pending", at::tensor(pending, at::kLong).view({-1, 2}));
-    a->write("adam_step", at::tensor(std::vector<int64_t>{t.adam.step}, at::kLong));  // the site's own (sync.by = "time")
-    c.archives.push_back({outer_file(t, piece_prefix(t)), a});
-  }
-  if (c.leader) {
-    data::LoaderState ls = train_position(t);
-    c.state = {{"format", 2},
-               {"step", t.step},
-               {"adam_step", t.adam.step},
-               {"loss_scale", {{"scale", t.scaler.scale}, {"good_steps", t.scaler.good_steps}}},
-               {"loader", {{"epoch", ls.epoch}, {"cursor", ls.cursor}}},
-               {"layout", {{"names", l.names}, {"shapes", l.shapes}}},
-               {"saved_by",
-                {{"world", solo ? 1 : world.size}, {"zero", parallel::zero_stage(*t.dp)}, {"tp", t.groups.tp.size},
-                 {"pp", t.pipe->plan.pp}, {"sites", t.outer && !solo ? parallel::num_sites(*t.outer) : 1},
-                 {"layout", describe_layout(t)}}},
-               {"tokenizer_identity", t.data.manifest.tokenizer_identity},
-               {"config", to_toml(t.cfg)},
-               {"cwd", fs::current_path().string()}};  // what the config's relative paths start from
-    if (!t.round_steps.empty()) c.state["sync_round_steps"] = t.round_steps;  // sync.by = "time"
-  }
+  if (solo || (sharded ? t.groups.dp.rank < zg.size : t.groups.dp.rank == 0))
+    c.archives.push_back({site_prefix(site_of(t)) + piece_prefix(t) + shard_file(sharded ? zg.rank : 0),
+                          shard_archive(t, copy)});
+  if (t.outer && !solo)  // every rank
+    c.archives.push_back({outer_file(t, piece_prefix(t)), outer_archive(t, copy)});
+  if (c.leader) c.state = checkpoint_state(t, solo);
   return c;
 }
 
