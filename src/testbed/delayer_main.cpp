@@ -92,11 +92,9 @@ int on_packet(nfq_q_handle*, nfgenmsg*, nfq_data* nfa, void* data) {
   std::exit(1);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  std::vector<Link> links;
-  const double start = now_s();
+// The --link arguments; false (after the usage line) where one is malformed. Outages count from
+// `start`.
+bool parse_links(int argc, char** argv, double start, std::vector<Link>& links) {
   for (int i = 1; i < argc; ++i) {
     Link l;
     double ms = 0, mbit = 0, loss = 0, jitter = 0, down_at = 0, down_for = 0;
@@ -114,21 +112,23 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr, "slm-delayer: usage: slm-delayer --link "
                            "QUEUE:DELAY_MS:RATE_MBIT[:LOSS_PCT:JITTER_MS:DOWN_AT_S:DOWN_FOR_S] [--link ...]\n");
-      return 2;
+      return false;
     }
   }
-  if (links.empty()) {
-    std::fprintf(stderr, "slm-delayer: no --link given\n");
-    return 2;
-  }
-  // Real-time priority: a delayer that waits for a busy core to release a packet adds its wait to
-  // the link's delay (measured: +4 ms per round trip with 4 busy ranks on 2 cores without it).
+  return true;
+}
+
+// Real-time priority: a delayer that waits for a busy core to release a packet adds its wait to
+// the link's delay (measured: +4 ms per round trip with 4 busy ranks on 2 cores without it).
+void raise_priority() {
   sched_param prio{};
   prio.sched_priority = 20;
   if (sched_setscheduler(0, SCHED_FIFO, &prio) != 0)
     std::fprintf(stderr, "slm-delayer: no real-time priority (%s); delays may run long under load\n", std::strerror(errno));
-  std::signal(SIGTERM, [](int) { stop = 1; });
-  std::signal(SIGINT, [](int) { stop = 1; });
+}
+
+// One netfilter queue per link, each packet's header copied to on_packet; a large receive buffer.
+nfq_handle* open_queues(std::vector<Link>& links) {
   nfq_handle* h = nfq_open();
   if (!h) die("cannot open netfilter queue (needs root / CAP_NET_ADMIN)");
   for (Link& l : links) {
@@ -141,17 +141,28 @@ int main(int argc, char** argv) {
   int big = 64 << 20, one = 1;
   setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof big);
   setsockopt(fd, SOL_NETLINK, NETLINK_NO_ENOBUFS, &one, sizeof one);
-  std::fprintf(stderr, "slm-delayer: %zu link(s) ready\n", links.size());
+  return h;
+}
+
+// Per-link byte counters, with wall-clock time.
+void report(const std::vector<Link>& links) {
+  timespec wall;
+  clock_gettime(CLOCK_REALTIME, &wall);
+  for (const Link& l : links)
+    std::fprintf(stderr, "slm-delayer: at %.3f link %d bytes %.0f\n",
+                 static_cast<double>(wall.tv_sec) + 1e-9 * static_cast<double>(wall.tv_nsec), l.queue, l.bytes);
+  std::fflush(stderr);
+}
+
+// Until a signal: takes the queued packets (held by on_packet), releases each when its time comes
+// and reports once a second.
+void serve(nfq_handle* h, const std::vector<Link>& links) {
+  const int fd = nfq_fd(h);
   std::vector<char> buf(1 << 17);
   double next_report = now_s() + 1;
   while (!stop) {
-    if (now_s() >= next_report) {  // per-link byte counters once a second, with wall-clock time
-      timespec wall;
-      clock_gettime(CLOCK_REALTIME, &wall);
-      for (const Link& l : links)
-        std::fprintf(stderr, "slm-delayer: at %.3f link %d bytes %.0f\n",
-                     static_cast<double>(wall.tv_sec) + 1e-9 * static_cast<double>(wall.tv_nsec), l.queue, l.bytes);
-      std::fflush(stderr);
+    if (now_s() >= next_report) {
+      report(links);
       next_report += 1;
     }
     double wait_s = 0.05;
@@ -172,7 +183,11 @@ int main(int argc, char** argv) {
       held.pop();
     }
   }
-  while (!held.empty()) {  // let what is held through before leaving
+}
+
+// Lets what is held through, prints the totals and closes the queues.
+void finish(nfq_handle* h, std::vector<Link>& links) {
+  while (!held.empty()) {
     nfq_set_verdict(held.top().link->qh, held.top().id, NF_ACCEPT, 0, nullptr);
     held.pop();
   }
@@ -182,5 +197,23 @@ int main(int argc, char** argv) {
     nfq_destroy_queue(l.qh);
   }
   nfq_close(h);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<Link> links;
+  if (!parse_links(argc, argv, now_s(), links)) return 2;
+  if (links.empty()) {
+    std::fprintf(stderr, "slm-delayer: no --link given\n");
+    return 2;
+  }
+  raise_priority();
+  std::signal(SIGTERM, [](int) { stop = 1; });
+  std::signal(SIGINT, [](int) { stop = 1; });
+  nfq_handle* h = open_queues(links);  // the links' queues point at their elements: links stays put from here
+  std::fprintf(stderr, "slm-delayer: %zu link(s) ready\n", links.size());
+  serve(h, links);
+  finish(h, links);
   return 0;
 }
