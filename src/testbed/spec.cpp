@@ -42,6 +42,56 @@ LinkSpec link_of(const toml::table& t, const std::string& where) {
   return l;
 }
 
+// One [[site]] table (i: its place, for its default name and the errors).
+SiteSpec site_of(const toml::node& node, size_t i, const std::string& where) {
+  const std::string w = fmt::format("{}: site {}", where, i);
+  const toml::table* st = node.as_table();
+  if (!st) throw UserError(w + ": must be a table");
+  reject_unknown_keys(*st, {"name", "ranks", "cpus", "device", "memory_gb", "price_per_hour"}, w);
+  SiteSpec site;
+  site.name = st->get("name") ? st->get("name")->value_or(std::string()) : fmt::format("site{}", i);
+  const toml::node* rn = st->get("ranks");  // an integer node only: toml++'s float-to-integer cast is UB out of range
+  auto ranks = !rn ? std::optional<int64_t>(1) : rn->is_integer() ? rn->value<int64_t>() : std::nullopt;
+  if (!ranks || *ranks < 1 || *ranks > 65536) throw UserError(w + ": 'ranks' must be 1..65536");
+  site.ranks = static_cast<int>(*ranks);
+  site.cpus = number(*st, "cpus", 0, w);
+  if (auto* d = st->get("device")) {
+    auto v = d->value<std::string>();
+    if (!v || v->empty()) throw UserError(w + ": 'device' must be a non-empty string");
+    site.device = *v;
+  }
+  site.memory_gb = number(*st, "memory_gb", 0, w);
+  site.price_per_hour = number(*st, "price_per_hour", 0, w);
+  return site;
+}
+
+// One [[link]] table between two of s's sites, not yet joined by another.
+PairSpec pair_of(const toml::node& node, size_t i, const TestbedSpec& s, const std::string& where) {
+  const std::string w = fmt::format("{}: link {}", where, i);
+  const toml::table* lt = node.as_table();
+  if (!lt) throw UserError(w + ": must be a table");
+  reject_unknown_keys(*lt, {"sites", "delay_ms", "rate_mbit", "loss_pct", "jitter_ms", "down_at_s", "down_for_s"}, w);
+  const toml::array* names = lt->get("sites") ? lt->get("sites")->as_array() : nullptr;
+  if (!names || names->size() != 2) throw UserError(w + ": 'sites' must name two sites");
+  PairSpec p;
+  int* ends[2] = {&p.a, &p.b};
+  for (size_t k = 0; k < 2; ++k) {
+    const std::string n = (*names)[k].value_or(std::string());
+    int found = -1;
+    for (size_t j = 0; j < s.sites.size(); ++j)
+      if (s.sites[j].name == n) found = static_cast<int>(j);
+    if (found < 0) throw UserError(fmt::format("{}: no site named '{}'", w, n));
+    *ends[k] = found;
+  }
+  if (p.a == p.b) throw UserError(w + ": a link joins two different sites (use [inside] within a site)");
+  for (size_t j = 0; j < s.pairs.size(); ++j)  // one would silently win over the other
+    if (std::minmax(s.pairs[j].a, s.pairs[j].b) == std::minmax(p.a, p.b))
+      throw UserError(fmt::format("{}: sites '{}' and '{}' already have a link (link {}); give one per pair", w,
+                                  s.sites[static_cast<size_t>(p.a)].name, s.sites[static_cast<size_t>(p.b)].name, j));
+  p.link = link_of(*lt, w);
+  return p;
+}
+
 }  // namespace
 
 TestbedSpec parse_testbed(const std::string& text, const std::string& where) {
@@ -68,56 +118,14 @@ TestbedSpec parse_testbed(const std::string& text, const std::string& where) {
   const toml::array* sites = t.get("site") ? t.get("site")->as_array() : nullptr;
   if (!sites || sites->empty()) throw UserError(where + ": no [[site]] tables");
   for (size_t i = 0; i < sites->size(); ++i) {
-    const std::string w = fmt::format("{}: site {}", where, i);
-    const toml::table* st = (*sites)[i].as_table();
-    if (!st) throw UserError(w + ": must be a table");
-    reject_unknown_keys(*st, {"name", "ranks", "cpus", "device", "memory_gb", "price_per_hour"}, w);
-    SiteSpec site;
-    site.name = st->get("name") ? st->get("name")->value_or(std::string()) : fmt::format("site{}", i);
-    const toml::node* rn = st->get("ranks");  // an integer node only: toml++'s float-to-integer cast is UB out of range
-    auto ranks = !rn ? std::optional<int64_t>(1) : rn->is_integer() ? rn->value<int64_t>() : std::nullopt;
-    if (!ranks || *ranks < 1 || *ranks > 65536) throw UserError(w + ": 'ranks' must be 1..65536");
-    site.ranks = static_cast<int>(*ranks);
-    site.cpus = number(*st, "cpus", 0, w);
-    if (auto* d = st->get("device")) {
-      auto v = d->value<std::string>();
-      if (!v || v->empty()) throw UserError(w + ": 'device' must be a non-empty string");
-      site.device = *v;
-    }
-    site.memory_gb = number(*st, "memory_gb", 0, w);
-    site.price_per_hour = number(*st, "price_per_hour", 0, w);
+    SiteSpec site = site_of((*sites)[i], i, where);
     for (const SiteSpec& o : s.sites)
       if (o.name == site.name) throw UserError(fmt::format("{}: two sites named '{}'", where, site.name));
     s.sites.push_back(site);
   }
   if (s.sites.size() > 200) throw UserError(where + ": at most 200 sites");
-  if (const toml::array* links = t.get("link") ? t.get("link")->as_array() : nullptr) {
-    for (size_t i = 0; i < links->size(); ++i) {
-      const std::string w = fmt::format("{}: link {}", where, i);
-      const toml::table* lt = (*links)[i].as_table();
-      if (!lt) throw UserError(w + ": must be a table");
-      reject_unknown_keys(*lt, {"sites", "delay_ms", "rate_mbit", "loss_pct", "jitter_ms", "down_at_s", "down_for_s"}, w);
-      const toml::array* names = lt->get("sites") ? lt->get("sites")->as_array() : nullptr;
-      if (!names || names->size() != 2) throw UserError(w + ": 'sites' must name two sites");
-      PairSpec p;
-      int* ends[2] = {&p.a, &p.b};
-      for (size_t k = 0; k < 2; ++k) {
-        const std::string n = (*names)[k].value_or(std::string());
-        int found = -1;
-        for (size_t j = 0; j < s.sites.size(); ++j)
-          if (s.sites[j].name == n) found = static_cast<int>(j);
-        if (found < 0) throw UserError(fmt::format("{}: no site named '{}'", w, n));
-        *ends[k] = found;
-      }
-      if (p.a == p.b) throw UserError(w + ": a link joins two different sites (use [inside] within a site)");
-      for (size_t j = 0; j < s.pairs.size(); ++j)  // one would silently win over the other
-        if (std::minmax(s.pairs[j].a, s.pairs[j].b) == std::minmax(p.a, p.b))
-          throw UserError(fmt::format("{}: sites '{}' and '{}' already have a link (link {}); give one per pair", w,
-                                      s.sites[static_cast<size_t>(p.a)].name, s.sites[static_cast<size_t>(p.b)].name, j));
-      p.link = link_of(*lt, w);
-      s.pairs.push_back(p);
-    }
-  }
+  if (const toml::array* links = t.get("link") ? t.get("link")->as_array() : nullptr)
+    for (size_t i = 0; i < links->size(); ++i) s.pairs.push_back(pair_of((*links)[i], i, s, where));
   return s;
 }
 
