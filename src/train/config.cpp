@@ -26,6 +26,8 @@ struct Field {
   Ptr ptr;
 };
 
+// The table: one row per key, in the order the TOML dump writes them (a list, not logic: it is as
+// long as there are settings).
 std::vector<Field> fields(Config& c) {
   return {
       {"run", "dir", &c.run.dir},
