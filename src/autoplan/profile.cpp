@@ -370,11 +370,8 @@ static bool any_pool_shares(double solo_speedup, const std::vector<int>& host, c
 
 // Block forward + backward at the largest size, alone (the others wait at a barrier).
 double solo_block_s(const ProfileRequest& r) {
-  model::GPT2Config c = r.model;
-  c.n_layer = 1, c.dropout = 0;
-  model::GPT2 m = model::init_gpt2(c, 1);
-  if (r.device != "cpu")
-    for (auto& [name, p] : model::named_parameters(m)) p.set_data(p.data().to(r.device));
+  model::GPT2 m = model_on_device(r, 1, 1);
+  const model::GPT2Config& c = m.cfg;
   const int64_t b = r.micro_batch.back();
   auto opts = torch::TensorOptions().device(r.device);
   model::AutocastGuard autocast(r.precision, r.device);
@@ -507,9 +504,7 @@ void measure_tp2(const ProfileRequest& r, comm::World& w, const std::vector<int>
   model::Block local;
   if (partner >= 0) {
     tp = comm::new_group(w, "profile-tp2", {std::min(me, partner), std::max(me, partner)});
-    model::GPT2 m = model::init_gpt2(c, 1);
-    if (r.device != "cpu")
-      for (auto& [name, p] : model::named_parameters(m)) p.set_data(p.data().to(r.device));
+    model::GPT2 m = model_on_device(r, 1, 1);
     local = parallel::tensor::shard_block(m.h[0], c, tp.rank, 2);
   }
   comm::barrier(g);  // every pair at once
