@@ -82,15 +82,21 @@ static planner::ComputeProfile job_profile(const train::Config& cfg, comm::World
   return prof;
 }
 
+planner::SearchOptions search_options(const train::Config& cfg) {
+  planner::SearchOptions o;
+  o.objective = cfg.planner.objective, o.allow_lossy = cfg.planner.allow_lossy, o.subsets = !cfg.planner.all_ranks;
+  o.diloco_steps = cfg.sync.inner_steps;
+  o.batch_size = cfg.batch.batch_size, o.micro_batch = cfg.batch.micro_batch;
+  return o;
+}
+
 // The best layout by planner.strategy: the search's (rank 0 kept), or the study heuristic's, which
 // must keep rank 0 (and every rank where planner.all_ranks asks). Sets a.chosen, a.predicted,
 // a.evaluated.
 static void choose_layout(const train::Config& cfg, const planner::CostInputs& in, int world, AutoPlan& a) {
   const planner::PlannerConfig& pc = cfg.planner;
-  planner::SearchOptions o;
-  o.objective = pc.objective, o.allow_lossy = pc.allow_lossy, o.subsets = !pc.all_ranks, o.keep_rank = 0;
-  o.diloco_steps = cfg.sync.inner_steps;
-  o.batch_size = cfg.batch.batch_size, o.micro_batch = cfg.batch.micro_batch, o.top = 1;
+  planner::SearchOptions o = search_options(cfg);
+  o.keep_rank = 0, o.top = 1;
   if (pc.strategy == "study-heuristic") {
     planner::Ranked h = planner::study_heuristic(in, o);
     if (h.c.ranks.at(0) != 0 || (pc.all_ranks && h.c.ranks.size() != static_cast<size_t>(world)))

@@ -11,6 +11,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "autoplan/auto_plan.h"
 #include "autoplan/inputs.h"
 #include "autoplan/measure.h"
 #include "cli/commands.h"
@@ -82,15 +83,13 @@ struct Found {
   std::string used;
 };
 
-// The search's options from the flags and the configuration.
+// The search's options: the configuration's (autoplan::search_options), then the flags.
 planner::SearchOptions search_options(const AutoArgs& a, const train::Config& cfg) {
-  planner::SearchOptions o;
-  o.objective = a.objective.empty() ? cfg.planner.objective : a.objective;
+  planner::SearchOptions o = autoplan::search_options(cfg);
+  if (!a.objective.empty()) o.objective = a.objective;
   if (o.objective != "time" && o.objective != "cost") throw UserError("plan auto: --objective must be time or cost");
-  o.allow_lossy = a.allow_lossy || cfg.planner.allow_lossy;
-  o.diloco_steps = cfg.sync.inner_steps;
-  o.subsets = !a.all_ranks;
-  o.batch_size = cfg.batch.batch_size, o.micro_batch = cfg.batch.micro_batch;
+  o.allow_lossy = a.allow_lossy || o.allow_lossy;
+  o.subsets = !a.all_ranks;  // the flag alone: planner.all_ranks is for training's plan = "auto"
   o.top = std::max(a.top, a.measure);
   return o;
 }
