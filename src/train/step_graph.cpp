@@ -39,14 +39,14 @@ BatchShapes batch_shapes(const std::vector<MicroBatch>& batches) {
 
 GraphStep next_graph_step(const GraphBook& b, const BatchShapes& shapes, double factor) {
   if (b.failed || b.warm_up_steps < kWarmupSteps) return GraphStep::warm_up;
-  if (!b.captured || factor != b.factor) return GraphStep::capture;  // a new loss scale: captured anew
+  if (!b.captured() || factor != b.factor) return GraphStep::capture;  // a new loss scale: captured anew
   return shapes == b.shapes ? GraphStep::replay : GraphStep::eager;
 }
 
 void record_graph_step(GraphBook& b, GraphStep step, const BatchShapes& shapes, double factor, bool ok) {
   if (step == GraphStep::warm_up) b.warm_up_steps += 1;
   if (step != GraphStep::capture) return;
-  b.captured = ok, b.failed = !ok;
+  b.failed = !ok;
   if (!ok) return;
   b.captures += 1, b.factor = factor, b.shapes = shapes;
 }

@@ -55,9 +55,9 @@ enum class GraphStep { warm_up, capture, replay, eager };
 struct GraphBook {
   int64_t warm_up_steps = 0, captures = 0;  // captures: the first and those after loss-scale changes
   bool failed = false;                      // a capture failed: every step runs eagerly
-  bool captured = false;
   double factor = 0;   // the loss's factor the graph bakes in
   BatchShapes shapes;  // what it was captured for
+  bool captured() const { return captures > 0 && !failed; }  // a graph to replay
 };
 GraphStep next_graph_step(const GraphBook& b, const BatchShapes& shapes, double factor);
 // The book after `step`; `ok`: whether a capture succeeded.

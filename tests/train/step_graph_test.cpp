@@ -100,7 +100,7 @@ TEST(StepGraph, AFailedCaptureLeavesEveryLaterStepEager) {
   EXPECT_EQ(walk(b, {{big, 1.0, true}, {big, 1.0, true}, {big, 1.0, false}, {big, 1.0, true}, {big, 2.0, true}}),
             (std::vector<G>{G::warm_up, G::warm_up, G::capture, G::warm_up, G::warm_up}));
   EXPECT_TRUE(b.failed);
-  EXPECT_FALSE(b.captured);
+  EXPECT_FALSE(b.captured());
   EXPECT_EQ(b.captures, 0);
 }
 
