@@ -2,6 +2,7 @@
 #include "comm/collectives.h"
 
 #include <cstdlib>
+#include <utility>
 
 #include <torch/torch.h>
 
@@ -138,7 +139,9 @@ void Pending::wait() {
   } catch (const std::exception& e) {
     fail(state->group, state->op, e);
   }
-  if (state->done) state->done();
+  // Released once run: what it holds (tensors, other pending operations) is not kept alive by
+  // copies of this Pending.
+  if (auto done = std::exchange(state->done, nullptr)) done();
 }
 
 Pending then(Pending p, std::function<void()> f) {

@@ -168,9 +168,12 @@ Pending wan_all_reduce(const at::Tensor& t_in, const Group& g) {
                             : wan.channels[static_cast<size_t>(k % (static_cast<int64_t>(wan.channels.size()) + 1) - 1)];
       parts.push_back(all_reduce_sum_async(flat.narrow(0, i, std::min(chunk, flat.numel() - i)), ch));
     }
-    Pending first = parts.empty() ? Pending{} : parts.front();
-    return then(first, [parts]() mutable {
-      for (auto& p : parts) p.wait();
+    if (parts.empty()) return Pending{};
+    // Waiting on the first waits on the others: its completion step holds them, never the first
+    // itself (a cycle that would keep every chunk's work and tensors alive for good).
+    std::vector<Pending> rest(parts.begin() + 1, parts.end());
+    return then(parts.front(), [rest]() mutable {
+      for (auto& p : rest) p.wait();
     });
   }
   // Hierarchical: local sum, cross-site sum of this rank's shard, local all-gather.
