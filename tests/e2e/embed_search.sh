@@ -149,9 +149,10 @@ for mode in lexical hybrid; do
 done
 # SIGTERM stops a long run of queries like any command (exit 143, one line); it was ignored.
 for i in $(seq 20000); do echo "query number $i about the sea"; done > many.txt
-"$SLM" search ix --queries many.txt --mode vector -k 1 > /dev/null 2> term.txt &
+"$SLM" search ix --queries many.txt --mode vector -k 1 > answers.txt 2> term.txt &
 searcher=$!
-sleep 2
+for i in $(seq 300); do [ -s answers.txt ] && break; sleep 0.2; done  # answering (a slow start aside)
+[ -s answers.txt ] || fail "the search of many queries did not start answering within 60 s"
 kill -TERM $searcher
 rc=0; wait $searcher || rc=$?
 [ $rc -eq 143 ] && grep -q "slm: search: stopped by signal 15" term.txt || { cat term.txt; fail "SIGTERM during a search: exit $rc"; }
