@@ -77,8 +77,9 @@ int main() {
     at::Tensor x = at::randn({1001}, at::TensorOptions().dtype(at::kFloat)) * (r + 1), y = x.clone();
     all_reduce_sum(x, g);
     all_reduce_sum(y, h);
-    if (!released(y)) std::fprintf(stderr, "rank %d: the all-reduce still holds its tensor\n", r);
-    return released(y) && (x - y).abs().max().item<double>() <= tol * x.abs().max().item<double>();
+    const bool free = released(y);
+    if (!free) std::fprintf(stderr, "rank %d: the all-reduce still holds its tensor\n", r);
+    return free && (x - y).abs().max().item<double>() <= tol * x.abs().max().item<double>();
   };
   EXPECT_TRUE_OR_DIE(compare({0, false, 3, 0.001, "", {}}, 1e-6));
   // auto chunks (chunk_mb 0) on a link whose α·β is tiny: 1001 values in 8 chunks
