@@ -354,77 +354,98 @@ struct StageTime {
                                             // pair's blocks); -1: compute + cpu
 };
 
-StageTime stage_time(const Ctx& x, int k, int rep, double b) {
-  const Plan& p = x.c.plan;
-  const StagePlan& s = p.stages[static_cast<size_t>(k)];
-  const size_t S = p.stages.size();
-  const bool first = k == 0, last = static_cast<size_t>(k) + 1 == S;
-  const double L = static_cast<double>(s.end - s.first), t = s.tp;
+// A virtual stage of one replica as stage_time sees it: its plan, its tp ranks, the micro-batch.
+struct StageAt {
+  const StagePlan& s;
   std::vector<int> tp_group;
-  for (int j = 0; j < s.tp; ++j) tp_group.push_back(parallel::rank_at(p, k, rep, j));
-  StageTime st;
+  bool first, last;  // holds the embedding / the head
+  double L, b;       // blocks, micro-batch
   double block_f = 0, block_b = 0;  // one block's forward and backward (the slowest tp rank's share)
-  for (int r : tp_group) {
+};
+
+// The stage's compute on its slowest tp rank: its blocks (a forward again in the backward with
+// recomputation), the embedding on the first stage, the head on the last.
+StageTime stage_compute(const Ctx& x, StageAt& a) {
+  const double t = a.s.tp, b = a.b;
+  StageTime st;
+  for (int r : a.tp_group) {
     const RankProfile& pr = x.prof(r);
     const double bf = pr.block_scale * at_batch(pr.micro_batch, pr.block_fwd_s, b);
     const double bb = pr.block_scale * at_batch(pr.micro_batch, pr.block_bwd_s, b);
-    block_f = std::max(block_f, bf / t), block_b = std::max(block_b, bb / t);
-    double f = L * bf / t, g = L * (bb + (x.c.recompute ? bf : 0)) / t;  // recomputation: a forward again
-    if (first) f += at_batch(pr.micro_batch, pr.embed_s, b) / 2, g += at_batch(pr.micro_batch, pr.embed_s, b) / 2;
-    if (last) f += at_batch(pr.micro_batch, pr.head_fwd_s, b) / t, g += at_batch(pr.micro_batch, pr.head_bwd_s, b) / t;
+    a.block_f = std::max(a.block_f, bf / t), a.block_b = std::max(a.block_b, bb / t);
+    double f = a.L * bf / t, g = a.L * (bb + (x.c.recompute ? bf : 0)) / t;
+    if (a.first) f += at_batch(pr.micro_batch, pr.embed_s, b) / 2, g += at_batch(pr.micro_batch, pr.embed_s, b) / 2;
+    if (a.last) f += at_batch(pr.micro_batch, pr.head_fwd_s, b) / t, g += at_batch(pr.micro_batch, pr.head_bwd_s, b) / t;
     st.fwd = std::max(st.fwd, f), st.bwd = std::max(st.bwd, g);
   }
   st.compute_fwd = st.fwd, st.compute_bwd = st.bwd;
-  const double act = b * x.T * x.C * 4;  // one activation (B, T, C)
-  if (s.tp > 1) {
-    // Megatron f/g: 2 all-reduces of the activation per block forward (attention, MLP), 2 backward;
-    // the vocabulary-parallel embedding 1 forward; the vocabulary-parallel loss 3 of (B, T).
-    const RingLinks ring = ring_links(x.cl, x.to_cluster(tp_group));
-    const bool cross = ring.crosses_sites;
-    const double ar = ring_all_reduce_s(s.tp, ring.slowest, act, 1, cross ? p.dp : 1, x.ar_hop(ring.slowest, cross, act));
-    const double loss_ar =
-        ring_all_reduce_s(s.tp, ring.slowest, b * x.T * 4, 1, 1, x.ar_hop(ring.slowest, cross, b * x.T * 4));
-    // Where the tp ranks share cores, an all-reduce is CPU work (Gloo's and the kernel's copies of
-    // every byte sent and received) at the rank's share of the cores with all busy, as its compute:
-    // the 0.26 MB all-reduces of the planner study's pipeshard take ~1 ms there, not the link's 0.1.
-    // At the rank's measured cost per byte (as pool_cpu_s, for the same reason: lockstep waits).
-    double cpu = 0;
-    for (int r : tp_group) {
-      const RankProfile& pr = x.prof(r);
-      if (pr.shares_cores) cpu = std::max(cpu, pr.comm_cpu_s_per_byte * 2 * 2 * (t - 1) / t * act * pr.host_ranks / x.pool_cores(pr));
-    }
-    if (const Tp2Block m = tp2_block(x, tp_group, b); m.measured) {
-      // The blocks as the pair ran them; the embedding's all-reduce at a block forward's (2 each).
-      const double rest_f = st.fwd - L * block_f, rest_b = st.bwd - L * (block_b + (x.c.recompute ? block_f : 0));
-      const double blocks_f = L * m.fwd, blocks_b = L * (m.bwd + (x.c.recompute ? m.fwd : 0));
-      st.fwd = rest_f + blocks_f + (first ? std::max(ar, (m.fwd - block_f) / 2) : 0) + (last ? 3 * loss_ar : 0);
-      st.bwd = rest_b + blocks_b;
-      st.shared_fwd = rest_f + m.shared * blocks_f, st.shared_bwd = rest_b + m.shared * blocks_b;
-    } else {
-      const double n_fwd = 2 * L + (first ? 1 : 0), n_bwd = 2 * L;
-      st.fwd += n_fwd * std::max(ar, cpu) + (last ? 3 * loss_ar : 0);
-      st.bwd += n_bwd * std::max(ar, cpu);
-      if (cpu > ar) st.cpu_fwd = n_fwd * cpu, st.cpu_bwd = n_bwd * cpu;
-    }
-    st.cross_bytes += ring.site_edges * 2.0 * (s.tp - 1) / s.tp * act * (4 * L + (first ? 1 : 0));
+  return st;
+}
+
+// Tensor parallelism's all-reduces (Megatron f/g): 2 of the activation per block forward
+// (attention, MLP), 2 backward; the vocabulary-parallel embedding 1 forward; the
+// vocabulary-parallel loss 3 of (B, T).
+void add_tp_comm(const Ctx& x, const StageAt& a, StageTime& st) {
+  const Plan& p = x.c.plan;
+  const double t = a.s.tp, b = a.b, L = a.L, act = b * x.T * x.C * 4;  // one activation (B, T, C)
+  const RingLinks ring = ring_links(x.cl, x.to_cluster(a.tp_group));
+  const bool cross = ring.crosses_sites;
+  const double ar = ring_all_reduce_s(a.s.tp, ring.slowest, act, 1, cross ? p.dp : 1, x.ar_hop(ring.slowest, cross, act));
+  const double loss_ar =
+      ring_all_reduce_s(a.s.tp, ring.slowest, b * x.T * 4, 1, 1, x.ar_hop(ring.slowest, cross, b * x.T * 4));
+  // Where the tp ranks share cores, an all-reduce is CPU work (Gloo's and the kernel's copies of
+  // every byte sent and received) at the rank's share of the cores with all busy, as its compute:
+  // the 0.26 MB all-reduces of the planner study's pipeshard take ~1 ms there, not the link's 0.1.
+  // At the rank's measured cost per byte (as pool_cpu_s, for the same reason: lockstep waits).
+  double cpu = 0;
+  for (int r : a.tp_group) {
+    const RankProfile& pr = x.prof(r);
+    if (pr.shares_cores) cpu = std::max(cpu, pr.comm_cpu_s_per_byte * 2 * 2 * (t - 1) / t * act * pr.host_ranks / x.pool_cores(pr));
   }
-  if (p.zero == 3 && p.dp > 1) {
-    // Each block's parameters gathered before its forward and again before its backward
-    // (prefetched: hidden behind the neighbouring block's compute), its gradient reduced after,
-    // blocking (parallel/zero3.cpp: the backward returns the reduced shard), behind the prefetch.
-    const std::vector<int> g = dp_group(p, k, 0);
-    const RingLinks ring = ring_links(x.cl, x.to_cluster(g));
-    const double block_bytes = (12 * x.C * x.C + 13 * x.C) * 4, P = p.dp;
-    const bool cross = ring.crosses_sites;
-    const double gather = ring_all_gather_s(p.dp, x.ag_link(ring), block_bytes, 1, 1, x.ag_hop(ring.slowest, cross, block_bytes));
-    const double reduce = ring_all_reduce_s(p.dp, ring.slowest, block_bytes, 1, 1, x.ar_hop(ring.slowest, cross, block_bytes));
-    const double bf = block_f, bb = block_b;  // ZeRO-3 runs with tp 1
-    const double other_f = st.fwd - L * bf, other_b = st.bwd - L * (bb + (x.c.recompute ? bf : 0));  // embeddings, head
-    st.fwd = other_f + L * std::max(bf, gather);
-    st.bwd = other_b + L * (std::max(bb + bf, gather) + reduce);  // every block recomputed in backward
-    // The dp group's ring is shared by the P replicas (their bytes are summed): each carries 1/P.
-    st.cross_bytes += ring.site_edges * L * block_bytes * ((P - 1) / P * 2 + 2 * (P - 1) / P) / P;
+  if (const Tp2Block m = tp2_block(x, a.tp_group, b); m.measured) {
+    // The blocks as the pair ran them; the embedding's all-reduce at a block forward's (2 each).
+    const double rest_f = st.fwd - L * a.block_f, rest_b = st.bwd - L * (a.block_b + (x.c.recompute ? a.block_f : 0));
+    const double blocks_f = L * m.fwd, blocks_b = L * (m.bwd + (x.c.recompute ? m.fwd : 0));
+    st.fwd = rest_f + blocks_f + (a.first ? std::max(ar, (m.fwd - a.block_f) / 2) : 0) + (a.last ? 3 * loss_ar : 0);
+    st.bwd = rest_b + blocks_b;
+    st.shared_fwd = rest_f + m.shared * blocks_f, st.shared_bwd = rest_b + m.shared * blocks_b;
+  } else {
+    const double n_fwd = 2 * L + (a.first ? 1 : 0), n_bwd = 2 * L;
+    st.fwd += n_fwd * std::max(ar, cpu) + (a.last ? 3 * loss_ar : 0);
+    st.bwd += n_bwd * std::max(ar, cpu);
+    if (cpu > ar) st.cpu_fwd = n_fwd * cpu, st.cpu_bwd = n_bwd * cpu;
   }
+  st.cross_bytes += ring.site_edges * 2.0 * (a.s.tp - 1) / a.s.tp * act * (4 * L + (a.first ? 1 : 0));
+}
+
+// ZeRO-3: each block's parameters gathered before its forward and again before its backward
+// (prefetched: hidden behind the neighbouring block's compute), its gradient reduced after,
+// blocking (parallel/zero3.cpp: the backward returns the reduced shard), behind the prefetch.
+void add_zero3_comm(const Ctx& x, int k, const StageAt& a, StageTime& st) {
+  const Plan& p = x.c.plan;
+  const double L = a.L;
+  const std::vector<int> g = dp_group(p, k, 0);
+  const RingLinks ring = ring_links(x.cl, x.to_cluster(g));
+  const double block_bytes = (12 * x.C * x.C + 13 * x.C) * 4, P = p.dp;
+  const bool cross = ring.crosses_sites;
+  const double gather = ring_all_gather_s(p.dp, x.ag_link(ring), block_bytes, 1, 1, x.ag_hop(ring.slowest, cross, block_bytes));
+  const double reduce = ring_all_reduce_s(p.dp, ring.slowest, block_bytes, 1, 1, x.ar_hop(ring.slowest, cross, block_bytes));
+  const double bf = a.block_f, bb = a.block_b;  // ZeRO-3 runs with tp 1
+  const double other_f = st.fwd - L * bf, other_b = st.bwd - L * (bb + (x.c.recompute ? bf : 0));  // embeddings, head
+  st.fwd = other_f + L * std::max(bf, gather);
+  st.bwd = other_b + L * (std::max(bb + bf, gather) + reduce);  // every block recomputed in backward
+  // The dp group's ring is shared by the P replicas (their bytes are summed): each carries 1/P.
+  st.cross_bytes += ring.site_edges * L * block_bytes * ((P - 1) / P * 2 + 2 * (P - 1) / P) / P;
+}
+
+StageTime stage_time(const Ctx& x, int k, int rep, double b) {
+  const Plan& p = x.c.plan;
+  const StagePlan& s = p.stages[static_cast<size_t>(k)];
+  StageAt a{s, {}, k == 0, static_cast<size_t>(k) + 1 == p.stages.size(), static_cast<double>(s.end - s.first), b};
+  for (int j = 0; j < s.tp; ++j) a.tp_group.push_back(parallel::rank_at(p, k, rep, j));
+  StageTime st = stage_compute(x, a);
+  if (s.tp > 1) add_tp_comm(x, a, st);
+  if (p.zero == 3 && p.dp > 1) add_zero3_comm(x, k, a, st);
   return st;
 }
 
