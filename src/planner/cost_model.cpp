@@ -438,6 +438,7 @@ void add_zero3_comm(const Ctx& x, int k, const StageAt& a, StageTime& st) {
   st.cross_bytes += ring.site_edges * L * block_bytes * ((P - 1) / P * 2 + 2 * (P - 1) / P) / P;
 }
 
+// Stage k of replica `rep` at micro-batch b: its compute, then tp's and ZeRO-3's communication.
 StageTime stage_time(const Ctx& x, int k, int rep, double b) {
   const Plan& p = x.c.plan;
   const StagePlan& s = p.stages[static_cast<size_t>(k)];
