@@ -16,7 +16,8 @@ constexpr int kOwnForward = 2;  // the third arrival kind: a forward's end on it
 struct Sim {
   const std::vector<std::vector<Action>>& lists;
   const StageCosts& c;
-  int P, S;  // pipeline ranks, virtual stages (P * chunks)
+  int P, S;     // pipeline ranks, virtual stages (P * chunks)
+  size_t ahead;  // receives posted ahead (StageCosts::receives_ahead, at least 1)
   // arrive[op][micro * S + stage]: when that action's result is available where it is needed
   // (F: at the next stage, B: at the previous one, after the transfer; kOwnForward: the
   // forward's end on its own rank, which its backward needs); -1 = not done yet.
@@ -29,7 +30,8 @@ struct Sim {
   int max_in_flight = 0;
 
   Sim(const std::vector<std::vector<Action>>& l, int chunks, const StageCosts& costs)
-      : lists(l), c(costs), P(static_cast<int>(l.size())), S(P * chunks) {
+      : lists(l), c(costs), P(static_cast<int>(l.size())), S(P * chunks),
+        ahead(static_cast<size_t>(std::max(1, costs.receives_ahead))) {
     int M = 0;
     for (const auto& list : lists)
       for (const Action& a : list) M = std::max(M, a.micro + 1);
@@ -47,16 +49,16 @@ struct Sim {
   // When input `op` of action i of rank r is there; nullopt while it has not been sent.
   std::optional<double> input(size_t r, size_t i, int op, int stage) const {
     const Action& a = lists[r][i];
-    const double t = arrive[op][at(a, stage)];
+    const size_t m = at(a, stage);
+    const double t = arrive[op][m];
     if (t < 0) return std::nullopt;
     if (c.notice_fwd.empty() || op == kOwnForward) return t;
     // Rendezvous: the message left once this rank's notice of the posted receive reached the sender.
-    const size_t ahead = static_cast<size_t>(std::max(1, c.receives_ahead));
     const double posted = i < ahead ? (c.start.empty() ? 0.0 : c.start[r]) : started[r][i - ahead];
     const auto from = static_cast<size_t>(stage);
     const double notice = op == Action::F ? c.notice_fwd[from] : c.notice_bwd[from];
     const double send = op == Action::F ? c.send_fwd[from] : c.send_bwd[from];
-    return std::max(sent[op][at(a, stage)], posted + notice) + send;
+    return std::max(sent[op][m], posted + notice) + send;
   }
 
   // When rank r's next action can start; nullopt while an input is missing. A forward needs the
@@ -87,9 +89,10 @@ struct Sim {
     const double cost = fwd ? c.fwd[k] : c.bwd[k], end = t + cost;
     free_at[r] = end;
     busy[r] += cost;
-    arrive[a.op][at(a, vs)] = end + (fwd ? c.send_fwd[k] : c.send_bwd[k]);
-    sent[a.op][at(a, vs)] = end;
-    if (fwd) arrive[kOwnForward][at(a, vs)] = end;
+    const size_t m = at(a, vs);
+    arrive[a.op][m] = end + (fwd ? c.send_fwd[k] : c.send_bwd[k]);
+    sent[a.op][m] = end;
+    if (fwd) arrive[kOwnForward][m] = end;
     started[r].push_back(t);  // posts the receive of the action receives_ahead later
     in_flight[r] += fwd ? 1 : -1;
     max_in_flight = std::max(max_in_flight, in_flight[r]);
