@@ -22,6 +22,7 @@
 #include <fmt/format.h>
 
 #include "comm/compat.h"
+#include "comm/reach.h"
 #include "util/error.h"
 
 namespace slm::comm {
@@ -76,13 +77,16 @@ Rdzv connect(const LaunchOptions& o, const std::string& addr, int port, bool hos
   so.waitWorkers = false;
   so.timeout = std::chrono::milliseconds(static_cast<int64_t>(std::max(o.join_timeout_s, 1.0) * 1000));
   const std::string where = fmt::format("{}:{}", addr, port);
+  const auto not_answered = [&] {
+    return UserError(fmt::format("launch: no launcher with --node-rank 0 answered at {} within {:.0f} s", where,
+                                 o.join_timeout_s));
+  };
+  if (!host && !await_listener(addr, port, o.join_timeout_s)) throw not_answered();
   try {
     return {c10::make_intrusive<c10d::TCPStore>(addr, so), where};
-  } catch (const std::exception& e) {
-    throw UserError(host ? fmt::format("launch: cannot serve the launchers' rendezvous at {} (is the port in use?)",
-                                       where)
-                         : fmt::format("launch: no launcher with --node-rank 0 answered at {} within {:.0f} s",
-                                       where, o.join_timeout_s));
+  } catch (const std::exception&) {
+    if (!host) throw not_answered();
+    throw UserError(fmt::format("launch: cannot serve the launchers' rendezvous at {} (is the port in use?)", where));
   }
 }
 

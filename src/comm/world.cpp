@@ -2,9 +2,6 @@
 #include "comm/world.h"
 
 #include <arpa/inet.h>
-#include <netdb.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -20,6 +17,7 @@
 #include "comm/backend.h"
 #include "comm/compat.h"
 #include "comm/health.h"
+#include "comm/reach.h"
 #include "util/error.h"
 
 namespace slm::comm {
@@ -35,27 +33,6 @@ std::string resolve_interface(const DistConfig& cfg, const std::string& backend)
   if (!cfg.interface.empty()) return cfg.interface;
   const char* v = std::getenv(backend == "nccl" ? "NCCL_SOCKET_IFNAME" : "GLOO_SOCKET_IFNAME");
   return v ? v : "";
-}
-
-// The local address this machine uses to reach `host` (a route lookup: a UDP socket is connected,
-// nothing is sent); "" when it cannot be found. Hostname-based defaults fail where the hostname
-// resolves to loopback, e.g. inside network namespaces.
-std::string local_address_towards(const std::string& host) {
-  addrinfo hints{}, *res = nullptr;
-  hints.ai_family = AF_INET, hints.ai_socktype = SOCK_DGRAM;
-  if (::getaddrinfo(host.c_str(), "9", &hints, &res) != 0 || !res) return "";
-  std::string out;
-  const int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
-  sockaddr_in local{};
-  socklen_t len = sizeof local;
-  if (fd >= 0 && ::connect(fd, res->ai_addr, res->ai_addrlen) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) == 0) {
-    char buf[INET_ADDRSTRLEN];
-    if (::inet_ntop(AF_INET, &local.sin_addr, buf, sizeof buf)) out = buf;
-  }
-  if (fd >= 0) ::close(fd);
-  ::freeaddrinfo(res);
-  return out;
 }
 
 std::shared_ptr<Backend> make_backend(World& w, const std::string& prefix, int rank, int size,
@@ -187,19 +164,25 @@ World init_world(const DistConfig& cfg, const std::string& device) {
   o.waitWorkers = false;  // await_ranks waits, with messages that say who is missing
   o.timeout = std::chrono::milliseconds(static_cast<int64_t>(cfg.join_timeout_s * 1000));
   const auto start = std::chrono::steady_clock::now();
+  const auto failed = [&](const std::string& what) {
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const std::string who = o.isServer ? "rank 0 could not open the store"
+                                       : fmt::format("rank {} of {} could not reach {}", w.env.rank, w.env.world,
+                                                     use_agent_store ? "torchrun's agent store" : "rank 0's store");
+    return JobError(fmt::format("rendezvous at {}:{} failed after {:.0f} s: {} ({}, from {})", w.env.master_addr,
+                                w.env.master_port, s, who, what, w.env.source));
+  };
+  if (!o.isServer && !await_listener(w.env.master_addr, w.env.master_port, cfg.join_timeout_s))
+    throw failed("nothing accepted connections there");
   c10::intrusive_ptr<c10d::Store> store;
   try {
     store = c10::make_intrusive<c10d::TCPStore>(w.env.master_addr, o);
   } catch (const std::exception& e) {
     const std::string what = first_line(e.what());
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (o.isServer && (what.find("ddress already in use") != std::string::npos || what.find("errno: 98") != std::string::npos))
       throw UserError(fmt::format("rendezvous: port {} on {} is already in use (another job?); choose another "
                                   "MASTER_PORT", w.env.master_port, w.env.master_addr));
-    const std::string who = w.env.rank == 0 ? "rank 0 could not open the store"
-                                            : fmt::format("rank {} of {} could not reach rank 0's store", w.env.rank, w.env.world);
-    throw JobError(fmt::format("rendezvous at {}:{} failed after {:.0f} s: {} ({}, from {})", w.env.master_addr,
-                                w.env.master_port, s, who, what, w.env.source));
+    throw failed(what);
   }
   store->setTimeout(std::chrono::milliseconds(static_cast<int64_t>(cfg.join_timeout_s * 1000)));
   await_ranks(*store, w.env, secret, cfg.join_timeout_s, start);

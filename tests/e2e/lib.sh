@@ -7,6 +7,12 @@ SHARED=${2:-}
 WORK=$(mktemp -d /tmp/slm_e2e_XXXXXX)
 trap '[ -n "${KEEP:-}" ] || rm -rf "$WORK"' EXIT
 
+# The settings slm gives itself before OpenBLAS and libgomp start (host/runtime.cpp), set here so that
+# each command starts once instead of re-executing itself (LibTorch's start costs ~0.7 s of CPU on
+# 2 cores). e2e.planner checks the re-exec itself.
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE} GOMP_SPINCOUNT=${GOMP_SPINCOUNT:-10000} GLOG_minloglevel=${GLOG_minloglevel:-3}
+if grep -qw avx512f /proc/cpuinfo; then export OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-SkylakeX}; fi
+
 # The tests' small model (2 layers x 64 channels, 2 heads, T = 64): fast on 2 cores, big enough
 # for every layout (tp 2, pp 2 stages of a layer each).
 TINY_MODEL=(--set model.n_layer=2 --set model.n_head=2 --set model.n_embd=64 --set model.block_size=64)
@@ -114,9 +120,10 @@ assert len(a) == len(b) and d < tol and g < tol
 PY
 }
 # same_logits DUMP REF RUN WHAT: the final model of RUN, read whole by the single-process tool DUMP
-# (tests/tools/dump_logits.cpp), gives REF's logits on 5 fixed inputs within 1e-4.
+# (tests/tools/dump_logits.cpp), gives REF's logits on 5 fixed inputs within 1e-4. REF's logits are
+# read again only when REF has trained since (its metrics are newer).
 same_logits() {
-  "$1" "$2" 1 2 3 4 5 > "$2.logits" || fail "cannot read $2"
+  [ "$2.logits" -nt "$2/metrics.jsonl" ] || "$1" "$2" 1 2 3 4 5 > "$2.logits" || fail "cannot read $2"
   "$1" "$3" 1 2 3 4 5 > "$3.logits" || fail "the single-process tools cannot read a $4 checkpoint"
   python3 - "$2.logits" "$3.logits" "$4" <<'PY' || fail "$4 checkpoint: final logits differ"
 import json, sys
