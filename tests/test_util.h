@@ -41,8 +41,13 @@ inline void write(const std::string& path, const std::string& contents) {
   std::ofstream(path, std::ios::binary) << contents;
 }
 
+// The source tree: SLM_SOURCE_FROM_BINARY is relative to the folder of the test program.
+inline std::filesystem::path source_dir() {
+  return (std::filesystem::canonical("/proc/self/exe").parent_path() / SLM_SOURCE_FROM_BINARY).lexically_normal();
+}
+
 inline std::string shared_data(const std::string& name) {
-  std::string p = std::string(SLM_SOURCE_DIR) + "/../shared/data/" + name;
+  std::string p = (source_dir() / "../shared/data" / name).lexically_normal().string();
   return std::filesystem::exists(p) ? p : "";
 }
 

@@ -16,8 +16,10 @@ out=${2:-$root/build-fuzz}
 command -v clang++ >/dev/null || { echo "SKIP: clang++ not installed (scripts/setup.sh --deps installs it)"; exit 77; }
 cc="clang++"
 command -v ccache >/dev/null && cc="ccache clang++"
+# -fdebug-prefix-map: paths in the debug info relative to the clone, so that ccache (which hashes the
+# working directory where debug info names it) hits from a clone in another folder too.
 flags=(-std=c++17 -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
-       -I"$root/src" -I"$here" -DTOML_HEADER_ONLY=0 -DTOML_SHARED_LIB=1)
+       -fdebug-prefix-map="$root"=. -I"$root/src" -I"$here" -DTOML_HEADER_ONLY=0 -DTOML_SHARED_LIB=1)
 mkdir -p "$out/obj" "$out/new"
 sources=$(sed -n '/^add_library(slm_core STATIC/,/)/p' "$root/CMakeLists.txt" | grep -o 'src/[A-Za-z0-9_/]*\.cpp')
 export CCACHE_BASEDIR=$root

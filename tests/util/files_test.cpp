@@ -1,5 +1,5 @@
 // tests/util/files_test.cpp: atomic files and directories leave either the old or the complete
-// new contents, never a partial one.
+// new contents, never a partial one. Also: the tests find their own source tree (test_util.h).
 #include "util/files.h"
 
 #include <gtest/gtest.h>
@@ -97,6 +97,12 @@ TEST(MappedFile, ErrorsNameThePath) {
   MappedFile m(tmp / "empty");
   EXPECT_EQ(m.size(), 0u);
   EXPECT_THROW({ MappedFile d(tmp.path); }, UserError);  // a directory
+}
+
+// The tests that read ../shared skip when it is absent: a wrong source_dir() would skip them silently.
+TEST(TestHelpers, SourceDirIsThisSourceTree) {
+  EXPECT_TRUE(fs::exists(test::source_dir() / "tests" / "test_util.h")) << test::source_dir();
+  EXPECT_TRUE(fs::exists(test::source_dir() / "CMakeLists.txt")) << test::source_dir();
 }
 
 }  // namespace slm
