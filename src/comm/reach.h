@@ -7,7 +7,8 @@
 namespace slm::comm {
 
 // The local address this machine uses to reach `host` (a route lookup: a UDP socket is connected,
-// nothing is sent); "" when it cannot be found.
+// nothing is sent); "" when it cannot be found. Hostname-based defaults fail where the hostname
+// resolves to loopback, e.g. inside network namespaces.
 std::string local_address_towards(const std::string& host);
 
 // Waits until something accepts a TCP connection at host:port, trying every 20 ms, for at most
