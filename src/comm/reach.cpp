@@ -51,20 +51,19 @@ bool connects(const addrinfo* addresses) {
 
 bool await_listener(const std::string& host, int port, double limit_s) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(limit_s);
-  addrinfo hints{}, *res = nullptr;
+  addrinfo hints{};
   hints.ai_socktype = SOCK_STREAM;
-  bool ok = false;
-  while (!ok) {
+  for (;;) {
     // Resolved again each time: a name may not resolve yet while the cluster is coming up.
+    addrinfo* res = nullptr;
     if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res) == 0 && res) {
-      ok = connects(res);
+      const bool ok = connects(res);
       ::freeaddrinfo(res);
-      res = nullptr;
+      if (ok) return true;
     }
-    if (ok || std::chrono::steady_clock::now() >= deadline) break;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  return ok;
 }
 
 }  // namespace slm::comm
