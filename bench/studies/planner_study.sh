@@ -227,7 +227,7 @@ for p, m, sc, l, r, p1, pooled in rows:
     own.setdefault((sc, l), []).append(float(p) / float(m))
     first[(sc, l)] = float(p1) / float(pooled)
 for name, errs in (("each round against the profile taken right before it", [abs(sum(v) / len(v) - 1) for v in own.values()]),
-                   ("the first profile against the pooled median (as in the runs up to 2026-11-27g)", [abs(v - 1) for v in first.values()])):
+                   ("the first profile against the pooled median", [abs(v - 1) for v in first.values()])):
     e = sorted(errs)
     if e:
         print(f"Prediction error over {len(e)} layouts, {name}: median {100 * e[len(e) // 2]:.0f}%, worst {100 * e[-1]:.0f}%.")
