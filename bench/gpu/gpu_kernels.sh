@@ -15,8 +15,11 @@
 #     instead of the own kernels: what they buy), their losses against the first run's;
 #  4. the tiny preset (launch-bound) without and with CUDA graphs;
 #  5. the issue's other rows: gpt2-medium (350M) bf16, gpt2 bf16 at batch 64 x 1024, gpt2 fp16
-#     (dynamic loss scaling) beside eager fp16 (not in the default SECTIONS: about 5 minutes, a
-#     second call). The rows of 3 to 5 go to OUT/current.tsv, for docs/gpu/current.tsv.
+#     (dynamic loss scaling, growing every 4 steps) beside eager fp16, and slm's fp16 with CUDA
+#     graphs (the loss scale read from the device: no capture per scale; its losses against the
+#     eager fp16 run's) (not in the
+#     default SECTIONS: about 6 minutes, a second call). The rows of 3 to 5 go to OUT/current.tsv,
+#     for docs/gpu/current.tsv.
 # All of it takes about 11 minutes on a fresh machine, the build about 4 of them (16 cores, empty
 # ccache): within 10-minute calls, run SECTIONS="1 2" and then SECTIONS="3 4" on the same machine.
 # Or build here beforehand: `scripts/bundle.sh --torch 2.11.0 --tests` (the device's torch) packs
@@ -86,7 +89,9 @@ if on 5; then
   say "5. gpt2-medium bf16, gpt2 bf16 at batch 64, gpt2 fp16 (loss scaling): eager, torch.compile (bf16), slm"
   compare medium 1 L=24 C=1024 H=16 T=1024 B=32 MICRO=32
   compare batch64 1 L=12 C=768 H=12 T=1024 B=64 MICRO=64
-  compare fp16 0 "${GPT2[@]}" PREC=fp16
+  SCALE="--set system.loss_scale_growth_interval=4"  # the scale changes within the run: graphs must follow it
+  compare fp16 0 "${GPT2[@]}" PREC=fp16 SLM_EXTRA="$SCALE"
+  compare fp16_graphs 0 "${GPT2[@]}" PREC=fp16 SLM_EXTRA="$SCALE --set system.cuda_graphs=on"
 fi
 grep -h "^attention:\|^cuda graphs:\|^update:" "$OUT"/compare_*.log 2>/dev/null | sort -u | tee -a "$OUT/summary.txt"
 "$PY" - "$OUT" "$gpu" <<'PY' | tee -a "$OUT/summary.txt"
@@ -97,7 +102,7 @@ for name, model, batch, prec in (("auto", "gpt2", "32x1024", "bf16"), ("default"
                                  ("graphs", "gpt2", "32x1024", "bf16"), ("aten", "gpt2", "32x1024", "bf16"),
                                  ("tiny", "tiny", "16x256", "bf16"), ("tiny_graphs", "tiny", "16x256", "bf16"),
                                  ("medium", "gpt2-medium", "32x1024", "bf16"), ("batch64", "gpt2", "64x1024", "bf16"),
-                                 ("fp16", "gpt2", "32x1024", "fp16")):
+                                 ("fp16", "gpt2", "32x1024", "fp16"), ("fp16_graphs", "gpt2", "32x1024", "fp16")):
     try:
         text = open(f"{out}/compare_{name}.log").read()
     except OSError:
@@ -107,9 +112,9 @@ for name, model, batch, prec in (("auto", "gpt2", "32x1024", "bf16"), ("default"
         rows.append("\t".join([model, gpu, prec, batch, name] + [g or "" for g in m.groups()]))
 open(f"{out}/current.tsv", "w").write("\n".join(rows) + "\n")
 print("\n".join(rows))
-# CUDA graphs replay the same kernels: the same losses as the eager run of the same shape (bf16).
+# CUDA graphs replay the same kernels: the same losses as the eager run of the same shape.
 losses = lambda n: [json.loads(l)["loss"] for l in open(f"{out}/metrics_{n}.jsonl") if '"loss"' in l]
-for a, b in (("auto", "graphs"), ("auto", "aten"), ("tiny", "tiny_graphs")):
+for a, b in (("auto", "graphs"), ("auto", "aten"), ("tiny", "tiny_graphs"), ("fp16", "fp16_graphs")):
     try:
         x, y = losses(a), losses(b)
     except OSError:

@@ -120,7 +120,7 @@ AutoPlan plan_at_start(train::Config& cfg, comm::World& w, const comm::ProbeResu
   auto t0 = Clock::now();
   const planner::ComputeProfile prof = job_profile(cfg, w, device, precision, seq_len, a);
   a.profile_s = since(t0);
-  const planner::CostInputs in{&cluster, &prof, train::model_shape(cfg.model, precision), seq_len, cfg.parallel.bucket_mb,
+  const planner::CostInputs in{&cluster, &prof, train::model_shape(cfg, precision), seq_len, cfg.parallel.bucket_mb,
                                cfg.parallel.memory_cap_gb, {}};
   t0 = Clock::now();
   choose_layout(cfg, in, w.world.size, a);

@@ -84,6 +84,7 @@ planner::Candidate candidate_of(const parallel::Plan& plan, const train::Config&
   k.compress = cfg.dist.wan.compress;
   k.zero_site = cfg.parallel.zero_scope == "site";
   k.recompute = cfg.model.recompute;
+  k.sequence_parallel = cfg.parallel.sequence_parallel;
   if (cfg.sync.mode == "diloco") k.diloco_steps = cfg.sync.inner_steps;  // (the predicted codec is int8)
   // dist.channels = 0: as the runtime resolves it (comm/hierarchy.h resolve_wan): from the slowest
   // link when a topology is known (a file, or the probe at start), else one connection.

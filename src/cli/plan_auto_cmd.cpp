@@ -192,7 +192,7 @@ void run_auto(const AutoArgs& a) {
   train::Config cfg = model_config(a.config, a.set);
   model::validate(cfg.model);
   autoplan::PlanningInputs pi = autoplan::load_planning_inputs(cfg, a.cluster, a.topology, a.profile);
-  const planner::CostInputs in{&pi.cluster,     &pi.profile, train::model_shape(cfg.model, pi.precision),
+  const planner::CostInputs in{&pi.cluster,     &pi.profile, train::model_shape(cfg, pi.precision),
                                pi.seq_len,      cfg.parallel.bucket_mb, cfg.parallel.memory_cap_gb, {}};
   const Found f = find_plan(a, cfg, in, pi);
   const std::string header = fmt::format(

@@ -58,7 +58,7 @@ void print_prediction(const parallel::Plan& p, const train::Config& cfg, const P
   autoplan::PlanningInputs pi = autoplan::load_planning_inputs(cfg, a.cluster, a.topology, a.profile);
   if (pi.cluster.world() != a.world)
     throw UserError(fmt::format("{} has {} ranks, --world is {}", a.cluster, pi.cluster.world(), a.world));
-  planner::CostInputs in{&pi.cluster, &pi.profile, train::model_shape(cfg.model, pi.precision), pi.seq_len, cfg.parallel.bucket_mb,
+  planner::CostInputs in{&pi.cluster, &pi.profile, train::model_shape(cfg, pi.precision), pi.seq_len, cfg.parallel.bucket_mb,
                          cfg.parallel.memory_cap_gb, {}};
   const planner::Candidate k = autoplan::candidate_of(p, cfg, pi.cluster);
   std::fprintf(stderr, "  %s (%s)\n", describe_prediction(planner::predict(k, in)).c_str(), planner::describe_candidate(k).c_str());
@@ -81,8 +81,8 @@ void print_plan(parallel::Plan p, const train::Config& cfg, const PlanArgs& a) {
   auto caps = autoplan::configured_memory_caps(cfg, a.cluster, plan_world, p.job_ranks);
   for (auto& c : caps)  // what this process holds now stands for what the runtime will
     if (c.whole_device) c.in_use_gb = static_cast<double>(host::resident_memory_bytes()) / (1 << 30);
-  parallel::check_memory_caps(p, train::model_shape(cfg.model), T, caps);
-  std::fprintf(stderr, "%s", parallel::describe_plan(p, train::model_shape(cfg.model), T).c_str());
+  parallel::check_memory_caps(p, train::model_shape(cfg), T, caps);
+  std::fprintf(stderr, "%s", parallel::describe_plan(p, train::model_shape(cfg), T).c_str());
   if (std::any_of(caps.begin(), caps.end(), [](const parallel::MemoryCap& c) { return c.gb > 0; }))
     std::fprintf(stderr, "  every rank fits its memory cap (rank 0: %g GiB, %s)\n", caps[0].gb, caps[0].from.c_str());
 }

@@ -22,6 +22,8 @@ struct ParallelConfig {
   std::string zero_scope = "dp";  // ranks that split ZeRO state: "dp" = the whole data-parallel group;
                                   // "site" = each site's ranks (dist.ranks_per_site), replicated
                                   // across sites (hybrid sharding: parameter gathers stay in the site)
+  bool sequence_parallel = false;  // with tp > 1: LayerNorms and residuals on 1/tp of the tokens
+                                   // (parallel/tensor/layers.h); no effect with tp 1
   double bucket_mb = 25;  // gradient bucket size, MiB of fp32, reduced during backward
   double memory_cap_gb = 0;  // per-rank memory limit, GiB (estimate, checked before training); 0 = none
 };

@@ -2,11 +2,14 @@
 #include <torch/torch.h>
 
 #include <fmt/format.h>
+#include <utility>
+#include <vector>
 
 #include "comm/hierarchy.h"
 #include "parallel/data_parallel_impl.h"
 #include "parallel/tensor/model.h"
 #include "util/error.h"
+#include "util/trace.h"
 
 namespace slm::parallel {
 
@@ -158,7 +161,7 @@ std::shared_ptr<DataParallel> apply_data_parallel(model::GPT2& m, const Parallel
 
 at::Tensor forward_loss(DataParallel& d, const at::Tensor& idx, const at::Tensor& targets, bool train) {
   if (d.cfg.zero == 3) return zero3_forward_loss(d, idx, targets, train);
-  if (d.tp.size > 1) return tensor::forward_loss(*d.model, idx, targets, d.tp);
+  if (d.tp.size > 1) return tensor::forward_loss(*d.model, idx, targets, d.tp, d.cfg.sequence_parallel);
   return model::forward_loss(*d.model, idx, targets, train);
 }
 
@@ -174,6 +177,36 @@ void begin_backward(DataParallel& d, bool last) {
   for (Bucket& b : d.buckets) b.ready = 0, b.launched = false;
 }
 
+// The pieces of grad_shard that hold parameter i's gradient: {offset in the shard, size}.
+static std::vector<std::pair<int64_t, int64_t>> shard_pieces(const DataParallel& d, size_t i) {
+  std::vector<std::pair<int64_t, int64_t>> out;
+  for (const Segment& s : segments(d)) {
+    const int64_t lo = std::max(s.global, d.layout.offsets[i]);
+    const int64_t hi = std::min(s.global + s.size, d.layout.offsets[i] + d.layout.numels[i]);
+    if (lo < hi) out.emplace_back(s.local + lo - s.global, hi - lo);
+  }
+  return out;
+}
+
+// Sequence parallelism: each tp rank's replicated parameters (LayerNorms, the row-parallel
+// biases, wpe) saw only its tokens; their gradients are summed over tp, in one all-reduce. Every tp
+// rank of a dp rank holds the same layout and shard, so the pieces line up.
+static void sum_replicated_over_tp(DataParallel& d) {
+  at::Tensor g = grad_shard(d);
+  std::vector<at::Tensor> pieces;
+  for (size_t i = 0; i < d.layout.names.size(); ++i)
+    if (d.replicated[i])
+      for (const auto& [off, n] : shard_pieces(d, i)) pieces.push_back(g.narrow(0, off, n));
+  if (pieces.empty()) return;
+  at::Tensor all = at::cat(pieces);
+  {
+    trace::Span span("tp sum of replicated gradients", trace::kWait);
+    comm::all_reduce_sum(all, d.tp);
+  }
+  int64_t k = 0;
+  for (at::Tensor& p : pieces) p.copy_(all.narrow(0, k, p.numel())), k += p.numel();
+}
+
 void finish_grads(DataParallel& d) {
   if (d.last || d.cfg.zero == 2)
     for (Bucket& b : d.buckets)  // buckets with a parameter that got no gradient
@@ -183,6 +216,7 @@ void finish_grads(DataParallel& d) {
     d.inflight.pop_front();
   }
   if (d.dp.size > 1) grad_shard(d).div_(static_cast<double>(d.dp.size));
+  if (d.cfg.sequence_parallel && d.tp.size > 1) sum_replicated_over_tp(d);
 }
 
 // Under tensor parallelism: this rank's squared sum per parameter, a replicated one counting 1/tp
@@ -190,12 +224,9 @@ void finish_grads(DataParallel& d) {
 static at::Tensor tp_local_square_sum(DataParallel& d) {
   const at::Tensor g = grad_shard(d);
   std::vector<at::Tensor> parts;
-  for (const Segment& s : segments(d))
-    for (size_t i = 0; i < d.layout.names.size(); ++i) {
-      const int64_t lo = std::max(s.global, d.layout.offsets[i]);
-      const int64_t hi = std::min(s.global + s.size, d.layout.offsets[i] + d.layout.numels[i]);
-      if (lo >= hi) continue;
-      at::Tensor sq = g.narrow(0, s.local + lo - s.global, hi - lo).pow(2).sum();
+  for (size_t i = 0; i < d.layout.names.size(); ++i)
+    for (const auto& [off, n] : shard_pieces(d, i)) {
+      at::Tensor sq = g.narrow(0, off, n).pow(2).sum();
       parts.push_back(d.replicated[i] ? sq / d.tp.size : sq);
     }
   return parts.empty() ? at::zeros({}, g.options()) : at::stack(parts).sum();
@@ -248,6 +279,8 @@ std::vector<Segment> segments(const DataParallel& d) {
   if (size <= 0) return {};
   return {Segment{0, d.shard.offset, size}};
 }
+bool sequence_parallel(const DataParallel& d) { return d.cfg.sequence_parallel && d.tp.size > 1; }
+
 int64_t zero_stage(const DataParallel& d) { return d.cfg.zero; }
 const comm::Group& zero_group(const DataParallel& d) { return d.cfg.zero == 0 ? d.dp : d.zg; }
 int64_t param_bytes(const DataParallel& d) { return (d.cfg.zero == 3 ? d.own : d.param_flat).numel() * 4; }

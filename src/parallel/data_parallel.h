@@ -75,6 +75,8 @@ const FlatLayout& layout(const DataParallel& d);
 // Where the pieces of param_shard/grad_shard (and the optimizer's moments) sit in the flat vector.
 std::vector<Segment> segments(const DataParallel& d);
 int64_t zero_stage(const DataParallel& d);
+// Whether the tp group splits the tokens between the linears (parallel.sequence_parallel with tp > 1).
+bool sequence_parallel(const DataParallel& d);
 // The ranks that split the ZeRO state: the dp group, or (zero_scope = "site") this rank's site of
 // it; the other sites hold the same shards. dp itself for ZeRO 0.
 const comm::Group& zero_group(const DataParallel& d);

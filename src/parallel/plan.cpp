@@ -366,7 +366,12 @@ MemoryEstimate estimate_memory(const Plan& p, const ModelShape& m, int64_t seq_l
   const int most = pipeline::max_in_flight(p.schedule, p.pp, role.pipe, static_cast<int>(p.micro_batches),
                                            p.virtual_stages);
   const double half = m.activation_bytes / 2.0;  // the formula counts 16-bit activations
-  const double full_layer = half * b * T * C * (10 + 24.0 / tp + (m.attention_matrix ? 5 * H * T / (C * tp) : 0.0));
+  // Megatron's count per layer: 10 bytes per token and channel outside the linears' split (4 the
+  // LayerNorms' inputs, 4 the column-parallel linears' inputs, 2 dropout masks), 24 / tp inside.
+  // Sequence parallelism splits the LayerNorms' inputs; the linears keep their all-gathered input.
+  const double outside = m.sequence_parallel && tp > 1 ? 6 + 4.0 / tp : 10.0;
+  const double full_layer =
+      half * b * T * C * (outside + 24.0 / tp + (m.attention_matrix ? 5 * H * T / (C * tp) : 0.0));
   const double per_layer = m.recompute ? b * T * C * 4 : full_layer;
   e.activations = most * (per_layer * layers / p.virtual_stages + b * T * C * 4) + logits;
   if (p.zero == 3) {  // parallel/zero3.cpp (one stage, tp 1): parameters sharded, gathered around their use

@@ -59,6 +59,7 @@ struct ModelShape {
   // recompute it instead).
   int activation_bytes = 4;
   bool attention_matrix = true;
+  bool sequence_parallel = false;  // with tp > 1: a block's activations outside its linears are 1/tp
 };
 
 // The flag form: --dp --tp --pp --virtual-stages --micro-batches --schedule.

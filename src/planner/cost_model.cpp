@@ -382,6 +382,13 @@ StageTime stage_compute(const Ctx& x, StageAt& a) {
   return st;
 }
 
+// Whether the ranks talk over Gloo (CPU devices; GPUs use NCCL).
+bool gloo_ranks(const Ctx& x, const std::vector<int>& plan_ranks) {
+  for (int r : x.to_cluster(plan_ranks))
+    if (x.cl.ranks[static_cast<size_t>(r)].device != "cpu") return false;
+  return true;
+}
+
 // Tensor parallelism's all-reduces (Megatron f/g): 2 of the activation per block forward
 // (attention, MLP), 2 backward; the vocabulary-parallel embedding 1 forward; the
 // vocabulary-parallel loss 3 of (B, T).
@@ -414,6 +421,11 @@ void add_tp_comm(const Ctx& x, const StageAt& a, StageTime& st) {
     st.fwd += n_fwd * std::max(ar, cpu) + (a.last ? 3 * loss_ar : 0);
     st.bwd += n_bwd * std::max(ar, cpu);
     if (cpu > ar) st.cpu_fwd = n_fwd * cpu, st.cpu_bwd = n_bwd * cpu;
+  }
+  if (x.c.sequence_parallel && gloo_ranks(x, a.tp_group)) {
+    // Gloo has no reduce-scatter (an all-reduce, of which each rank keeps its part) and the
+    // all-gather before the next linear comes on top: 1.5 times tp's bytes in every block.
+    st.fwd += L * std::max(ar, cpu), st.bwd += L * std::max(ar, cpu);
   }
   st.cross_bytes += ring.site_edges * 2.0 * (a.s.tp - 1) / a.s.tp * act * (4 * L + (a.first ? 1 : 0));
 }
@@ -658,7 +670,7 @@ void memory_per_rank(const Ctx& x, Prediction* out) {
   if (c.zero_site || c.diloco_steps > 0) pm.zero_ranks_per_site = c.ranks_per_site;  // DiLoCo: ZeRO inside the site
   if (c.diloco_steps > 0) pm.sync_ranks_per_site = c.ranks_per_site;
   parallel::ModelShape m = x.in.model;
-  m.recompute = c.recompute;
+  m.recompute = c.recompute, m.sequence_parallel = c.sequence_parallel;
   const double gib = 1024.0 * 1024 * 1024;
   std::map<std::pair<int, int64_t>, double> cache;  // (pipeline rank, micro-batch) -> estimate
   out->memory_bytes.assign(c.ranks.size(), 0);
@@ -835,7 +847,7 @@ Prediction predict(const Candidate& c, const CostInputs& in) {
   const double tokens = static_cast<double>(p.global_batch()) * x.T;
   out.tokens_per_s = tokens / out.step_s;
   parallel::ModelShape m = in.model;
-  m.recompute = c.recompute;
+  m.recompute = c.recompute, m.sequence_parallel = c.sequence_parallel;
   out.tflops_per_device = model_flops(m, p.global_batch(), in.seq_len) / out.step_s / c.ranks.size() / 1e12;
   for (int r : c.ranks) out.price_per_hour += x.cl.ranks[static_cast<size_t>(r)].price_per_hour;
   out.tokens_per_dollar = out.price_per_hour > 0 ? out.tokens_per_s * 3600 / out.price_per_hour : 0;
@@ -894,7 +906,7 @@ double stage_compute_s(const Candidate& c, const CostInputs& in, int k, int repl
 double stage_memory_over(const Candidate& c, const CostInputs& in, int k) {
   const Plan& p = c.plan;
   parallel::ModelShape m = in.model;
-  m.recompute = c.recompute;
+  m.recompute = c.recompute, m.sequence_parallel = c.sequence_parallel;
   Plan pm = p;
   if (c.zero_site || c.diloco_steps > 0) pm.zero_ranks_per_site = c.ranks_per_site;  // DiLoCo: ZeRO inside the site
   if (c.diloco_steps > 0) pm.sync_ranks_per_site = c.ranks_per_site;
@@ -949,6 +961,7 @@ std::string describe_candidate(const Candidate& c) {
   if (p.virtual_stages > 1) d += fmt::format(" ({} chunks per rank)", p.virtual_stages);
   if (c.channels > 1) d += fmt::format(", {} channels", c.channels);
   if (c.recompute) d += ", recompute";
+  if (c.sequence_parallel && p.stages.front().tp > 1) d += ", sequence parallel";
   return d;
 }
 

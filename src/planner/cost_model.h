@@ -34,6 +34,7 @@ struct Candidate {
   int channels = 1;            // connections per data-parallel group (dist.channels)
   bool zero_site = false;      // parallel.zero_scope = "site" (hybrid sharding)
   bool recompute = false;      // model.recompute (activation recomputation)
+  bool sequence_parallel = false;  // parallel.sequence_parallel (tp > 1: the tokens split between the linears)
   int64_t diloco_steps = 0;    // > 0: DiLoCo across sites ([sync] mode = "diloco", int8 pseudo-gradients,
                                // this many inner steps; lossy): dp groups stay inside the sites
                                // (ranks_per_site), the plan is replica-major

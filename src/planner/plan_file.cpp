@@ -28,6 +28,7 @@ std::vector<Setting> candidate_settings(const Candidate& c) {
                             {"dist", "compress", flag(c.compress)},
                             {"dist", "channels", std::to_string(c.channels)},
                             {"parallel", "zero_scope", c.zero_site ? "\"site\"" : "\"dp\""},
+                            {"parallel", "sequence_parallel", flag(c.sequence_parallel)},
                             {"model", "recompute", flag(c.recompute)}};
   if (c.diloco_steps > 0)  // DiLoCo (chosen only with planner.allow_lossy)
     s.insert(s.end(), {{"sync", "mode", "\"diloco\""},

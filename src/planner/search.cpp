@@ -174,7 +174,10 @@ struct Searcher {
     return out;
   }
 
-  void structure(const std::vector<int>& ranks, int pp, int tp, int dp, bool recompute) {
+  // Candidates of one structure; `memory`: how they save activation memory (none, sequence
+  // parallelism, recomputation).
+  enum class Saving { none, sequence_parallel, recompute };
+  void structure(const std::vector<int>& ranks, int pp, int tp, int dp, Saving memory) {
     const int64_t B = o.batch_size, L = in.model.n_layer;
     std::vector<int64_t> Ms;
     for (int64_t m = 1; m <= 64 && B / m >= dp; m *= 2)
@@ -182,7 +185,8 @@ struct Searcher {
     for (int64_t M : Ms) {
       const int64_t per_step = B / M;
       Candidate c;
-      c.ranks = ranks, c.recompute = recompute;
+      c.ranks = ranks, c.recompute = memory == Saving::recompute;
+      c.sequence_parallel = memory == Saving::sequence_parallel;
       c.plan = make_plan(pp, tp, dp, 1, even_cuts(L, pp), M, std::vector<int64_t>(static_cast<size_t>(dp), 1),
                          pp == 1 ? "none" : "1f1b");
       for (const auto& mb : splits(c, per_step)) {
@@ -234,11 +238,16 @@ struct Searcher {
           if (tp > 8 || in.model.n_head % tp != 0 || in.model.vocab_padded % tp != 0) continue;
           const int dp = N / pp / tp;
           if (dp > o.batch_size) continue;
-          const size_t before = all.size();
-          structure(ranks, pp, tp, dp, false);
-          bool fits = false;
-          for (size_t i = before; i < all.size(); ++i) fits = fits || all[i].p.fits;
-          if (!fits) structure(ranks, pp, tp, dp, true);  // recomputation where memory demands it
+          // Where memory demands it: sequence parallelism with tp (no extra compute), recomputation
+          // without (the runtime does not combine it with tp).
+          const std::vector<Saving> savings = {Saving::none, tp > 1 ? Saving::sequence_parallel : Saving::recompute};
+          for (const Saving s : savings) {
+            const size_t before = all.size();
+            structure(ranks, pp, tp, dp, s);
+            bool fits = false;
+            for (size_t i = before; i < all.size(); ++i) fits = fits || all[i].p.fits;
+            if (fits) break;
+          }
         }
       }
     }

@@ -88,6 +88,7 @@ std::vector<Field> fields(Config& c) {
       {"parallel", "plan", &c.parallel.plan},
       {"parallel", "zero", &c.parallel.zero},
       {"parallel", "zero_scope", &c.parallel.zero_scope},
+      {"parallel", "sequence_parallel", &c.parallel.sequence_parallel},
       {"parallel", "bucket_mb", &c.parallel.bucket_mb},
       {"parallel", "memory_cap_gb", &c.parallel.memory_cap_gb},
       {"dist", "backend", &c.dist.backend},

@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include <fmt/format.h>
+#include <limits>
 
 #include "util/error.h"
 #include "util/torch_compat.h"
@@ -25,12 +26,25 @@ bool device_update_applies(const std::string& setting, const std::string& device
 
 UpdateScalars make_update_scalars(const at::Tensor& like) {
   const auto opts = like.options().dtype(at::kFloat);
-  return {at::zeros({}, opts), at::zeros({}, opts)};
+  return {at::zeros({}, opts), at::zeros({}, opts), at::ones({}, opts), at::ones({}, opts)};
 }
 
-void set_update_scalars(UpdateScalars& s, double lr, int64_t step) {
+namespace {
+// x rounded to fp32, saturating to ±inf (fill_ refuses a finite double beyond fp32's range, such as
+// a loss scale of 1e39, where multiplying by the double gives inf).
+float to_fp32(double x) {
+  const double most = std::numeric_limits<float>::max();
+  if (x > most) return std::numeric_limits<float>::infinity();
+  if (x < -most) return -std::numeric_limits<float>::infinity();
+  return static_cast<float>(x);
+}
+}  // namespace
+
+void set_update_scalars(UpdateScalars& s, double lr, int64_t step, double loss_factor, double unscale) {
   s.lr.fill_(lr);
   s.step.fill_(static_cast<double>(step));
+  s.loss_factor.fill_(to_fp32(loss_factor));
+  s.unscale.fill_(to_fp32(unscale));
 }
 
 namespace {

@@ -29,14 +29,18 @@ bool device_update_applies(const std::string& setting, const std::string& device
 at::Tensor clip_and_update(AdamW& a, at::Tensor param, at::Tensor grad, const at::Tensor& norm_sq,
                            const OptimConfig& o, double lr);
 
-// The learning rate and the update's number as 0-dim fp32 tensors on the device, which the update
-// reads (the same update whether it runs eagerly or is replayed from a CUDA graph: step_graph.h).
+// What a step reads from the host, as 0-dim fp32 tensors on the device (the same step whether it
+// runs eagerly or is replayed from a CUDA graph: step_graph.h): the update's learning rate and
+// number, the factor each micro-batch loss is multiplied by for its backward (its weight times the
+// loss scale) and the one that unscales the gradients (1 / the loss scale). A new loss scale (fp16)
+// is a new value here, not a new graph.
 struct UpdateScalars {
-  at::Tensor lr, step;
+  at::Tensor lr, step, loss_factor, unscale;
 };
 UpdateScalars make_update_scalars(const at::Tensor& like);  // on like's device
-// Writes lr and step (>= 1) into s: two small kernels queued before the update that reads them.
-void set_update_scalars(UpdateScalars& s, double lr, int64_t step);
+// Writes lr, step (>= 1), loss_factor and unscale into s (rounded to fp32; beyond its range: ±inf,
+// as a double multiplied into an fp32 tensor becomes): small kernels queued before the step's work.
+void set_update_scalars(UpdateScalars& s, double lr, int64_t step, double loss_factor = 1.0, double unscale = 1.0);
 // clip_and_update with the learning rate and the step count from s; a.step is the caller's to count.
 at::Tensor clip_and_update(AdamW& a, at::Tensor param, at::Tensor grad, const at::Tensor& norm_sq,
                            const OptimConfig& o, const UpdateScalars& s);

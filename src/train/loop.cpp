@@ -87,7 +87,7 @@ static void print_header(const Trainer& t, const std::string& run, const host::D
   if (const std::string wan = comm::describe_wan(t.groups.dp); !wan.empty())
     std::fprintf(stderr, "data-parallel gradients: %s\n", wan.c_str());
   if (t.pipe->plan.stages.size() > 1 || t.pipe->plan.dp > 1 || t.groups.tp.size > 1)
-    std::fprintf(stderr, "%s", parallel::describe_plan(t.pipe->plan, model_shape(cfg.model), t.seq_len).c_str());
+    std::fprintf(stderr, "%s", parallel::describe_plan(t.pipe->plan, model_shape(cfg), t.seq_len).c_str());
   const host::MachineFacts machine = host::machine_facts();
   std::fprintf(stderr, "machine: %s\n", host::describe_machine(machine).c_str());  // as `slm doctor` shows it
   if (const host::BlasWarning w = host::blas_warning(machine.blas); !w.problem.empty() && t.device == "cpu")

@@ -110,7 +110,7 @@ static std::function<bool(const parallel::PlanFlags&)> fits_memory(const Trainer
       parallel::Plan p =
           parallel::plan_from_flags(f, cfg.model.n_layer, t.world.world.size, cfg.batch.batch_size, cfg.batch.micro_batch);
       scope_to_sites(p, cfg);
-      parallel::check_memory_caps(p, model_shape(cfg.model, t.precision), t.seq_len, caps);
+      parallel::check_memory_caps(p, model_shape(cfg, t.precision), t.seq_len, caps);
       return true;
     } catch (const UserError&) {
       return false;
@@ -124,7 +124,7 @@ static void apply_plan(Trainer& t) {
   auto pipe = std::make_unique<parallel::pipeline::Pipeline>();
   parallel::Plan& plan = pipe->plan;
   plan = *t.planned;
-  const parallel::ModelShape shape = model_shape(cfg.model, t.precision);  // validated by keep_plan_ranks
+  const parallel::ModelShape shape = model_shape(cfg, t.precision);  // validated by keep_plan_ranks
   scope_to_sites(plan, cfg);
   parallel::check_memory_caps(plan, shape, t.seq_len, autoplan::rank_memory_caps(cfg, t.world, t.device));
   t.groups = parallel::make_plan_groups(t.world, plan, t.cfg.dist.wan);
@@ -275,10 +275,11 @@ std::unique_ptr<Trainer> make_trainer(const Config& cfg_in) {
   t->data = data::open_dataset(cfg.data.dir);
   shape_from_data(cfg, t->data);
   validate(cfg);
-  parallel::tensor::validate_tp(cfg.model, static_cast<int>(cfg.parallel.tp));
+  t->seq_len = cfg.batch.seq_len > 0 ? cfg.batch.seq_len : cfg.model.block_size;
+  const int64_t sp_seq_len = cfg.parallel.sequence_parallel ? t->seq_len : 0;
+  parallel::tensor::validate_tp(cfg.model, static_cast<int>(cfg.parallel.tp), sp_seq_len);
   t->device = host::resolve_device(cfg.system.device, cfg.dist.backend);
   if (t->device == "cuda") model::set_gpu_attention(cfg.system.attention, host::cuda_info().name);
-  t->seq_len = cfg.batch.seq_len > 0 ? cfg.batch.seq_len : cfg.model.block_size;
   t->world = comm::init_world(cfg.dist, t->device);
   Config compared = cfg;
   compared.dist.secret_file.clear();  // ranks may keep the secret in other places: rendezvous proved its content
@@ -287,7 +288,7 @@ std::unique_ptr<Trainer> make_trainer(const Config& cfg_in) {
   choose_precision(*t);
   if (!keep_plan_ranks(*t, choose_plan(*t))) return nullptr;
   apply_plan(*t);
-  parallel::tensor::validate_tp(cfg.model, t->groups.tp.size);
+  parallel::tensor::validate_tp(cfg.model, t->groups.tp.size, sp_seq_len);
   open_loaders(*t);
   set_up_step(*t);
   host::release_free_memory();

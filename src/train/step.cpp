@@ -115,9 +115,16 @@ static double micro_batch_weight(const Trainer& t) {
   return mine * t.groups.dp.size / static_cast<double>(t.dp_sequences * plan.micro_batches);
 }
 
+// The factor each micro-batch loss is multiplied by for its backward: its weight times the loss scale.
+static double loss_factor(const Trainer& t) {
+  return micro_batch_weight(t) * (t.scaler.enabled ? t.scaler.scale : 1.0);
+}
+
 // The first part of an inner step: zeroes the gradients, posts the norm's receives (`norm`), runs
-// this rank's schedule over `batches` and reduces the gradients, unscaled in grad_shard. Returns
-// this replica's loss (a device tensor; undefined on a stage without the head); adds its times to s.
+// this rank's schedule over `batches` and reduces the gradients, unscaled in grad_shard. The step's
+// end on the device reads the loss's factor and the unscaling from t.scalars (written before the
+// step), the host path takes them as numbers. Returns this replica's loss (a device tensor;
+// undefined on a stage without the head); adds its times to s.
 static at::Tensor gradients(Trainer& t, const std::vector<parallel::pipeline::MicroBatch>& batches,
                             parallel::pipeline::PendingNorm& norm, StepStats& s) {
   auto clock = Clock::now();
@@ -126,8 +133,9 @@ static at::Tensor gradients(Trainer& t, const std::vector<parallel::pipeline::Mi
   parallel::pipeline::ScheduleResult run;
   {
     model::AutocastGuard autocast(t.precision, t.device);
-    run = parallel::pipeline::run_actions(*t.pipe, *t.dp, t.pipe->actions, batches, micro_batch_weight(t),
-                                          t.scaler.enabled ? t.scaler.scale : 1.0, /*train=*/true);
+    const at::Tensor on_device = t.update_on_device ? t.scalars.loss_factor : at::Tensor();
+    run = parallel::pipeline::run_actions(*t.pipe, *t.dp, t.pipe->actions, batches, {loss_factor(t), on_device},
+                                          /*train=*/true);
   }
   s.compute_s += run.compute_s, s.schedule_s += run.wall_s;
   seconds_since(clock);
@@ -136,7 +144,10 @@ static at::Tensor gradients(Trainer& t, const std::vector<parallel::pipeline::Mi
     parallel::finish_grads(*t.dp);
   }
   s.comm_s += seconds_since(clock);
-  if (t.scaler.enabled) parallel::grad_shard(*t.dp).mul_(1.0 / t.scaler.scale);  // before any norm (no overflow)
+  if (t.scaler.enabled) {  // before any norm (no overflow)
+    at::Tensor grad = parallel::grad_shard(*t.dp);
+    t.update_on_device ? grad.mul_(t.scalars.unscale) : grad.mul_(1.0 / t.scaler.scale);
+  }
   return run.loss;
 }
 
@@ -173,12 +184,13 @@ static void step_on_host(Trainer& t, const std::vector<parallel::pipeline::Micro
 // slices and stages as device tensors), clip, skip and update are queued behind the gradients,
 // the update reading the learning rate and its number from t.scalars; the host reads the loss and
 // the norm once, when all of it is queued. Under CUDA graphs (t.graph) the whole of it, from
-// zeroing the gradients to the update, is captured once and replayed (train/step_graph.h).
+// zeroing the gradients to the update, is captured once and replayed (train/step_graph.h): what
+// changes from step to step (learning rate, update number, loss scale) is read from t.scalars.
 static void step_on_device(Trainer& t, const std::vector<parallel::pipeline::MicroBatch>& batches, double share,
                            StepStats& s) {
   const auto started = Clock::now();
   t.adam.step += 1;  // this update's number; taken back below where it was skipped
-  set_update_scalars(t.scalars, s.lr, t.adam.step);
+  set_update_scalars(t.scalars, s.lr, t.adam.step, loss_factor(t), t.scaler.enabled ? 1.0 / t.scaler.scale : 1.0);
   const double counted = s.schedule_s + s.comm_s + s.optim_s;
   const DeviceStep run = [&](const std::vector<parallel::pipeline::MicroBatch>& b) -> std::vector<at::Tensor> {
     parallel::pipeline::PendingNorm norm;
@@ -199,8 +211,7 @@ static void step_on_device(Trainer& t, const std::vector<parallel::pipeline::Mic
     return {loss, norm_sq};
   };
   const auto say = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };  // one rank
-  const double factor = micro_batch_weight(t) * (t.scaler.enabled ? t.scaler.scale : 1.0);
-  const std::vector<at::Tensor> out = t.graph ? run_graphed(*t.graph, run, batches, factor, say) : run(batches);
+  const std::vector<at::Tensor> out = t.graph ? run_graphed(*t.graph, run, batches, say) : run(batches);
   const double loading = prefetch_next(t);
   s.data_s += loading;
   const auto [loss_sum, norm2] = read_back(out[0], out[1]);
@@ -329,15 +340,19 @@ double evaluate(Trainer& t) {
   {
     model::AutocastGuard autocast(t.precision, t.device);
     run = parallel::pipeline::run_actions(*t.pipe, *t.dp, parallel::pipeline::forward_actions(static_cast<int>(n),
-                                          static_cast<int>(t.pipe->chunks.size())), batches, 1.0, 1.0, /*train=*/false);
+                                          static_cast<int>(t.pipe->chunks.size())), batches, {}, /*train=*/false);
   }
   const bool reporter = t.pipe->chunks.back().last && t.pipe->role.replica == 0 && t.groups.tp.rank == 0;
   return comm::sum(reporter ? run.loss.item<double>() / static_cast<double>(n) : 0.0, t.groups.world);
 }
 
-parallel::ModelShape model_shape(const model::GPT2Config& m, const std::string& precision) {
+parallel::ModelShape model_shape(const model::GPT2Config& m, const std::string& precision, bool sequence_parallel) {
   return {m.n_layer, m.n_head, m.n_embd, m.padded_vocab(), m.block_size, m.recompute, precision == "fp32" ? 4 : 2,
-          !compat::kHasSdpa};
+          !compat::kHasSdpa, sequence_parallel};
+}
+
+parallel::ModelShape model_shape(const Config& cfg, const std::string& precision) {
+  return model_shape(cfg.model, precision, cfg.parallel.sequence_parallel);
 }
 
 double step_flops(const model::GPT2Config& m, int64_t batch, int64_t s) {

@@ -37,18 +37,17 @@ BatchShapes batch_shapes(const std::vector<MicroBatch>& batches) {
   return out;
 }
 
-GraphStep next_graph_step(const GraphBook& b, const BatchShapes& shapes, double factor) {
+GraphStep next_graph_step(const GraphBook& b, const BatchShapes& shapes) {
   if (b.failed || b.warm_up_steps < kWarmupSteps) return GraphStep::warm_up;
-  if (!b.captured() || factor != b.factor) return GraphStep::capture;  // a new loss scale: captured anew
+  if (!b.captured) return GraphStep::capture;
   return shapes == b.shapes ? GraphStep::replay : GraphStep::eager;
 }
 
-void record_graph_step(GraphBook& b, GraphStep step, const BatchShapes& shapes, double factor, bool ok) {
+void record_graph_step(GraphBook& b, GraphStep step, const BatchShapes& shapes, bool ok) {
   if (step == GraphStep::warm_up) b.warm_up_steps += 1;
   if (step != GraphStep::capture) return;
-  b.failed = !ok;
-  if (!ok) return;
-  b.captures += 1, b.factor = factor, b.shapes = shapes;
+  b.failed = !ok, b.captured = ok;
+  if (ok) b.shapes = shapes;
 }
 
 bool graphs_apply(const std::string& setting, const GraphFacts& f, std::string* why) {
@@ -121,29 +120,25 @@ std::string first_line(const std::string& s) { return s.substr(0, s.find('\n'));
 }  // namespace
 
 std::vector<at::Tensor> run_graphed(StepGraph& g, const DeviceStep& run, const std::vector<MicroBatch>& batches,
-                                    double factor, const std::function<void(const std::string&)>& log) {
+                                    const std::function<void(const std::string&)>& log) {
   const BatchShapes shapes = batch_shapes(batches);
-  const GraphStep step = next_graph_step(g.book, shapes, factor);
+  const GraphStep step = next_graph_step(g.book, shapes);
   if (step == GraphStep::warm_up || step == GraphStep::eager) {
-    record_graph_step(g.book, step, shapes, factor);
+    record_graph_step(g.book, step, shapes);
     return run(batches);
   }
-  if (step == GraphStep::capture) {  // the old graph (another loss scale) goes
-    g.graph.reset();
-    g.inputs.clear();
-    g.outputs.clear();
+  if (step == GraphStep::capture) {
     for (const MicroBatch& b : batches) g.inputs.push_back({b.x.clone(), b.y.clone()});
     std::string why;
     const bool ok = capture(g, run, &why);
-    record_graph_step(g.book, step, shapes, factor, ok);
+    record_graph_step(g.book, step, shapes, ok);
     if (!ok) {
       g.inputs.clear();
       log(fmt::format("cuda graphs: capture failed ({}); the steps run eagerly", first_line(why)));
       return run(batches);
     }
-    if (g.book.captures == 1)
-      log(fmt::format("cuda graphs: captured the step: forward, backward and update ({} micro-batch(es) of {} x {})",
-                      batches.size(), batches[0].x.size(0), batches[0].x.size(1)));
+    log(fmt::format("cuda graphs: captured the step: forward, backward and update ({} micro-batch(es) of {} x {})",
+                    batches.size(), batches[0].x.size(0), batches[0].x.size(1)));
   } else {
     for (size_t i = 0; i < batches.size(); ++i) {
       g.inputs[i].x.copy_(batches[i].x, /*non_blocking=*/true);
@@ -158,7 +153,7 @@ std::vector<at::Tensor> run_graphed(StepGraph& g, const DeviceStep& run, const s
 
 struct StepGraph {};
 std::shared_ptr<StepGraph> make_step_graph() { return std::make_shared<StepGraph>(); }
-std::vector<at::Tensor> run_graphed(StepGraph&, const DeviceStep& run, const std::vector<MicroBatch>& batches, double,
+std::vector<at::Tensor> run_graphed(StepGraph&, const DeviceStep& run, const std::vector<MicroBatch>& batches,
                                     const std::function<void(const std::string&)>&) {
   return run(batches);  // graphs_apply never says yes in this build
 }

@@ -4,13 +4,12 @@
 // kernel launches of a step cost one: zeroing the gradients, the forward and backward of every
 // micro-batch, the gradient norm, clipping and the fused AdamW update with its overflow skip
 // (device_update.h), which reads the learning rate and the update's number from device tensors
-// written before each replay. Each step's batches are copied into the graph's static input
-// buffers; the loss and the squared norm come out in its static output tensors, parameters,
-// moments and gradients stay in their flat buffers, static anyway. The loss's factor (its weight
-// times the loss scale, which also unscales the gradients) is baked into the graph: where the loss
-// scale changes (fp16), the step is captured anew (rare: an overflow, or every growth interval). A
-// step whose shapes differ from the captured ones runs eagerly; a capture that fails is said in
-// one log line, and the run goes on eagerly.
+// written before each replay, as are the loss's factor and the gradients' unscaling (fp16's loss
+// scale changes without a new capture). Each step's batches are copied into the graph's static
+// input buffers; the loss and the squared norm come out in its static output tensors, parameters,
+// moments and gradients stay in their flat buffers, static anyway. A step whose shapes differ from
+// the captured ones runs eagerly; a capture that fails is said in one log line, and the run goes on
+// eagerly.
 // Owns: GraphFacts, graph_blocker and graphs_apply (whether a run can use graphs and why not),
 // GraphBook, next_graph_step and record_graph_step (which way each step goes): host logic, tested
 // on the CPU; StepGraph and run_graphed (the capture and replay: CUDA builds).
@@ -48,20 +47,19 @@ using BatchShapes = std::vector<std::vector<int64_t>>;
 BatchShapes batch_shapes(const std::vector<parallel::pipeline::MicroBatch>& batches);
 
 // Which way a step goes: eagerly as a warm-up (the first kWarmupSteps, and every step after a
-// failed capture), captured (the first after the warm-up, and where the loss's factor changed:
-// the graph bakes it in) and then replayed, or eagerly for a shape the graph was not captured for.
+// failed capture), captured (the first after the warm-up) and then replayed, or eagerly for a shape
+// the graph was not captured for.
 enum class GraphStep { warm_up, capture, replay, eager };
 // What run_graphed knows of its graph.
 struct GraphBook {
-  int64_t warm_up_steps = 0, captures = 0;  // captures: the first and those after loss-scale changes
-  bool failed = false;                      // a capture failed: every step runs eagerly
-  double factor = 0;   // the loss's factor the graph bakes in
-  BatchShapes shapes;  // what it was captured for
-  bool captured() const { return captures > 0 && !failed; }  // a graph to replay
+  int64_t warm_up_steps = 0;
+  bool captured = false;  // a graph to replay
+  bool failed = false;    // its capture failed: every step runs eagerly
+  BatchShapes shapes;     // what it was captured for
 };
-GraphStep next_graph_step(const GraphBook& b, const BatchShapes& shapes, double factor);
+GraphStep next_graph_step(const GraphBook& b, const BatchShapes& shapes);
 // The book after `step`; `ok`: whether a capture succeeded.
-void record_graph_step(GraphBook& b, GraphStep step, const BatchShapes& shapes, double factor, bool ok = true);
+void record_graph_step(GraphBook& b, GraphStep step, const BatchShapes& shapes, bool ok = true);
 
 struct StepGraph;  // the captured graph, its static buffers and state (CUDA builds)
 std::shared_ptr<StepGraph> make_step_graph();
@@ -69,12 +67,11 @@ std::shared_ptr<StepGraph> make_step_graph();
 // The device work of a step over the given batches; returns its outputs (device tensors: the loss
 // and the squared gradient norm).
 using DeviceStep = std::function<std::vector<at::Tensor>(const std::vector<parallel::pipeline::MicroBatch>&)>;
-// `run` (with the loss's factor `factor`) through the graph: eager during warm-up, for other shapes,
-// and after a failed capture; captured anew where `factor` differs from the captured one; else
-// replayed, returning the graph's static outputs. `log` takes the line the first capture or a
-// failure says.
+// `run` through the graph: eager during warm-up, for other shapes, and after a failed capture;
+// else captured once and replayed, returning the graph's static outputs. `log` takes the line the
+// capture or its failure says.
 std::vector<at::Tensor> run_graphed(StepGraph& g, const DeviceStep& run,
-                                    const std::vector<parallel::pipeline::MicroBatch>& batches, double factor,
+                                    const std::vector<parallel::pipeline::MicroBatch>& batches,
                                     const std::function<void(const std::string&)>& log);
 
 }  // namespace slm::train

@@ -114,7 +114,10 @@ double mean_loss(const LossFn& loss, data::Loader& loader, int64_t micro, int64_
 
 // What the plan needs of the model (validation, memory estimate); `precision` sets the size of
 // the activations backward keeps.
-parallel::ModelShape model_shape(const model::GPT2Config& m, const std::string& precision = "fp32");
+parallel::ModelShape model_shape(const model::GPT2Config& m, const std::string& precision = "fp32",
+                                 bool sequence_parallel = false);
+// The same for a run's configuration (its model and parallel.sequence_parallel).
+parallel::ModelShape model_shape(const Config& cfg, const std::string& precision = "fp32");
 
 // FLOPs of one optimizer step by the GPT-2 scaling studies' formula (Narayanan et al.):
 // 72·B·s·h²·L·(1 + s/(6h)) + 6·B·s·h·V, with 96 for 72 under activation recomputation and V the

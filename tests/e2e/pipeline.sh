@@ -127,6 +127,9 @@ echo "not json" > pp2tp2/trace/rank_9.json
 expect_error "rank_9.json: not a trace written by \`slm train\`" "$SLM" report pp2tp2
 train_as pp2tp2dp2 8 --pp 2 --tp 2 --zero 1
 train_as het 8 --set parallel.plan=het.toml
+# Sequence parallelism inside the tp stages (the activations between stages stay whole)
+train_as pp2tp2sp 4 --pp 2 --tp 2 --set parallel.sequence_parallel=true
+train_as het_sp 8 --set parallel.plan=het.toml --set parallel.sequence_parallel=true
 # NCCL pairs messages by the order both sides post them, not by tag: the same plans in that order
 # (the head's gradient received when needed, the gradient norm exchanged after the schedule).
 SLM_P2P_IN_ORDER=1 train_as het_in_order 8 --set parallel.plan=het.toml

@@ -8,7 +8,10 @@
 #     and as one process; dp 2 with ZeRO 2 stopped at 10 and continued with tp 2: all the same
 #     trajectory; a tp checkpoint's final model (read whole by the single-process tools) gives the
 #     single-process run's logits (1e-4).
-#  4. One-line errors: tp not dividing n_head, tp with ZeRO 3.
+#  4. Sequence parallelism (parallel.sequence_parallel): tp 2, and dp 2 x tp 2 with ZeRO 2, within TOL
+#     of the single-process run; its activation memory estimate below plain tp's.
+#  5. One-line errors: tp not dividing n_head, tp with ZeRO 3, sequence parallelism with a tp that
+#     does not divide the sequence length.
 source "$(dirname "$0")/lib.sh"
 CHECK=$3
 DUMP=$4
@@ -43,6 +46,25 @@ same_losses ref rs1 "$TOL"
 same_losses ref rs2 "$TOL"
 same_logits "$DUMP" ref n4z2 tp
 
+SP=(--set parallel.sequence_parallel=true)
+for cfg in "2 0" "4 2"; do
+  set -- $cfg
+  "$SLM" launch -n "$1" -- "$SLM" train "${COMMON[@]}" "${SP[@]}" --set parallel.tp=2 --set parallel.zero="$2" \
+    --set run.dir="sp$1z$2" > "sp$1z$2.log" 2>&1 || { cat "sp$1z$2.log"; fail "sequence parallel, $1 ranks, ZeRO $2"; }
+  same_losses ref "sp$1z$2" "$TOL"
+done
+python3 - <<'PY' || fail "sequence parallelism moved no all-gathers and reduce-scatters"
+import json
+rows = lambda d: [json.loads(l) for l in open(d + "/metrics.jsonl") if '"bytes_tp"' in l]
+a, b = rows("n2z0")[-1]["bytes_tp"], rows("sp2z0")[-1]["bytes_tp"]
+print(f"tp bytes per step: {a:.0f} plain, {b:.0f} sequence parallel")
+assert b > 0 and a > 0 and b != a
+PY
+act() { "$SLM" plan make "${COMMON[@]}" --world 2 --tp 2 "$@" 2>&1 | grep "rank 0: ~"; }  # ~total (... + activations)
+plain=$(act) split=$(act "${SP[@]}")
+[ -n "$plain" ] && [ "$plain" != "$split" ] || fail "the memory estimate ignores sequence parallelism: '$plain' / '$split'"
+expect_error "parallel: sequence_parallel needs tp(2) to divide the sequence length 63" \
+  "$SLM" train "${COMMON[@]}" "${SP[@]}" --set parallel.tp=2 --set batch.seq_len=63
 expect_error "parallel: tp(4) must divide model.n_head(2)" "$SLM" train "${COMMON[@]}" --set parallel.tp=4
 expect_error "parallel: zero 3 does not combine with tp > 1" "$SLM" train "${COMMON[@]}" --set parallel.tp=2 \
   --set parallel.zero=3

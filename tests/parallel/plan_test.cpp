@@ -213,6 +213,25 @@ TEST(Plan, MemoryEstimateFollowsZeroAndStages) {
   EXPECT_DOUBLE_EQ(sum, 4 * (P + 512 * 64));  // the last stage's copy of the tied head
 }
 
+// Sequence parallelism splits the LayerNorms' inputs, 4 of the 10 bytes per token and channel that
+// a layer keeps outside its linears (Megatron's count), over tp: per layer
+// b·T·C·(6 + 4/tp + 24/tp + attention) instead of b·T·C·(10 + 24/tp + attention) (16-bit units:
+// fp32 doubles both); nothing else changes.
+TEST(Plan, SequenceParallelSplitsTheActivationsOutsideTheLinears) {
+  PlanFlags f;
+  f.tp = 2;
+  const Plan p = plan_from_flags(f, 8, 2, 16, 4);
+  ModelShape sp = kModel;
+  sp.sequence_parallel = true;
+  const MemoryEstimate a = estimate_memory(p, kModel, 64, 0), b = estimate_memory(p, sp, 64, 0);
+  const double b_T_C = 4.0 * 64 * 64, layers = 8, in_flight = 1, fp32 = 2;
+  EXPECT_DOUBLE_EQ(a.activations - b.activations, in_flight * layers * fp32 * b_T_C * (4 - 4.0 / 2));
+  EXPECT_DOUBLE_EQ(a.params + a.grads + a.optimizer, b.params + b.grads + b.optimizer);
+  PlanFlags one;
+  const Plan q = plan_from_flags(one, 8, 1, 16, 4);  // tp 1: nothing to split
+  EXPECT_DOUBLE_EQ(estimate_memory(q, kModel, 64, 0).activations, estimate_memory(q, sp, 64, 0).activations);
+}
+
 TEST(Plan, PerRankMemoryCaps) {
   PlanFlags f;
   f.dp = 2;

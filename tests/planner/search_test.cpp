@@ -65,6 +65,37 @@ TEST(Search, MemoryCapForcesPipelineOrZero3) {
   EXPECT_TRUE(dp_lost_on_memory);
 }
 
+// Sequence parallelism is how a tp layout saves activation memory (the runtime does not combine
+// recomputation with tp): under a cap between tp 2's need and its need with sequence parallelism
+// (at the smallest micro-batch), the search offers tp 2 with it, and never tp with recomputation.
+TEST(Search, SequenceParallelWhereTpAloneDoesNotFit) {
+  const Cluster c = make_cluster({2}, {1e-4, 1e9}, {});
+  const ComputeProfile prof = make_profile(2, 0.01);
+  const parallel::ModelShape m = make_model(8);
+  CostInputs in{&c, &prof, m, 16, 25, 0, {}};
+  parallel::ModelShape sp = m;
+  sp.sequence_parallel = true;
+  const parallel::Plan tp = parallel::plan_from_flags({.tp = 2}, 8, 2, 8, 1);
+  const double plain = parallel::estimate_memory(tp, m, 16, 0).total();
+  const double split = parallel::estimate_memory(tp, sp, 16, 0).total();
+  ASSERT_LT(split, plain);
+  in.memory_cap_gb = (plain + split) / 2 / (1024.0 * 1024 * 1024);
+  SearchOptions o = opts(8);
+  o.top = 1000;
+  bool tp_sp_fits = false;
+  for (const Ranked& k : search_plans(in, o).top) {
+    const bool with_tp = k.c.plan.stages[0].tp > 1;
+    EXPECT_FALSE(with_tp && k.c.recompute) << describe_candidate(k.c);
+    EXPECT_TRUE(with_tp || !k.c.sequence_parallel) << describe_candidate(k.c);
+    EXPECT_TRUE(!with_tp || k.c.sequence_parallel || !k.p.fits) << describe_candidate(k.c);
+    tp_sp_fits = tp_sp_fits || (with_tp && k.c.sequence_parallel && k.p.fits);
+    if (with_tp && k.c.sequence_parallel) {
+      EXPECT_NE(describe_candidate(k.c).find(", sequence parallel"), std::string::npos) << describe_candidate(k.c);
+    }
+  }
+  EXPECT_TRUE(tp_sp_fits);
+}
+
 TEST(Search, SlowerSiteGetsLessWork) {
   // Site b computes 3x slower; fast links. Whatever the layout, b's share must shrink.
   const Cluster c = make_cluster({1, 1}, {1e-4, 1e9}, {1e-4, 1e9});

@@ -2,13 +2,15 @@
 // computed tensor-parallel (sharded blocks chained with their residual adds deferred, vocabulary-parallel embedding, LM head and
 // cross-entropy) against the same model computed whole on each rank. Checks the loss and every
 // gradient slice to 1e-5 (relative where a value exceeds 1), and that tp_pieces (checkpoint coordinates) names exactly the slices
-// apply_tensor_parallel takes. Prints "rank R ok" or exits non-zero naming the mismatch.
+// apply_tensor_parallel takes; then the same with sequence parallelism (the token rows split between
+// the linears). Prints "rank R ok" or exits non-zero naming the mismatch.
 #include <torch/torch.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <fmt/format.h>
 
+#include "comm/collectives.h"
 #include "comm/mesh.h"
 #include "comm/world.h"
 #include "model/gpt2.h"
@@ -93,6 +95,21 @@ int main() {
     }
     if (pieces.empty() ? !local[i].second.equal(whole[i].second) : covered != local[i].second.numel())
       std::fprintf(stderr, "rank %d: tp_pieces of %s do not cover its slice\n", r, local[i].first.c_str()), bad = 1;
+  }
+  // Sequence parallelism: the same loss, and every gradient slice once the replicated parameters'
+  // gradients (each rank saw only its tokens) are summed over tp, as finish_grads does.
+  const at::Tensor sp_loss = parallel::tensor::forward_loss(sharded, idx, tgt, tp, /*sp=*/true);
+  sp_loss.backward();
+  check("sequence-parallel loss", sp_loss, ref);
+  for (size_t i = 0; i < local.size(); ++i) {
+    at::Tensor g = local[i].second.grad().clone();
+    if (parallel::tensor::replicated_over_tp(local[i].first)) comm::all_reduce_sum(g, tp);
+    const at::Tensor want = whole[i].second.grad().reshape({-1});
+    auto pieces = parallel::tensor::tp_pieces(local[i].first, c, r, n);
+    if (pieces.empty()) pieces.push_back({0, 0, want.numel()});
+    for (const auto& p : pieces)
+      check(("sequence-parallel " + local[i].first + " grad").c_str(), g.reshape({-1}).narrow(0, p.local, p.size),
+            want.narrow(0, p.global, p.size));
   }
   if (bad) return 1;
   std::printf("rank %d ok (loss %.6f)\n", r, loss.item<double>());

@@ -7,6 +7,8 @@
 
 #include <cmath>
 #include <limits>
+#include <utility>
+#include <vector>
 
 #include "train/device_update.h"
 #include "util/error.h"
@@ -124,6 +126,30 @@ TEST(DeviceUpdate, ScalarsOnTheDeviceGiveTheSameUpdate) {
   EXPECT_TRUE(torch::equal(p_host, p_dev)) << (p_host - p_dev).abs().max().item<double>();
   EXPECT_TRUE(torch::equal(host.exp_avg, dev.exp_avg));
   EXPECT_TRUE(torch::equal(host.exp_avg_sq, dev.exp_avg_sq));
+}
+
+// The loss's factor and the unscaling read from device tensors (a CUDA graph replays them with
+// each step's values) give the gradients the host path's numbers give, bit for bit, for fp32 and
+// bf16 losses; a factor beyond fp32's range (loss scale 1e39) is inf in both.
+TEST(DeviceUpdate, LossScalarsOnTheDeviceScaleAsTheNumbersDo) {
+  UpdateScalars s = make_update_scalars(torch::zeros({1}));
+  EXPECT_EQ(s.loss_factor.item<float>(), 1.0f);
+  EXPECT_EQ(s.unscale.item<float>(), 1.0f);
+  for (const at::ScalarType dtype : {at::kFloat, at::kBFloat16})
+    for (const auto& [factor, unscale] : std::vector<std::pair<double, double>>{{65536.0 / 3.0, 1.0 / 65536.0},
+                                                                               {1e39, 1e-39}, {0.3, 1.0}}) {
+      set_update_scalars(s, 1e-3, 1, factor, unscale);
+      const auto grad_of = [&](bool on_device) {
+        const at::Tensor w = torch::full({3}, 0.7, at::dtype(dtype).requires_grad(true));
+        const at::Tensor loss = (w * w).sum();
+        (on_device ? loss * s.loss_factor : loss * factor).backward();
+        at::Tensor g = w.grad().to(at::kFloat);
+        return on_device ? g.mul_(s.unscale) : g.mul_(unscale);
+      };
+      const at::Tensor a = grad_of(false), b = grad_of(true);
+      EXPECT_TRUE(torch::equal(a, b)) << factor << " " << dtype << ": " << a << " " << b;
+      EXPECT_EQ(factor > std::numeric_limits<float>::max(), std::isinf(b[0].item<float>())) << factor;
+    }
 }
 
 TEST(DeviceUpdate, ReadsLossAndNormInOneGo) {

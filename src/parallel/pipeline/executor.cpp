@@ -148,7 +148,7 @@ std::pair<size_t, size_t> final_backwards(const Pipeline& p, const std::vector<A
 }  // namespace
 
 ScheduleResult run_actions(Pipeline& p, DataParallel& d, const std::vector<Action>& actions,
-                           const std::vector<MicroBatch>& batches, double weight, double scale, bool train) {
+                           const std::vector<MicroBatch>& batches, const LossFactor& factor, bool train) {
   const auto started = Clock::now();
   ScheduleResult r;
   at::Tensor loss_sum;  // the micro-batch losses, summed on the device
@@ -194,7 +194,7 @@ ScheduleResult run_actions(Pipeline& p, DataParallel& d, const std::vector<Actio
     const auto t = Clock::now();
     {
       trace::Span span("B", trace::kCompute, a.micro, a.chunk);
-      if (c.last) (l.out * (weight * scale)).backward();
+      if (c.last) (factor.on_device.defined() ? l.out * factor.on_device : l.out * factor.value).backward();
       else l.out.backward(grad);
     }
     r.compute_s += since(t);

@@ -51,12 +51,20 @@ struct ScheduleResult {
   double wall_s = 0;     // time of the whole action list
 };
 
+// What each micro-batch loss is multiplied by for its backward: its weight times the loss scale,
+// as a number, or where `on_device` is defined that 0-dim fp32 tensor's value when the backward runs
+// (a CUDA graph replays it with each step's value: train/device_update.h).
+struct LossFactor {
+  double value = 1;
+  at::Tensor on_device;
+};
+
 // Runs `actions` over `batches` (indexed by micro-batch). train: each micro-batch loss is
-// multiplied by `weight * scale` for its backward (begin_backward is called before each; the
-// final one reduces). Not train: forward actions only, no gradients. Starts by sending the first
-// stage's wte to the last stage's tied head (overlapping the first forward).
+// multiplied by `factor` for its backward (begin_backward is called before each; the final one
+// reduces). Not train: forward actions only, no gradients. Starts by sending the first stage's
+// wte to the last stage's tied head (overlapping the first forward).
 ScheduleResult run_actions(Pipeline& p, DataParallel& d, const std::vector<Action>& actions,
-                           const std::vector<MicroBatch>& batches, double weight, double scale, bool train);
+                           const std::vector<MicroBatch>& batches, const LossFactor& factor, bool train);
 
 // After a load or an outer (DiLoCo) update: the first stage's wte goes to the last stage's head
 // (no-op without pipeline stages). run_actions does the same at its start, so training steps need

@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include "parallel/data_parallel.h"
+#include "parallel/tensor/mappings.h"
 #include "parallel/tensor/model.h"
 
 namespace slm::parallel::pipeline {
@@ -40,11 +41,15 @@ at::Tensor chunk_forward(DataParallel& d, const model::GPT2& m, const Chunk& c, 
   if (c.first && c.last) return forward_loss(d, input, targets, train);
   at::Tensor x;
   if (tp.size > 1) {
-    x = c.first ? tensor::embed(m, input, tp) : input;
-    x = tensor::run_blocks(m, x, c.begin, c.end, tp);
-    if (!c.last) return x;
+    // Sequence parallel: this rank's token rows inside the chunk; the activations between stages
+    // stay whole (and equal on every tp rank), as without it.
+    const bool sp = sequence_parallel(d);
+    const tensor::TpSplit split(tp, sp ? targets.size(1) : 0);
+    x = c.first ? tensor::embed(m, input, split) : sp ? tensor::split_rows(input, tp) : input;
+    x = tensor::run_blocks(m, x, c.begin, c.end, split);
+    if (!c.last) return sp ? tensor::gather_rows_whole(x, tp).view({targets.size(0), targets.size(1), -1}) : x;
     if (before_head) before_head();
-    return tensor::head_loss(m, x, targets, tp);
+    return tensor::head_loss(m, x, targets, split);
   }
   x = c.first ? model::embed(m, input, train) : input;
   x = model::run_blocks(m, x, c.begin, c.end, train);

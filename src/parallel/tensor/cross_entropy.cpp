@@ -53,12 +53,15 @@ std::pair<int64_t, int64_t> vocab_range(int64_t padded_vocab, int rank, int tp) 
   return {rank * n, n};
 }
 
-at::Tensor vocab_parallel_embedding(const at::Tensor& idx, const at::Tensor& wte_local, int64_t start,
-                                    const comm::Group& tp) {
+at::Tensor vocab_parallel_lookup(const at::Tensor& idx, const at::Tensor& wte_local, int64_t start) {
   const int64_t n = wte_local.size(0);
   at::Tensor mine = (idx >= start) & (idx < start + n);
-  at::Tensor e = at::embedding(wte_local, (idx - start).clamp(0, n - 1)) * mine.unsqueeze(-1).to(wte_local.dtype());
-  return reduce_from_tp(e, tp);
+  return at::embedding(wte_local, (idx - start).clamp(0, n - 1)) * mine.unsqueeze(-1).to(wte_local.dtype());
+}
+
+at::Tensor vocab_parallel_embedding(const at::Tensor& idx, const at::Tensor& wte_local, int64_t start,
+                                    const comm::Group& tp) {
+  return reduce_from_tp(vocab_parallel_lookup(idx, wte_local, start), tp);
 }
 
 at::Tensor vocab_parallel_cross_entropy(const at::Tensor& logits_local, const at::Tensor& targets, int64_t start,

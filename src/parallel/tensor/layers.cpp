@@ -27,26 +27,33 @@ model::Block shard_block(const model::Block& f, const model::GPT2Config& c, int 
 
 std::pair<at::Tensor, at::Tensor> tp_block_forward_deferred(const model::Block& b, const at::Tensor& x,
                                                             const at::Tensor& d, const model::GPT2Config& c,
-                                                            const comm::Group& tp) {
+                                                            const TpSplit& split) {
   TORCH_CHECK(c.dropout == 0.0, "tensor parallelism does not support dropout yet");
-  const int64_t Hl = c.n_head / tp.size;
+  const comm::Group& tp = split.group;
+  const bool sp = split.sequence_parallel();
+  const int64_t Hl = c.n_head / tp.size, C = c.n_embd, Cl = C / tp.size;
+  // Into a column-parallel linear (f, or the sequence's all-gather) and out of a row-parallel one
+  // (g, or the reduce-scatter), as (B, T, C) whole or this rank's (N/tp, C) token rows.
+  const int64_t T = sp ? split.seq_len : x.size(1);
+  const auto into = [&](const at::Tensor& h) { return sp ? gather_rows(h, tp).view({-1, T, C}) : copy_to_tp(h, tp); };
+  const auto out_of = [&](const at::Tensor& y) { return sp ? reduce_scatter_rows(y, tp) : reduce_from_tp(y, tp); };
   // Attention: s + g(proj_local(attn(f(ln_1(s)) @ qkv_local))) + bias, s = x + d: the previous
   // block's residual add is made with the LayerNorm (model/add_layer_norm.h: one kernel on GPUs)
   auto [s, h] = model::add_layer_norm(x, d, b.ln_1_w, b.ln_1_b, 1e-5);
-  const int64_t B = s.size(0), T = s.size(1), Cl = s.size(2) / tp.size;
-  auto parts = at::linear(copy_to_tp(h, tp), b.c_attn_w, b.c_attn_b).split(Cl, -1);  // 3 x (B, T, C/tp)
+  auto parts = at::linear(into(h), b.c_attn_w, b.c_attn_b).split(Cl, -1);  // 3 x (B, T, C/tp)
+  const int64_t B = parts[0].size(0);
   auto heads = [&](const at::Tensor& t) { return t.view({B, T, Hl, Cl / Hl}).transpose(1, 2); };
   at::Tensor y = model::causal_attention(heads(parts[0]), heads(parts[1]), heads(parts[2]), 0.0, false);
   y = y.transpose(1, 2).reshape({B, T, Cl});
-  const at::Tensor attn = reduce_from_tp(at::linear(y, b.attn_proj_w), tp) + b.attn_proj_b;
+  const at::Tensor attn = out_of(at::linear(y, b.attn_proj_w)) + b.attn_proj_b;
   // MLP: out + g(proj_local(gelu(f(ln_2(out)) @ fc_local))) + bias, out = s + attn
   auto [out, h2] = model::add_layer_norm(s, attn, b.ln_2_w, b.ln_2_b, 1e-5);
-  const at::Tensor m = model::fc_gelu(copy_to_tp(h2, tp), b.c_fc_w, b.c_fc_b);  // column-parallel: local bias
-  return {out, reduce_from_tp(at::linear(m, b.mlp_proj_w), tp) + b.mlp_proj_b};
+  const at::Tensor m = model::fc_gelu(into(h2), b.c_fc_w, b.c_fc_b);  // column-parallel: local bias
+  return {out, out_of(at::linear(m, b.mlp_proj_w)) + b.mlp_proj_b};
 }
 
 at::Tensor tp_block_forward(const model::Block& b, const at::Tensor& x, const model::GPT2Config& c,
-                            const comm::Group& tp) {
+                            const TpSplit& tp) {
   auto [out, delta] = tp_block_forward_deferred(b, x, at::Tensor(), c, tp);
   return out + delta;
 }

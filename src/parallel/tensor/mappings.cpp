@@ -40,6 +40,58 @@ struct ReduceFromTp : torch::autograd::Function<ReduceFromTp> {
   static variable_list backward(AutogradContext*, variable_list g) { return {g[0], at::Tensor()}; }
 };
 
+// Token rows: (..., C) as (N, C).
+at::Tensor rows(const at::Tensor& x) { return x.reshape({-1, x.size(-1)}); }
+
+// All tp ranks' pieces (n, C) as (n·tp, C).
+at::Tensor all_gathered(const at::Tensor& local, const comm::Group& tp) {
+  at::Tensor piece = rows(local).contiguous();
+  at::Tensor whole = at::empty({piece.size(0) * tp.size, piece.size(1)}, piece.options());
+  trace::Span span("tp all-gather", trace::kInside);
+  comm::all_gather_into(whole, piece, tp);
+  return whole;
+}
+
+// The sum over tp of (N, C), this rank's rows of it (N/tp, C).
+at::Tensor reduce_scattered(const at::Tensor& partial, const comm::Group& tp) {
+  at::Tensor whole = rows(partial).contiguous().clone();  // the Gloo path reduces it in place
+  TORCH_CHECK(whole.size(0) % tp.size == 0, "sequence parallelism: ", whole.size(0),
+              " token rows do not split over tp ", tp.size);
+  at::Tensor piece = at::empty({whole.size(0) / tp.size, whole.size(1)}, whole.options());
+  at::Tensor flat_piece = piece.view({-1});  // the collective fills flat pieces
+  trace::Span span("tp reduce-scatter", trace::kInside);
+  comm::reduce_scatter_sum(flat_piece, whole, tp);
+  return piece;
+}
+
+// This rank's rows of (N, C).
+at::Tensor own_rows(const at::Tensor& whole, const comm::Group& tp) {
+  const at::Tensor r = rows(whole);
+  TORCH_CHECK(r.size(0) % tp.size == 0, "sequence parallelism: ", r.size(0), " token rows do not split over tp ",
+              tp.size);
+  const int64_t n = r.size(0) / tp.size;
+  return r.narrow(0, tp.rank * n, n).clone();
+}
+
+// A collective on token rows as an autograd function: `Forward` on the input, `Backward` on the
+// output's gradient, which leaves in the input's shape.
+template <at::Tensor (*Forward)(const at::Tensor&, const comm::Group&),
+          at::Tensor (*Backward)(const at::Tensor&, const comm::Group&)>
+struct RowsFunction : torch::autograd::Function<RowsFunction<Forward, Backward>> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, int64_t tp) {
+    ctx->saved_data["tp"] = tp;
+    ctx->saved_data["shape"] = x.sizes().vec();
+    return Forward(x, *reinterpret_cast<const comm::Group*>(tp));
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list g) {
+    return {Backward(g[0], group_of(ctx)).view(ctx->saved_data["shape"].toIntVector()), at::Tensor()};
+  }
+};
+using GatherRows = RowsFunction<all_gathered, reduce_scattered>;
+using ReduceScatterRows = RowsFunction<reduce_scattered, all_gathered>;
+using SplitRows = RowsFunction<own_rows, all_gathered>;
+using GatherRowsWhole = RowsFunction<all_gathered, own_rows>;
+
 int64_t ptr(const comm::Group& g) { return reinterpret_cast<int64_t>(&g); }
 
 }  // namespace
@@ -50,6 +102,22 @@ at::Tensor copy_to_tp(const at::Tensor& x, const comm::Group& tp) {
 
 at::Tensor reduce_from_tp(const at::Tensor& x, const comm::Group& tp) {
   return tp.size == 1 ? x : ReduceFromTp::apply(x, ptr(tp));
+}
+
+at::Tensor gather_rows(const at::Tensor& local, const comm::Group& tp) {
+  return tp.size == 1 ? rows(local) : GatherRows::apply(local, ptr(tp));
+}
+
+at::Tensor reduce_scatter_rows(const at::Tensor& partial, const comm::Group& tp) {
+  return tp.size == 1 ? rows(partial) : ReduceScatterRows::apply(partial, ptr(tp));
+}
+
+at::Tensor split_rows(const at::Tensor& whole, const comm::Group& tp) {
+  return tp.size == 1 ? rows(whole) : SplitRows::apply(whole, ptr(tp));
+}
+
+at::Tensor gather_rows_whole(const at::Tensor& local, const comm::Group& tp) {
+  return tp.size == 1 ? rows(local) : GatherRowsWhole::apply(local, ptr(tp));
 }
 
 }  // namespace slm::parallel::tensor

@@ -14,8 +14,11 @@
 
 namespace slm::parallel::tensor {
 
-void validate_tp(const model::GPT2Config& c, int tp) {
+void validate_tp(const model::GPT2Config& c, int tp, int64_t sp_seq_len) {
   if (tp == 1) return;
+  if (sp_seq_len > 0 && sp_seq_len % tp != 0)
+    throw UserError(fmt::format("parallel: sequence_parallel needs tp({}) to divide the sequence length {}", tp,
+                                sp_seq_len));
   if (c.n_head % tp != 0) throw UserError(fmt::format("parallel: tp({}) must divide model.n_head({})", tp, c.n_head));
   if (c.padded_vocab() % tp != 0)
     throw UserError(fmt::format("parallel: tp({}) must divide the padded vocabulary {} (model.vocab_pad)", tp,
@@ -32,31 +35,39 @@ void apply_tensor_parallel(model::GPT2& m, const comm::Group& tp) {
     if (w->defined()) *w = w->detach().narrow(0, start, n).clone().requires_grad_(w->requires_grad());
 }
 
-at::Tensor embed(const model::GPT2& m, const at::Tensor& idx, const comm::Group& tp) {
+at::Tensor embed(const model::GPT2& m, const at::Tensor& idx, const TpSplit& split) {
+  const comm::Group& tp = split.group;
   const int64_t start = vocab_range(m.cfg.padded_vocab(), tp.rank, tp.size).first;
-  const int64_t T = idx.size(1);
-  return vocab_parallel_embedding(idx, m.wte, start, tp) +
-         at::embedding(m.wpe, at::arange(T, idx.options().dtype(at::kLong)));  // (B, T, C)
+  const at::Tensor positions = at::arange(idx.size(1), idx.options().dtype(at::kLong));
+  if (!split.sequence_parallel())
+    return vocab_parallel_embedding(idx, m.wte, start, tp) + at::embedding(m.wpe, positions);  // (B, T, C)
+  // This rank's token rows of the summed lookups, plus the positions of those rows.
+  const int64_t n = idx.numel() / tp.size, T = idx.size(1);
+  const at::Tensor mine = at::arange(tp.rank * n, (tp.rank + 1) * n, positions.options()).remainder(T);
+  return reduce_scatter_rows(vocab_parallel_lookup(idx, m.wte, start), tp) + at::embedding(m.wpe, mine);
 }
 
-at::Tensor run_blocks(const model::GPT2& m, at::Tensor x, size_t begin, size_t end, const comm::Group& tp) {
+at::Tensor run_blocks(const model::GPT2& m, at::Tensor x, size_t begin, size_t end, const TpSplit& tp) {
   at::Tensor d;  // the last block's output is x + d: its residual add waits for the next LayerNorm
   for (size_t i = begin; i < end; ++i) std::tie(x, d) = tp_block_forward_deferred(m.h[i], x, d, m.cfg, tp);
   return d.defined() ? x + d : x;
 }
 
-at::Tensor head_loss(const model::GPT2& m, const at::Tensor& x_in, const at::Tensor& targets, const comm::Group& tp) {
+at::Tensor head_loss(const model::GPT2& m, const at::Tensor& x_in, const at::Tensor& targets, const TpSplit& split) {
+  const comm::Group& tp = split.group;
   const int64_t start = vocab_range(m.cfg.padded_vocab(), tp.rank, tp.size).first;
   at::Tensor x = at::layer_norm(x_in, {m.cfg.n_embd}, m.ln_f_w, m.ln_f_b, 1e-5);
   const at::Tensor& w = m.head.defined() ? m.head : m.wte;
-  at::Tensor logits = at::linear(copy_to_tp(x, tp), w);  // (B, T, Vp/tp): this rank's columns
+  x = split.sequence_parallel() ? gather_rows(x, tp) : copy_to_tp(x, tp);  // every token, on every rank
+  at::Tensor logits = at::linear(x, w);  // (B, T, Vp/tp) or (B·T, Vp/tp): this rank's columns
   return vocab_parallel_cross_entropy(logits.reshape({-1, logits.size(-1)}), targets.reshape({-1}), start,
                                       m.cfg.vocab_size, tp);
 }
 
 at::Tensor forward_loss(const model::GPT2& m, const at::Tensor& idx, const at::Tensor& targets,
-                        const comm::Group& tp) {
-  return head_loss(m, run_blocks(m, embed(m, idx, tp), 0, m.h.size(), tp), targets, tp);
+                        const comm::Group& tp, bool sp) {
+  const TpSplit split(tp, sp ? idx.size(1) : 0);
+  return head_loss(m, run_blocks(m, embed(m, idx, split), 0, m.h.size(), split), targets, split);
 }
 
 bool replicated_over_tp(const std::string& name) {

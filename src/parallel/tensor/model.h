@@ -12,22 +12,27 @@
 #include "comm/group.h"
 #include "model/gpt2.h"
 #include "parallel/flat.h"
+#include "parallel/tensor/layers.h"
 
 namespace slm::parallel::tensor {
 
-// UserError (one line) unless tp divides n_head and the padded vocabulary, and dropout is 0.
-void validate_tp(const model::GPT2Config& c, int tp);
+// UserError (one line) unless tp divides n_head and the padded vocabulary (and, under sequence
+// parallelism, `sp_seq_len`: the sequence length T; 0 = off), and dropout is 0.
+void validate_tp(const model::GPT2Config& c, int tp, int64_t sp_seq_len = 0);
 // In place: m's blocks and token embedding become this rank's slices (see layers.h,
 // cross_entropy.h). Deterministic: every rank slices the same full initialisation.
 void apply_tensor_parallel(model::GPT2& m, const comm::Group& tp);
-// Mean next-token loss (same value on every tp rank). `tp` must outlive the backward pass.
+// Mean next-token loss (same value on every tp rank). `tp` must outlive the backward pass; `sp`:
+// sequence parallelism (layers.h).
 at::Tensor forward_loss(const model::GPT2& m, const at::Tensor& idx, const at::Tensor& targets,
-                        const comm::Group& tp);
+                        const comm::Group& tp, bool sp = false);
 // The pieces, for pipeline stages: vocabulary-parallel embedding (B, T) -> (B, T, C); blocks
 // h[begin, end); final LayerNorm + vocabulary-parallel head and cross-entropy (head or wte).
-at::Tensor embed(const model::GPT2& m, const at::Tensor& idx, const comm::Group& tp);
-at::Tensor run_blocks(const model::GPT2& m, at::Tensor x, size_t begin, size_t end, const comm::Group& tp);
-at::Tensor head_loss(const model::GPT2& m, const at::Tensor& x, const at::Tensor& targets, const comm::Group& tp);
+// Sequence parallel: the embedding's output, the blocks' input and output and the head's input
+// are this rank's token rows (B·T/tp, C) (tp.seq_len = T).
+at::Tensor embed(const model::GPT2& m, const at::Tensor& idx, const TpSplit& tp);
+at::Tensor run_blocks(const model::GPT2& m, at::Tensor x, size_t begin, size_t end, const TpSplit& tp);
+at::Tensor head_loss(const model::GPT2& m, const at::Tensor& x, const at::Tensor& targets, const TpSplit& tp);
 bool replicated_over_tp(const std::string& parameter_name);
 // Where tp rank `rank`'s slice of a parameter sits in the whole parameter (both row-major,
 // flattened): pieces {local offset, global offset, size}; none for an unsplit parameter.
