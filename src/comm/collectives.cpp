@@ -172,11 +172,11 @@ Pending reduce_scatter_sum_async(const at::Tensor& shard_out, const at::Tensor& 
   TORCH_CHECK(flat.numel() == n * g.size, "reduce_scatter_sum: flat has ", flat.numel(),
               " elements, want ", n, " x ", g.size);
   auto keep_own = [shard_out, flat, n, r = g.rank]() mutable {
-    shard_out.copy_(flat.reshape({-1}).narrow(0, r * n, n));
+    shard_out.view({-1}).copy_(flat.reshape({-1}).narrow(0, r * n, n));
   };
   if (g.size == 1) return completed(keep_own);
   if (g.backend->kind == "nccl" && !g.wan) {  // a real reduce-scatter: (n-1)/n of the tensor on the wire
-    at::Tensor in = flat.reshape({-1}), out = shard_out;
+    at::Tensor in = flat.reshape({-1}), out = shard_out.view({-1});
     count_bytes(g, "reduce-scatter", in.numel() * static_cast<int64_t>(in.element_size()));
     try {
       return start(g, "reduce-scatter", g.backend->pg->_reduce_scatter_base(out, in, c10d::ReduceScatterOptions{}),

@@ -38,8 +38,9 @@ void all_reduce_sum(at::Tensor& t, const Group& g);
 Pending all_reduce_sum_async(const at::Tensor& t, const Group& g);
 // In place: t = elementwise max over the group of t.
 void all_reduce_max(at::Tensor& t, const Group& g);
-// shard_out (n) = this rank's n-element part of the sum over the group of flat (size * n).
-// `flat` is used as scratch and is clobbered. Async: `flat` and `shard_out` must stay alive.
+// shard_out (n elements, any shape, contiguous) = this rank's n-element part of the sum over the
+// group of flat (size * n). `flat` is used as scratch and is clobbered. Async: `flat` and
+// `shard_out` must stay alive.
 void reduce_scatter_sum(at::Tensor& shard_out, at::Tensor& flat, const Group& g);
 Pending reduce_scatter_sum_async(const at::Tensor& shard_out, const at::Tensor& flat, const Group& g);
 // flat_out (size * n) = every rank's shard (n), in rank order.

@@ -43,6 +43,12 @@ struct ReduceFromTp : torch::autograd::Function<ReduceFromTp> {
 // Token rows: (..., C) as (N, C).
 at::Tensor rows(const at::Tensor& x) { return x.reshape({-1, x.size(-1)}); }
 
+// Rows per tp rank of `n` token rows.
+int64_t rows_per_rank(int64_t n, const comm::Group& tp) {
+  TORCH_CHECK(n % tp.size == 0, "sequence parallelism: ", n, " token rows do not split over tp ", tp.size);
+  return n / tp.size;
+}
+
 // All tp ranks' pieces (n, C) as (n·tp, C).
 at::Tensor all_gathered(const at::Tensor& local, const comm::Group& tp) {
   at::Tensor piece = rows(local).contiguous();
@@ -55,21 +61,16 @@ at::Tensor all_gathered(const at::Tensor& local, const comm::Group& tp) {
 // The sum over tp of (N, C), this rank's rows of it (N/tp, C).
 at::Tensor reduce_scattered(const at::Tensor& partial, const comm::Group& tp) {
   at::Tensor whole = rows(partial).contiguous().clone();  // the Gloo path reduces it in place
-  TORCH_CHECK(whole.size(0) % tp.size == 0, "sequence parallelism: ", whole.size(0),
-              " token rows do not split over tp ", tp.size);
-  at::Tensor piece = at::empty({whole.size(0) / tp.size, whole.size(1)}, whole.options());
-  at::Tensor flat_piece = piece.view({-1});  // the collective fills flat pieces
+  at::Tensor piece = at::empty({rows_per_rank(whole.size(0), tp), whole.size(1)}, whole.options());
   trace::Span span("tp reduce-scatter", trace::kInside);
-  comm::reduce_scatter_sum(flat_piece, whole, tp);
+  comm::reduce_scatter_sum(piece, whole, tp);
   return piece;
 }
 
 // This rank's rows of (N, C).
 at::Tensor own_rows(const at::Tensor& whole, const comm::Group& tp) {
   const at::Tensor r = rows(whole);
-  TORCH_CHECK(r.size(0) % tp.size == 0, "sequence parallelism: ", r.size(0), " token rows do not split over tp ",
-              tp.size);
-  const int64_t n = r.size(0) / tp.size;
+  const int64_t n = rows_per_rank(r.size(0), tp);
   return r.narrow(0, tp.rank * n, n).clone();
 }
 
