@@ -55,13 +55,14 @@ at::Tensor bias_gelu(const at::Tensor& x, const at::Tensor& b) {
 #endif
 }
 
-at::Tensor fc_gelu(const at::Tensor& h, const at::Tensor& w, const at::Tensor& b) {
+at::Tensor fc_gelu(const at::Tensor& h, const at::Tensor& w, const at::Tensor& b, const Linear& linear) {
+  const auto fc = [&](const at::Tensor& bias) { return linear ? linear(h, w, bias) : at::linear(h, w, bias); };
 #ifdef SLM_HAVE_CUDA_KERNELS
   // The matmul's output (in autocast's dtype under autocast) is contiguous and of a dtype the
   // kernels take whenever h is.
-  if (takes(h, b, w.size(0))) return bias_gelu(at::linear(h, w), b);
+  if (takes(h, b, w.size(0))) return bias_gelu(fc(at::Tensor()), b);
 #endif
-  return gelu_tanh(at::linear(h, w, b));
+  return gelu_tanh(fc(b));
 }
 
 }  // namespace slm::model

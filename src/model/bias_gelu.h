@@ -7,10 +7,16 @@
 #pragma once
 #include <ATen/core/Tensor.h>
 
+#include <functional>
+
 namespace slm::model {
 
-// gelu_tanh(linear(h, w, b)): the fused form where bias_gelu_fused says so, else the ATen form.
-at::Tensor fc_gelu(const at::Tensor& h, const at::Tensor& w, const at::Tensor& b);
+// A linear layer y = h w^T + b (b may be undefined), as at::linear or a tensor-parallel form of it.
+using Linear = std::function<at::Tensor(const at::Tensor& h, const at::Tensor& w, const at::Tensor& b)>;
+
+// gelu_tanh(linear(h, w, b)): the fused form where bias_gelu_fused says so (the linear then runs
+// without its bias), else the ATen form. `linear` defaults to at::linear.
+at::Tensor fc_gelu(const at::Tensor& h, const at::Tensor& w, const at::Tensor& b, const Linear& linear = {});
 // gelu_tanh(x + b) for x (..., N), b (N) through the CUDA kernels; differentiable in x and b.
 at::Tensor bias_gelu(const at::Tensor& x, const at::Tensor& b);
 // Whether the kernels take x (a CUDA tensor, float/bf16/fp16) and b (fp32, N, on its device).

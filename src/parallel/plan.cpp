@@ -368,8 +368,8 @@ MemoryEstimate estimate_memory(const Plan& p, const ModelShape& m, int64_t seq_l
   const double half = m.activation_bytes / 2.0;  // the formula counts 16-bit activations
   // Megatron's count per layer: 10 bytes per token and channel outside the linears' split (4 the
   // LayerNorms' inputs, 4 the column-parallel linears' inputs, 2 dropout masks), 24 / tp inside.
-  // Sequence parallelism splits the LayerNorms' inputs; the linears keep their all-gathered input.
-  const double outside = m.sequence_parallel && tp > 1 ? 6 + 4.0 / tp : 10.0;
+  // Sequence parallelism splits all 10 (the linears gather their inputs again in backward).
+  const double outside = m.sequence_parallel && tp > 1 ? 10.0 / tp : 10.0;
   const double full_layer =
       half * b * T * C * (outside + 24.0 / tp + (m.attention_matrix ? 5 * H * T / (C * tp) : 0.0));
   const double per_layer = m.recompute ? b * T * C * 4 : full_layer;

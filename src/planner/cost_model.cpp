@@ -422,10 +422,12 @@ void add_tp_comm(const Ctx& x, const StageAt& a, StageTime& st) {
     st.bwd += n_bwd * std::max(ar, cpu);
     if (cpu > ar) st.cpu_fwd = n_fwd * cpu, st.cpu_bwd = n_bwd * cpu;
   }
-  if (x.c.sequence_parallel && gloo_ranks(x, a.tp_group)) {
-    // Gloo has no reduce-scatter (an all-reduce, of which each rank keeps its part) and the
-    // all-gather before the next linear comes on top: 1.5 times tp's bytes in every block.
-    st.fwd += L * std::max(ar, cpu), st.bwd += L * std::max(ar, cpu);
+  if (x.c.sequence_parallel) {
+    // The backward gathers the two column-parallel linears' inputs again: an all-reduce's bytes.
+    st.bwd += L * std::max(ar, cpu);
+    // Gloo has no reduce-scatter (an all-reduce, of which each rank keeps its part), so the
+    // all-gather before each column-parallel linear comes on top of tp's bytes each way.
+    if (gloo_ranks(x, a.tp_group)) st.fwd += L * std::max(ar, cpu), st.bwd += L * std::max(ar, cpu);
   }
   st.cross_bytes += ring.site_edges * 2.0 * (a.s.tp - 1) / a.s.tp * act * (4 * L + (a.first ? 1 : 0));
 }

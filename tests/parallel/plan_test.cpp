@@ -225,7 +225,8 @@ TEST(Plan, SequenceParallelSplitsTheActivationsOutsideTheLinears) {
   sp.sequence_parallel = true;
   const MemoryEstimate a = estimate_memory(p, kModel, 64, 0), b = estimate_memory(p, sp, 64, 0);
   const double b_T_C = 4.0 * 64 * 64, layers = 8, in_flight = 1, fp32 = 2;
-  EXPECT_DOUBLE_EQ(a.activations - b.activations, in_flight * layers * fp32 * b_T_C * (4 - 4.0 / 2));
+  // All 10 bytes per token and channel outside the linears' split become 10 / tp.
+  EXPECT_DOUBLE_EQ(a.activations - b.activations, in_flight * layers * fp32 * b_T_C * (10 - 10.0 / 2));
   EXPECT_DOUBLE_EQ(a.params + a.grads + a.optimizer, b.params + b.grads + b.optimizer);
   PlanFlags one;
   const Plan q = plan_from_flags(one, 8, 1, 16, 4);  // tp 1: nothing to split

@@ -3,7 +3,7 @@
 // and bytes across sites, communication's CPU on shared cores (the floor, tp all-reduces, the
 // hierarchical site steps, a flat reduction in a site), tp pairs as the profile timed them (busy
 // and alone), a two-stage pipeline over a slow link with the tied embedding and the gradient norm,
-// memory against caps, hierarchical and bf16 bytes across sites.
+// memory against caps, hierarchical and bf16 bytes across sites, sequence parallelism's gathers.
 #include <gtest/gtest.h>
 
 #include "parallel/plan.h"
@@ -218,6 +218,28 @@ TEST(CostModel, TensorParallelAllReducesAreCpuWorkOnSharedCores) {
   // busy 0.25 each), the same bytes take twice as long.
   for (RankProfile& r : prof.ranks) r.alone_cores = 0.5;
   EXPECT_NEAR(predict(k, in).pipeline_s - alone.pipeline_s, (5 + 4) * (2 * cpu - link), 1e-9);
+}
+
+TEST(CostModel, SequenceParallelGathersTheLinearsInputsAgainInBackward) {
+  // tp 2, 2 blocks. The backward gathers each block's two column-parallel inputs again: an
+  // all-reduce's bytes per block. On Gloo (CPU ranks) the all-gathers before those linears come on
+  // top of tp's all-reduces each way too (Gloo's reduce-scatter is an all-reduce).
+  Cluster c = make_cluster({2}, {1e-5, 1e9}, {});
+  ComputeProfile prof = make_profile(2, 0.1);
+  CostInputs in{&c, &prof, make_model(2), 16, 25, 0, {}};
+  Candidate k;
+  k.ranks = {0, 1};
+  k.plan = parallel::plan_from_flags({.tp = 2}, 2, 2, 1, 1);
+  const double ar = ring_all_reduce_s(2, {1e-5, 1e9}, 1 * 16 * 64 * 4), blocks = 2;
+  auto extra = [&] {  // what sequence parallelism adds to the step
+    k.sequence_parallel = false;
+    const double plain = predict(k, in).pipeline_s;
+    k.sequence_parallel = true;
+    return predict(k, in).pipeline_s - plain;
+  };
+  EXPECT_NEAR(extra(), blocks * (1 + 1 + 1) * ar, 1e-9);
+  for (RankSpec& r : c.ranks) r.device = "cuda";  // NCCL: a reduce-scatter and an all-gather are an all-reduce
+  EXPECT_NEAR(extra(), blocks * ar, 1e-9);
 }
 
 TEST(CostModel, TensorParallelPairAsItsPoolTimedIt) {

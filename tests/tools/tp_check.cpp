@@ -3,16 +3,22 @@
 // cross-entropy) against the same model computed whole on each rank. Checks the loss and every
 // gradient slice to 1e-5 (relative where a value exceeds 1), and that tp_pieces (checkpoint coordinates) names exactly the slices
 // apply_tensor_parallel takes; then the same with sequence parallelism (the token rows split between
-// the linears). Prints "rank R ok" or exits non-zero naming the mismatch.
+// the linears), under bf16 autocast against plain tp, and the activations a block keeps with it.
+// Prints "rank R ok" or exits non-zero naming the mismatch.
 #include <torch/torch.h>
 
+#include <malloc.h>
+
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <thread>
 #include <fmt/format.h>
 
 #include "comm/collectives.h"
 #include "comm/mesh.h"
 #include "comm/world.h"
+#include "model/autocast.h"
 #include "model/gpt2.h"
 #include "parallel/tensor/cross_entropy.h"
 #include "parallel/tensor/layers.h"
@@ -20,6 +26,55 @@
 #include "parallel/tensor/model.h"
 
 using namespace slm;
+
+// The heap bytes in use (glibc: small blocks and mmapped ones).
+static double heap_bytes() {
+  const struct mallinfo2 m = mallinfo2();
+  return static_cast<double>(m.uordblks + m.hblkhd);
+}
+
+// The same once it stops changing: Gloo's worker threads let go of a collective's tensors (and of
+// the autograd graph an output holds) a moment after its wait returns.
+static double settled_heap_bytes() {
+  double now = heap_bytes();
+  for (int i = 0; i < 100; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    const double next = heap_bytes();
+    if (next == now) break;
+    now = next;
+  }
+  return now;
+}
+
+// What one block's forward leaves allocated (its output and what autograd keeps for backward).
+static double kept_by_block(const model::Block& b, const at::Tensor& x, const model::GPT2Config& c,
+                            const parallel::tensor::TpSplit& split) {
+  (void)parallel::tensor::tp_block_forward(b, x, c, split);  // warm-up: the libraries' first-use buffers
+  const double before = settled_heap_bytes();
+  const at::Tensor out = parallel::tensor::tp_block_forward(b, x, c, split);
+  return settled_heap_bytes() - before;
+}
+
+// Sequence parallelism keeps 1/tp of a block's activations outside its linears, the column-parallel
+// linears' inputs too: four (N, C) activations (the linears' two inputs, the second LayerNorm's
+// input, the output) become (N/tp, C). Keeping the linears' gathered inputs would save only half that.
+static int check_sp_memory(int r, int n, const comm::Group& tp) {
+  if (n == 1) return 0;  // nothing to split
+  model::GPT2Config c;
+  c.n_layer = 1, c.n_head = 4, c.n_embd = 256, c.block_size = 256, c.vocab_size = 100;
+  const model::Block b = parallel::tensor::shard_block(model::init_gpt2(c, 7).h[0], c, r, n);
+  const int64_t B = 4, T = c.block_size, N = B * T, C = c.n_embd;
+  const at::Tensor x = at::randn({B, T, C}).requires_grad_(true);
+  const at::Tensor mine = x.detach().reshape({N, C}).narrow(0, r * N / n, N / n).clone().requires_grad_(true);
+  const double plain = kept_by_block(b, x, c, tp), split = kept_by_block(b, mine, c, {tp, T});
+  const double activation = static_cast<double>(N * C * 4), want = 4 * activation * (n - 1) / n;
+  std::printf("rank %d: a block keeps %.2f MiB under tp %d, %.2f MiB sequence parallel (%.2f MiB less; %.2f expected)\n",
+              r, plain / (1 << 20), n, split / (1 << 20), (plain - split) / (1 << 20), want / (1 << 20));
+  if (plain - split > 0.75 * want) return 0;
+  std::fprintf(stderr, "rank %d: sequence parallelism keeps %.2f MiB of %.2f MiB, not %.2f MiB less\n", r,
+               split / (1 << 20), plain / (1 << 20), want / (1 << 20));
+  return 1;
+}
 
 int main() {
   comm::World w = comm::init_world(comm::DistConfig{}, "cpu");
@@ -111,6 +166,22 @@ int main() {
       check(("sequence-parallel " + local[i].first + " grad").c_str(), g.reshape({-1}).narrow(0, p.local, p.size),
             want.narrow(0, p.global, p.size));
   }
+  // Under bf16 autocast the sequence-parallel linears cast their rows before gathering them: the
+  // loss plain tp computes, within bf16's rounding.
+  {
+    model::GPT2 plain = model::init_gpt2(c, 7), split = model::init_gpt2(c, 7);
+    parallel::tensor::apply_tensor_parallel(plain, tp);
+    parallel::tensor::apply_tensor_parallel(split, tp);
+    model::AutocastGuard bf16("bf16", "cpu");
+    const at::Tensor a = parallel::tensor::forward_loss(plain, idx, tgt, tp, false);
+    const at::Tensor b = parallel::tensor::forward_loss(split, idx, tgt, tp, true);
+    a.backward(), b.backward();
+    const at::Tensor &ga = plain.h[0].c_fc_w.grad(), &gb = split.h[0].c_fc_w.grad();
+    const double d = (a - b).abs().item<double>(), dg = (ga - gb).abs().max().item<double>() / ga.abs().max().item<double>();
+    if (!(d < 2e-2 && dg < 2e-2))
+      std::fprintf(stderr, "rank %d: bf16 sequence parallel: loss %g apart, mlp.c_fc.weight grad %g\n", r, d, dg), bad = 1;
+  }
+  bad |= check_sp_memory(r, n, tp);
   if (bad) return 1;
   std::printf("rank %d ok (loss %.6f)\n", r, loss.item<double>());
   return 0;

@@ -6,6 +6,7 @@
 #include "model/add_layer_norm.h"
 #include "model/bias_gelu.h"
 #include "parallel/tensor/mappings.h"
+#include "parallel/tensor/sequence_parallel_linear.h"
 
 namespace slm::parallel::tensor {
 
@@ -32,15 +33,18 @@ std::pair<at::Tensor, at::Tensor> tp_block_forward_deferred(const model::Block& 
   const comm::Group& tp = split.group;
   const bool sp = split.sequence_parallel();
   const int64_t Hl = c.n_head / tp.size, C = c.n_embd, Cl = C / tp.size;
-  // Into a column-parallel linear (f, or the sequence's all-gather) and out of a row-parallel one
-  // (g, or the reduce-scatter), as (B, T, C) whole or this rank's (N/tp, C) token rows.
+  // A column-parallel linear (after f, or gathering the sequence's rows) and the way out of a
+  // row-parallel one (g, or the reduce-scatter), from and to (B, T, C) whole or this rank's (N/tp, C)
+  // token rows.
   const int64_t T = sp ? split.seq_len : x.size(1);
-  const auto into = [&](const at::Tensor& h) { return sp ? gather_rows(h, tp).view({-1, T, C}) : copy_to_tp(h, tp); };
+  const model::Linear column = [&](const at::Tensor& h, const at::Tensor& w, const at::Tensor& bias) {
+    return sp ? sequence_parallel_linear(h, w, bias, T, tp) : at::linear(copy_to_tp(h, tp), w, bias);
+  };
   const auto out_of = [&](const at::Tensor& y) { return sp ? reduce_scatter_rows(y, tp) : reduce_from_tp(y, tp); };
   // Attention: s + g(proj_local(attn(f(ln_1(s)) @ qkv_local))) + bias, s = x + d: the previous
   // block's residual add is made with the LayerNorm (model/add_layer_norm.h: one kernel on GPUs)
   auto [s, h] = model::add_layer_norm(x, d, b.ln_1_w, b.ln_1_b, 1e-5);
-  auto parts = at::linear(into(h), b.c_attn_w, b.c_attn_b).split(Cl, -1);  // 3 x (B, T, C/tp)
+  auto parts = column(h, b.c_attn_w, b.c_attn_b).split(Cl, -1);  // 3 x (B, T, C/tp)
   const int64_t B = parts[0].size(0);
   auto heads = [&](const at::Tensor& t) { return t.view({B, T, Hl, Cl / Hl}).transpose(1, 2); };
   at::Tensor y = model::causal_attention(heads(parts[0]), heads(parts[1]), heads(parts[2]), 0.0, false);
@@ -48,7 +52,7 @@ std::pair<at::Tensor, at::Tensor> tp_block_forward_deferred(const model::Block& 
   const at::Tensor attn = out_of(at::linear(y, b.attn_proj_w)) + b.attn_proj_b;
   // MLP: out + g(proj_local(gelu(f(ln_2(out)) @ fc_local))) + bias, out = s + attn
   auto [out, h2] = model::add_layer_norm(s, attn, b.ln_2_w, b.ln_2_b, 1e-5);
-  const at::Tensor m = model::fc_gelu(into(h2), b.c_fc_w, b.c_fc_b);  // column-parallel: local bias
+  const at::Tensor m = model::fc_gelu(h2, b.c_fc_w, b.c_fc_b, column);  // column-parallel: local bias
   return {out, out_of(at::linear(m, b.mlp_proj_w)) + b.mlp_proj_b};
 }
 

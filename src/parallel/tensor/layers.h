@@ -9,9 +9,9 @@
 // rank's 1/tp of the token rows (mappings.h), an all-gather before each column-parallel linear and
 // a reduce-scatter after each row-parallel one taking the all-reduce's place (the same bytes on
 // NCCL), so that the LayerNorms' inputs kept for backward are 1/tp as large. The column-parallel
-// linears keep their all-gathered input (Megatron-LM gathers it again in backward instead: not
-// yet). The replicated parameters see only this rank's tokens: their gradients are summed over tp
-// after the backward (parallel/data_parallel.h, finish_grads).
+// linears keep only this rank's rows of their input too and gather them again in backward
+// (sequence_parallel_linear.h). The replicated parameters see only this rank's tokens: their
+// gradients are summed over tp after the backward (parallel/data_parallel.h, finish_grads).
 // Dropout on replicated activations would need the same RNG stream on every tp rank: not yet
 // (tp_block_forward requires dropout = 0).
 #pragma once

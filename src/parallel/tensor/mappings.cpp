@@ -49,8 +49,9 @@ int64_t rows_per_rank(int64_t n, const comm::Group& tp) {
   return n / tp.size;
 }
 
-// All tp ranks' pieces (n, C) as (n·tp, C).
-at::Tensor all_gathered(const at::Tensor& local, const comm::Group& tp) {
+}  // namespace
+
+at::Tensor all_gathered_rows(const at::Tensor& local, const comm::Group& tp) {
   at::Tensor piece = rows(local).contiguous();
   at::Tensor whole = at::empty({piece.size(0) * tp.size, piece.size(1)}, piece.options());
   trace::Span span("tp all-gather", trace::kInside);
@@ -58,14 +59,15 @@ at::Tensor all_gathered(const at::Tensor& local, const comm::Group& tp) {
   return whole;
 }
 
-// The sum over tp of (N, C), this rank's rows of it (N/tp, C).
-at::Tensor reduce_scattered(const at::Tensor& partial, const comm::Group& tp) {
+at::Tensor reduce_scattered_rows(const at::Tensor& partial, const comm::Group& tp) {
   at::Tensor whole = rows(partial).contiguous().clone();  // the Gloo path reduces it in place
   at::Tensor piece = at::empty({rows_per_rank(whole.size(0), tp), whole.size(1)}, whole.options());
   trace::Span span("tp reduce-scatter", trace::kInside);
   comm::reduce_scatter_sum(piece, whole, tp);
   return piece;
 }
+
+namespace {
 
 // This rank's rows of (N, C).
 at::Tensor own_rows(const at::Tensor& whole, const comm::Group& tp) {
@@ -88,10 +90,10 @@ struct RowsFunction : torch::autograd::Function<RowsFunction<Forward, Backward>>
     return {Backward(g[0], group_of(ctx)).view(ctx->saved_data["shape"].toIntVector()), at::Tensor()};
   }
 };
-using GatherRows = RowsFunction<all_gathered, reduce_scattered>;
-using ReduceScatterRows = RowsFunction<reduce_scattered, all_gathered>;
-using SplitRows = RowsFunction<own_rows, all_gathered>;
-using GatherRowsWhole = RowsFunction<all_gathered, own_rows>;
+using GatherRows = RowsFunction<all_gathered_rows, reduce_scattered_rows>;
+using ReduceScatterRows = RowsFunction<reduce_scattered_rows, all_gathered_rows>;
+using SplitRows = RowsFunction<own_rows, all_gathered_rows>;
+using GatherRowsWhole = RowsFunction<all_gathered_rows, own_rows>;
 
 int64_t ptr(const comm::Group& g) { return reinterpret_cast<int64_t>(&g); }
 

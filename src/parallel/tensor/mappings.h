@@ -29,4 +29,10 @@ at::Tensor split_rows(const at::Tensor& whole, const comm::Group& tp);
 // output): forward all-gather, backward this rank's rows of the (equal) gradient.
 at::Tensor gather_rows_whole(const at::Tensor& local, const comm::Group& tp);
 
+// The two row collectives under these, outside autograd (for autograd functions of their own,
+// sequence_parallel_linear.h): all tp ranks' pieces (..., C) as (N, C); this rank's (N/tp, C) rows
+// of the sum over tp of (..., C).
+at::Tensor all_gathered_rows(const at::Tensor& local, const comm::Group& tp);
+at::Tensor reduce_scattered_rows(const at::Tensor& partial, const comm::Group& tp);
+
 }  // namespace slm::parallel::tensor
