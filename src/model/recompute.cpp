@@ -16,34 +16,44 @@ void set_cpu_autocast(bool on) { compat::set_autocast_enabled(at::kCPU, on); }
 bool gpu_autocast() { return compat::autocast_enabled(at::kCUDA); }
 void set_gpu_autocast(bool on) { compat::set_autocast_enabled(at::kCUDA, on); }
 
+at::Tensor run_block(const Block& b, const at::Tensor& x, const GPT2Config& c, bool train, BlockRun run,
+                     const std::vector<int64_t>& context) {
+  return run ? run(b, x, c, train, context) : block_forward(b, x, c, train);
+}
+
+GPT2Config shape_of(int64_t n_head, const at::Tensor& x) {
+  GPT2Config c;
+  c.n_head = n_head, c.n_embd = x.size(-1);
+  return c;
+}
+
 struct RecomputeBlock : torch::autograd::Function<RecomputeBlock> {
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, at::TensorList params,
-                            int64_t n_head, bool train) {
-    GPT2Config c;
-    c.n_head = n_head;
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, at::TensorList params, int64_t n_head,
+                            bool train, int64_t run, const std::vector<int64_t>& context) {
     ctx->saved_data["n_head"] = n_head;
     ctx->saved_data["train"] = train;
     ctx->saved_data["cpu_autocast"] = cpu_autocast();
     ctx->saved_data["gpu_autocast"] = gpu_autocast();
+    ctx->saved_data["run"] = run;
+    ctx->saved_data["context"] = context;
     std::vector<at::Tensor> saved{x};
     saved.insert(saved.end(), params.begin(), params.end());
     ctx->save_for_backward(saved);
     torch::NoGradGuard no_grad;
-    return block_forward(block_of(params), x, c, train);
+    return run_block(block_of(params), x, shape_of(n_head, x), train, reinterpret_cast<BlockRun>(run), context);
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grad_out) {
     variable_list saved = ctx->get_saved_variables();
     variable_list inputs;
     for (const auto& s : saved) inputs.push_back(s.detach().requires_grad_(true));
-    GPT2Config c;
-    c.n_head = ctx->saved_data["n_head"].toInt();
-    at::Tensor y = rerun_block(block_of(at::TensorList(inputs).slice(1)), inputs[0], c,
-                               ctx->saved_data["train"].toBool(),
-                               {ctx->saved_data["cpu_autocast"].toBool(), ctx->saved_data["gpu_autocast"].toBool()});
+    at::Tensor y = rerun_block(block_of(at::TensorList(inputs).slice(1)), inputs[0],
+                               shape_of(ctx->saved_data["n_head"].toInt(), inputs[0]), ctx->saved_data["train"].toBool(),
+                               {ctx->saved_data["cpu_autocast"].toBool(), ctx->saved_data["gpu_autocast"].toBool()},
+                               reinterpret_cast<BlockRun>(ctx->saved_data["run"].toInt()),
+                               ctx->saved_data["context"].toIntVector());
     variable_list grads = torch::autograd::grad({y}, inputs, {grad_out[0]}, false, false, true);
-    grads.push_back(at::Tensor());  // n_head
-    grads.push_back(at::Tensor());  // train
+    grads.resize(grads.size() + 4);  // n_head, train, run, context
     return grads;
   }
 };
@@ -65,18 +75,20 @@ void set_autocast_state(AutocastState s) {
   set_gpu_autocast(s.gpu);
 }
 
-at::Tensor rerun_block(const Block& b, const at::Tensor& x, const GPT2Config& c, bool train, AutocastState forward) {
+at::Tensor rerun_block(const Block& b, const at::Tensor& x, const GPT2Config& c, bool train, AutocastState forward,
+                       BlockRun run, const std::vector<int64_t>& context) {
   const AutocastState was = autocast_state();
   set_autocast_state(forward);
   torch::AutoGradMode grad_on(true);
-  at::Tensor y = block_forward(b, x, c, train);
+  at::Tensor y = run_block(b, x, c, train, run, context);
   set_autocast_state(was);
   return y;
 }
 
-at::Tensor block_forward_recompute(const Block& b, const at::Tensor& x, const GPT2Config& c, bool train) {
+at::Tensor block_forward_recompute(const Block& b, const at::Tensor& x, const GPT2Config& c, bool train, BlockRun run,
+                                   const std::vector<int64_t>& context) {
   std::vector<at::Tensor> p = params_of(b);
-  return RecomputeBlock::apply(x, at::TensorList(p), c.n_head, train);
+  return RecomputeBlock::apply(x, at::TensorList(p), c.n_head, train, reinterpret_cast<int64_t>(run), context);
 }
 
 }  // namespace slm::model

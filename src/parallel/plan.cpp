@@ -369,10 +369,11 @@ MemoryEstimate estimate_memory(const Plan& p, const ModelShape& m, int64_t seq_l
   // Megatron's count per layer: 10 bytes per token and channel outside the linears' split (4 the
   // LayerNorms' inputs, 4 the column-parallel linears' inputs, 2 dropout masks), 24 / tp inside.
   // Sequence parallelism splits all 10 (the linears gather their inputs again in backward).
-  const double outside = m.sequence_parallel && tp > 1 ? 10.0 / tp : 10.0;
+  const bool sp = m.sequence_parallel && tp > 1;
+  const double outside = sp ? 10.0 / tp : 10.0;
   const double full_layer =
       half * b * T * C * (outside + 24.0 / tp + (m.attention_matrix ? 5 * H * T / (C * tp) : 0.0));
-  const double per_layer = m.recompute ? b * T * C * 4 : full_layer;
+  const double per_layer = m.recompute ? b * T * C * 4 / (sp ? tp : 1) : full_layer;  // recomputed: its input
   e.activations = most * (per_layer * layers / p.virtual_stages + b * T * C * 4) + logits;
   if (p.zero == 3) {  // parallel/zero3.cpp (one stage, tp 1): parameters sharded, gathered around their use
     const double block = 12 * C * C + 13 * C;                                 // one block's parameters

@@ -417,7 +417,7 @@ void add_tp_comm(const Ctx& x, const StageAt& a, StageTime& st) {
     st.bwd = rest_b + blocks_b;
     st.shared_fwd = rest_f + m.shared * blocks_f, st.shared_bwd = rest_b + m.shared * blocks_b;
   } else {
-    const double n_fwd = 2 * L + (a.first ? 1 : 0), n_bwd = 2 * L;
+    const double n_fwd = 2 * L + (a.first ? 1 : 0), n_bwd = 2 * L * (x.c.recompute ? 2 : 1);  // + the rerun forward's
     st.fwd += n_fwd * std::max(ar, cpu) + (a.last ? 3 * loss_ar : 0);
     st.bwd += n_bwd * std::max(ar, cpu);
     if (cpu > ar) st.cpu_fwd = n_fwd * cpu, st.cpu_bwd = n_bwd * cpu;
@@ -426,8 +426,10 @@ void add_tp_comm(const Ctx& x, const StageAt& a, StageTime& st) {
     // The backward gathers the two column-parallel linears' inputs again: an all-reduce's bytes.
     st.bwd += L * std::max(ar, cpu);
     // Gloo has no reduce-scatter (an all-reduce, of which each rank keeps its part), so the
-    // all-gather before each column-parallel linear comes on top of tp's bytes each way.
-    if (gloo_ranks(x, a.tp_group)) st.fwd += L * std::max(ar, cpu), st.bwd += L * std::max(ar, cpu);
+    // all-gather before each column-parallel linear comes on top of tp's bytes each way (and in
+    // the rerun forward of recomputation).
+    if (gloo_ranks(x, a.tp_group))
+      st.fwd += L * std::max(ar, cpu), st.bwd += L * std::max(ar, cpu) * (x.c.recompute ? 2 : 1);
   }
   st.cross_bytes += ring.site_edges * 2.0 * (a.s.tp - 1) / a.s.tp * act * (4 * L + (a.first ? 1 : 0));
 }

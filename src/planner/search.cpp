@@ -238,9 +238,10 @@ struct Searcher {
           if (tp > 8 || in.model.n_head % tp != 0 || in.model.vocab_padded % tp != 0) continue;
           const int dp = N / pp / tp;
           if (dp > o.batch_size) continue;
-          // Where memory demands it: sequence parallelism with tp (no extra compute), recomputation
-          // without (the runtime does not combine it with tp).
-          const std::vector<Saving> savings = {Saving::none, tp > 1 ? Saving::sequence_parallel : Saving::recompute};
+          // Where memory demands it, the cheapest saving that fits: with tp sequence parallelism (no
+          // extra compute) before recomputation (a forward more).
+          std::vector<Saving> savings = {Saving::none, Saving::recompute};
+          if (tp > 1) savings.insert(savings.begin() + 1, Saving::sequence_parallel);
           for (const Saving s : savings) {
             const size_t before = all.size();
             structure(ranks, pp, tp, dp, s);

@@ -9,7 +9,8 @@
 #     trajectory; a tp checkpoint's final model (read whole by the single-process tools) gives the
 #     single-process run's logits (1e-4).
 #  4. Sequence parallelism (parallel.sequence_parallel): tp 2, and dp 2 x tp 2 with ZeRO 2, within TOL
-#     of the single-process run; its activation memory estimate below plain tp's.
+#     of the single-process run; its activation memory estimate below plain tp's. Recomputation
+#     (model.recompute) with tp 2, and with dp 2 x tp 2, sequence parallelism and ZeRO 2, likewise.
 #  5. One-line errors: tp not dividing n_head, tp with ZeRO 3, sequence parallelism with a tp that
 #     does not divide the sequence length.
 source "$(dirname "$0")/lib.sh"
@@ -53,6 +54,13 @@ for cfg in "2 0" "4 2"; do
     --set run.dir="sp$1z$2" > "sp$1z$2.log" 2>&1 || { cat "sp$1z$2.log"; fail "sequence parallel, $1 ranks, ZeRO $2"; }
   same_losses ref "sp$1z$2" "$TOL"
 done
+RC=(--set model.recompute=true)  # recomputation: each block reruns, its collectives too, in backward
+"$SLM" launch -n 2 -- "$SLM" train "${COMMON[@]}" "${RC[@]}" --set parallel.tp=2 --set run.dir=rc2 > rc2.log 2>&1 \
+  || { cat rc2.log; fail "tp 2 with recomputation"; }
+same_losses ref rc2 "$TOL"
+"$SLM" launch -n 4 -- "$SLM" train "${COMMON[@]}" "${RC[@]}" "${SP[@]}" --set parallel.tp=2 --set parallel.zero=2 \
+  --set run.dir=rcsp4 > rcsp4.log 2>&1 || { cat rcsp4.log; fail "dp 2 x tp 2, sequence parallel, recomputation"; }
+same_losses ref rcsp4 "$TOL"
 python3 - <<'PY' || fail "sequence parallelism moved no all-gathers and reduce-scatters"
 import json
 rows = lambda d: [json.loads(l) for l in open(d + "/metrics.jsonl") if '"bytes_tp"' in l]

@@ -3,7 +3,8 @@
 // and bytes across sites, communication's CPU on shared cores (the floor, tp all-reduces, the
 // hierarchical site steps, a flat reduction in a site), tp pairs as the profile timed them (busy
 // and alone), a two-stage pipeline over a slow link with the tied embedding and the gradient norm,
-// memory against caps, hierarchical and bf16 bytes across sites, sequence parallelism's gathers.
+// memory against caps, hierarchical and bf16 bytes across sites, sequence parallelism's gathers,
+// recomputation's rerun all-reduces with tp.
 #include <gtest/gtest.h>
 
 #include "parallel/plan.h"
@@ -240,6 +241,25 @@ TEST(CostModel, SequenceParallelGathersTheLinearsInputsAgainInBackward) {
   EXPECT_NEAR(extra(), blocks * (1 + 1 + 1) * ar, 1e-9);
   for (RankSpec& r : c.ranks) r.device = "cuda";  // NCCL: a reduce-scatter and an all-gather are an all-reduce
   EXPECT_NEAR(extra(), blocks * ar, 1e-9);
+}
+
+TEST(CostModel, TensorParallelRecomputationRerunsTheForwardsAllReduces) {
+  // tp 2, 2 blocks, with and without recomputation, on a fast and on a slow link: what the slow
+  // link adds to recomputation's cost is the rerun forward's 2 all-reduces per block.
+  auto recompute_cost = [](double bandwidth) {
+    const Cluster c = make_cluster({2}, {1e-5, bandwidth}, {});
+    const ComputeProfile prof = make_profile(2, 0.1);
+    CostInputs in{&c, &prof, make_model(2), 16, 25, 0, {}};
+    Candidate k;
+    k.ranks = {0, 1};
+    k.plan = parallel::plan_from_flags({.tp = 2}, 2, 2, 1, 1);
+    const double plain = predict(k, in).pipeline_s;
+    k.recompute = true;
+    return predict(k, in).pipeline_s - plain;
+  };
+  const double act = 1 * 16 * 64 * 4;
+  const double slower = ring_all_reduce_s(2, {1e-5, 1e6}, act) - ring_all_reduce_s(2, {1e-5, 1e9}, act);
+  EXPECT_NEAR(recompute_cost(1e6) - recompute_cost(1e9), 2 * 2 * slower, 1e-9);
 }
 
 TEST(CostModel, TensorParallelPairAsItsPoolTimedIt) {

@@ -65,23 +65,27 @@ TEST(Search, MemoryCapForcesPipelineOrZero3) {
   EXPECT_TRUE(dp_lost_on_memory);
 }
 
-// Sequence parallelism is how a tp layout saves activation memory (the runtime does not combine
-// recomputation with tp): under a cap between tp 2's need and its need with sequence parallelism
-// (at the smallest micro-batch), the search offers tp 2 with it, and never tp with recomputation.
-TEST(Search, SequenceParallelWhereTpAloneDoesNotFit) {
+// A tp layout saves activation memory with sequence parallelism (no extra compute) and, where
+// that does not fit either, with recomputation: under a cap between tp 2's need and its need with
+// sequence parallelism (at the smallest micro-batch), the search offers tp 2 with sequence
+// parallelism and not with recomputation; under a cap below that, tp 2 with recomputation.
+TEST(Search, TpSavesMemoryBySequenceParallelismThenRecomputation) {
   const Cluster c = make_cluster({2}, {1e-4, 1e9}, {});
   const ComputeProfile prof = make_profile(2, 0.01);
   const parallel::ModelShape m = make_model(8);
   CostInputs in{&c, &prof, m, 16, 25, 0, {}};
-  parallel::ModelShape sp = m;
-  sp.sequence_parallel = true;
+  parallel::ModelShape sp = m, rc = m;
+  sp.sequence_parallel = true, rc.recompute = true;
   const parallel::Plan tp = parallel::plan_from_flags({.tp = 2}, 8, 2, 8, 1);
   const double plain = parallel::estimate_memory(tp, m, 16, 0).total();
   const double split = parallel::estimate_memory(tp, sp, 16, 0).total();
+  const double rerun = parallel::estimate_memory(tp, rc, 16, 0).total();
   ASSERT_LT(split, plain);
-  in.memory_cap_gb = (plain + split) / 2 / (1024.0 * 1024 * 1024);
+  ASSERT_LT(rerun, split);
   SearchOptions o = opts(8);
   o.top = 1000;
+  const double GiB = 1024.0 * 1024 * 1024;
+  in.memory_cap_gb = (plain + split) / 2 / GiB;
   bool tp_sp_fits = false;
   for (const Ranked& k : search_plans(in, o).top) {
     const bool with_tp = k.c.plan.stages[0].tp > 1;
@@ -94,6 +98,11 @@ TEST(Search, SequenceParallelWhereTpAloneDoesNotFit) {
     }
   }
   EXPECT_TRUE(tp_sp_fits);
+  in.memory_cap_gb = (split + rerun) / 2 / GiB;
+  bool tp_rc_fits = false;
+  for (const Ranked& k : search_plans(in, o).top)
+    tp_rc_fits = tp_rc_fits || (k.c.plan.stages[0].tp > 1 && k.c.recompute && k.p.fits);
+  EXPECT_TRUE(tp_rc_fits);
 }
 
 TEST(Search, SlowerSiteGetsLessWork) {

@@ -3,7 +3,8 @@
 // cross-entropy) against the same model computed whole on each rank. Checks the loss and every
 // gradient slice to 1e-5 (relative where a value exceeds 1), and that tp_pieces (checkpoint coordinates) names exactly the slices
 // apply_tensor_parallel takes; then the same with sequence parallelism (the token rows split between
-// the linears), under bf16 autocast against plain tp, and the activations a block keeps with it.
+// the linears), under bf16 autocast against plain tp, and the activations a block keeps with it;
+// recomputation's gradients (with and without sequence parallelism) against stored activations'.
 // Prints "rank R ok" or exits non-zero naming the mismatch.
 #include <torch/torch.h>
 
@@ -12,6 +13,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <string>
 #include <thread>
 #include <fmt/format.h>
 
@@ -180,6 +182,22 @@ int main() {
     const double d = (a - b).abs().item<double>(), dg = (ga - gb).abs().max().item<double>() / ga.abs().max().item<double>();
     if (!(d < 2e-2 && dg < 2e-2))
       std::fprintf(stderr, "rank %d: bf16 sequence parallel: loss %g apart, mlp.c_fc.weight grad %g\n", r, d, dg), bad = 1;
+  }
+  // Recomputation (model.recompute): each block reruns, collectives included, in backward; the
+  // same gradients as storing the activations, with and without sequence parallelism.
+  for (const bool sp : {false, true}) {
+    model::GPT2 kept = model::init_gpt2(c, 7), rerun = model::init_gpt2(c, 7);
+    rerun.cfg.recompute = true;
+    parallel::tensor::apply_tensor_parallel(kept, tp);
+    parallel::tensor::apply_tensor_parallel(rerun, tp);
+    const at::Tensor a = parallel::tensor::forward_loss(kept, idx, tgt, tp, sp);
+    const at::Tensor b = parallel::tensor::forward_loss(rerun, idx, tgt, tp, sp);
+    a.backward(), b.backward();
+    const std::string what = sp ? "recomputed sequence-parallel " : "recomputed ";
+    check((what + "loss").c_str(), b, a);
+    const auto want = model::named_parameters(kept), got = model::named_parameters(rerun);
+    for (size_t i = 0; i < got.size(); ++i)
+      check((what + got[i].first + " grad").c_str(), got[i].second.grad(), want[i].second.grad());
   }
   bad |= check_sp_memory(r, n, tp);
   if (bad) return 1;

@@ -7,6 +7,7 @@
 #include <tuple>
 #include <fmt/format.h>
 
+#include "model/recompute.h"
 #include "parallel/tensor/cross_entropy.h"
 #include "parallel/tensor/layers.h"
 #include "parallel/tensor/mappings.h"
@@ -24,7 +25,6 @@ void validate_tp(const model::GPT2Config& c, int tp, int64_t sp_seq_len) {
     throw UserError(fmt::format("parallel: tp({}) must divide the padded vocabulary {} (model.vocab_pad)", tp,
                                 c.padded_vocab()));
   if (c.dropout != 0.0) throw UserError("parallel: tp > 1 needs model.dropout = 0 (no per-group dropout RNG yet)");
-  if (c.recompute) throw UserError("parallel: tp > 1 does not combine with model.recompute yet");
 }
 
 void apply_tensor_parallel(model::GPT2& m, const comm::Group& tp) {
@@ -47,7 +47,23 @@ at::Tensor embed(const model::GPT2& m, const at::Tensor& idx, const TpSplit& spl
   return reduce_scatter_rows(vocab_parallel_lookup(idx, m.wte, start), tp) + at::embedding(m.wpe, mine);
 }
 
+namespace {
+
+// tp_block_forward as recomputation runs it (model/recompute.h): context = {the tp group's address,
+// the sequence length under sequence parallelism or 0}.
+at::Tensor rerun_tp_block(const model::Block& b, const at::Tensor& x, const model::GPT2Config& c, bool,
+                          const std::vector<int64_t>& context) {
+  return tp_block_forward(b, x, c, TpSplit(*reinterpret_cast<const comm::Group*>(context[0]), context[1]));
+}
+
+}  // namespace
+
 at::Tensor run_blocks(const model::GPT2& m, at::Tensor x, size_t begin, size_t end, const TpSplit& tp) {
+  if (m.cfg.recompute && x.requires_grad()) {  // each block keeps its input; its collectives rerun in backward
+    const std::vector<int64_t> context{reinterpret_cast<int64_t>(&tp.group), tp.seq_len};
+    for (size_t i = begin; i < end; ++i) x = model::block_forward_recompute(m.h[i], x, m.cfg, true, rerun_tp_block, context);
+    return x;
+  }
   at::Tensor d;  // the last block's output is x + d: its residual add waits for the next LayerNorm
   for (size_t i = begin; i < end; ++i) std::tie(x, d) = tp_block_forward_deferred(m.h[i], x, d, m.cfg, tp);
   return d.defined() ? x + d : x;

@@ -29,7 +29,8 @@ at::Tensor forward_loss(const model::GPT2& m, const at::Tensor& idx, const at::T
 // The pieces, for pipeline stages: vocabulary-parallel embedding (B, T) -> (B, T, C); blocks
 // h[begin, end); final LayerNorm + vocabulary-parallel head and cross-entropy (head or wte).
 // Sequence parallel: the embedding's output, the blocks' input and output and the head's input
-// are this rank's token rows (B·T/tp, C) (tp.seq_len = T).
+// are this rank's token rows (B·T/tp, C) (tp.seq_len = T). With model.recompute (and x requiring
+// gradients) each block keeps only its input and runs again, collectives included, in backward.
 at::Tensor embed(const model::GPT2& m, const at::Tensor& idx, const TpSplit& tp);
 at::Tensor run_blocks(const model::GPT2& m, at::Tensor x, size_t begin, size_t end, const TpSplit& tp);
 at::Tensor head_loss(const model::GPT2& m, const at::Tensor& x, const at::Tensor& targets, const TpSplit& tp);
