@@ -161,7 +161,7 @@ std::shared_ptr<DataParallel> apply_data_parallel(model::GPT2& m, const Parallel
 
 at::Tensor forward_loss(DataParallel& d, const at::Tensor& idx, const at::Tensor& targets, bool train) {
   if (d.cfg.zero == 3) return zero3_forward_loss(d, idx, targets, train);
-  if (d.tp.size > 1) return tensor::forward_loss(*d.model, idx, targets, d.tp, d.cfg.sequence_parallel);
+  if (d.tp.size > 1) return tensor::forward_loss(*d.model, idx, targets, d.tp, d.cfg.sequence_parallel, train);
   return model::forward_loss(*d.model, idx, targets, train);
 }
 

@@ -14,6 +14,7 @@
 #include "comm/collectives.h"
 #include "model/hf_import.h"
 #include "parallel/tensor/model.h"
+#include "parallel/tensor/random.h"
 #include "train/archive_file.h"
 #include "train/checkpoint_state.h"
 #include "util/error.h"
@@ -146,6 +147,7 @@ static std::shared_ptr<torch::serialize::OutputArchive> shard_archive(const Trai
   a->write("exp_avg_sq", cpu_for_save(t.adam.exp_avg_sq, copy));
   a->write("segments", at::tensor(flat, at::kLong).view({-1, 3}));
   a->write("rng.cpu", at::detail::getDefaultCPUGenerator().get_state());
+  a->write("rng.tp_split.cpu", parallel::tensor::split_rng_state());  // dropout on a tp rank's own part
   return a;
 }
 
@@ -464,6 +466,7 @@ void load_checkpoint(Trainer& t, const std::string& dir) {
     at::Generator gen = at::detail::getDefaultCPUGenerator();
     gen.set_state(rng);
   }
+  if (a.try_read("rng.tp_split.cpu", rng)) parallel::tensor::set_split_rng_state(rng);
   t.step = state.at("step").get<int64_t>();
   if (!t.round_steps.empty() && state.contains("sync_round_steps") &&
       state.at("sync_round_steps").size() == t.round_steps.size())

@@ -27,6 +27,7 @@
 #include "parallel/plan_groups.h"
 #include "parallel/sync_by_time.h"
 #include "parallel/tensor/model.h"
+#include "parallel/tensor/random.h"
 #include "planner/cost_model.h"
 #include "tokenizer/hf_files.h"
 #include "train/device_update.h"
@@ -137,9 +138,11 @@ static void apply_plan(Trainer& t) {
   t.num_params = t.model_layout.numel;
   const parallel::RankRole role = pipe->role;
   // The default generator (dropout) starts from the seed too: LibTorch seeds it from /dev/urandom,
-  // so runs with dropout would differ; every rank draws the same masks (tp ranks must). A resume
-  // restores its state from the checkpoint.
+  // so runs with dropout would differ; every rank draws the same masks (tp ranks must), but where
+  // a tp rank holds its own part of an activation (parallel/tensor/random.h). A resume restores
+  // both states from the checkpoint.
   torch::manual_seed(cfg.system.seed);
+  parallel::tensor::seed_split_rng(cfg.system.seed, role.tp_rank);
   t.model = model::init_gpt2(cfg.model, cfg.system.seed,
                              [&](int64_t l) { return parallel::pipeline::holds_layer(plan, role, l); });
   if (!cfg.init.from.empty()) model::copy_parameters(model::load_hf(cfg.init.from, cfg.model.vocab_pad), t.model);

@@ -11,6 +11,9 @@
 #  4. Sequence parallelism (parallel.sequence_parallel): tp 2, and dp 2 x tp 2 with ZeRO 2, within TOL
 #     of the single-process run; its activation memory estimate below plain tp's. Recomputation
 #     (model.recompute) with tp 2, and with dp 2 x tp 2, sequence parallelism and ZeRO 2, likewise.
+#     Dropout with tp 2: stopped and resumed gives the straight run's losses exactly; it and dp 2 x
+#     tp 2 with sequence parallelism train as one process with dropout does (other masks: the last
+#     5 steps' mean loss within 1%).
 #  5. One-line errors: tp not dividing n_head, tp with ZeRO 3, sequence parallelism with a tp that
 #     does not divide the sequence length.
 source "$(dirname "$0")/lib.sh"
@@ -61,6 +64,22 @@ same_losses ref rc2 "$TOL"
 "$SLM" launch -n 4 -- "$SLM" train "${COMMON[@]}" "${RC[@]}" "${SP[@]}" --set parallel.tp=2 --set parallel.zero=2 \
   --set run.dir=rcsp4 > rcsp4.log 2>&1 || { cat rcsp4.log; fail "dp 2 x tp 2, sequence parallel, recomputation"; }
 same_losses ref rcsp4 "$TOL"
+DR=(--set model.dropout=0.1 --set parallel.tp=2)  # dropout: the same seed, the same steps, resumed too
+"$SLM" launch -n 2 -- "$SLM" train "${COMMON[@]}" "${DR[@]}" --set run.dir=dr > dr.log 2>&1 || { cat dr.log; fail "tp 2 with dropout"; }
+"$SLM" launch -n 2 -- "$SLM" train "${COMMON[@]}" "${DR[@]}" --set run.dir=drrs --stop-at 10 > drrs.log 2>&1 \
+  && "$SLM" launch -n 2 -- "$SLM" train "${COMMON[@]}" "${DR[@]}" --set run.dir=drrs --resume >> drrs.log 2>&1 \
+  || { cat drrs.log; fail "tp 2 with dropout, stopped at 10 and resumed"; }
+same_losses dr drrs 1e-12
+"$SLM" launch -n 4 -- "$SLM" train "${COMMON[@]}" "${DR[@]}" "${SP[@]}" --set parallel.zero=2 --set run.dir=drsp4 \
+  > drsp4.log 2>&1 || { cat drsp4.log; fail "dp 2 x tp 2, sequence parallel, dropout"; }
+"$SLM" train "${COMMON[@]}" --set model.dropout=0.1 --set run.dir=dr1 2> dr1.log || { cat dr1.log; fail "one process, dropout"; }
+python3 - <<'PY' || fail "dropout under tp does not train as one process's"
+import json
+for run in ("dr", "drsp4"):  # other masks, the same expected loss: the last steps' mean within 1% of one process's
+    mean = lambda d: sum(r["loss"] for r in map(json.loads, open(d + "/metrics.jsonl")) if "loss" in r and r["step"] > 15) / 5
+    print(f"{run}: mean loss of steps 16-20 {mean(run):.4f}, one process {mean('dr1'):.4f}")
+    assert abs(mean(run) - mean("dr1")) < 0.01 * mean("dr1")
+PY
 python3 - <<'PY' || fail "sequence parallelism moved no all-gathers and reduce-scatters"
 import json
 rows = lambda d: [json.loads(l) for l in open(d + "/metrics.jsonl") if '"bytes_tp"' in l]

@@ -4,7 +4,8 @@
 // gradient slice to 1e-5 (relative where a value exceeds 1), and that tp_pieces (checkpoint coordinates) names exactly the slices
 // apply_tensor_parallel takes; then the same with sequence parallelism (the token rows split between
 // the linears), under bf16 autocast against plain tp, and the activations a block keeps with it;
-// recomputation's gradients (with and without sequence parallelism) against stored activations'.
+// recomputation's gradients (with and without sequence parallelism) against stored activations';
+// dropout's random streams (check_dropout).
 // Prints "rank R ok" or exits non-zero naming the mismatch.
 #include <torch/torch.h>
 
@@ -26,6 +27,7 @@
 #include "parallel/tensor/layers.h"
 #include "parallel/tensor/mappings.h"
 #include "parallel/tensor/model.h"
+#include "parallel/tensor/random.h"
 
 using namespace slm;
 
@@ -76,6 +78,64 @@ static int check_sp_memory(int r, int n, const comm::Group& tp) {
   std::fprintf(stderr, "rank %d: sequence parallelism keeps %.2f MiB of %.2f MiB, not %.2f MiB less\n", r,
                split / (1 << 20), plain / (1 << 20), want / (1 << 20));
   return 1;
+}
+
+// Whether x is the same on every rank of g.
+static bool same_on_every_rank(const at::Tensor& x, const comm::Group& g) {
+  at::Tensor most = x.clone(), least = -x;
+  comm::all_reduce_max(most, g);
+  comm::all_reduce_max(least, g);
+  return most.equal(x) && (-least).equal(x);
+}
+
+// Dropout under tp (parallel/tensor/random.h): the split regions' stream differs between tp ranks
+// and leaves the default stream as it was; a training step with dropout keeps the replicated
+// activations equal on every rank (their parameters' gradients too), with and without sequence
+// parallelism, and runs again the same from the same seed.
+static int check_dropout(model::GPT2Config c, const at::Tensor& idx, const at::Tensor& tgt, int r, const comm::Group& tp) {
+  int bad = 0;
+  auto fail = [&](const std::string& what) { std::fprintf(stderr, "rank %d: dropout: %s\n", r, what.c_str()), bad = 1; };
+  at::manual_seed(11);
+  parallel::tensor::seed_split_rng(11, r);
+  const at::Tensor a = at::rand({4});
+  at::Tensor own;
+  {
+    parallel::tensor::SplitRngScope scope(at::Device(at::kCPU));
+    own = at::rand({4});
+  }
+  const at::Tensor b = at::rand({4});
+  at::manual_seed(11);
+  if (!(at::rand({4}).equal(a) && at::rand({4}).equal(b))) fail("the split stream moved the default one");
+  if (!same_on_every_rank(a, tp) || (tp.size > 1 && same_on_every_rank(own, tp))) fail("streams not as documented");
+  c.dropout = 0.2;
+  auto sharded = [&] {
+    model::GPT2 m = model::init_gpt2(c, 7);
+    parallel::tensor::apply_tensor_parallel(m, tp);
+    return m;
+  };
+  for (const bool sp : {false, true}) {
+    double losses[2];
+    for (double& loss : losses) {
+      const model::GPT2 m = sharded();
+      at::manual_seed(5);
+      parallel::tensor::seed_split_rng(5, r);
+      const at::Tensor l = parallel::tensor::forward_loss(m, idx, tgt, tp, sp, /*train=*/true);
+      l.backward();
+      loss = l.item<double>();
+      // Sequence parallel: every dropout falls on a rank's own rows or heads, none on the default stream.
+      const at::Tensor next = at::rand({4});
+      at::manual_seed(5);
+      if (sp && tp.size > 1 && !at::rand({4}).equal(next)) fail("sequence parallel dropout drew from the default stream");
+      if (!same_on_every_rank(l.detach(), tp)) fail("the loss differs between tp ranks");
+      for (const auto& [name, t] : model::named_parameters(m))
+        if (parallel::tensor::replicated_over_tp(name) && !sp && !same_on_every_rank(t.grad(), tp))
+          fail(name + "'s gradient differs between tp ranks (the ranks' masks of a replicated activation differ)");
+    }
+    if (losses[0] != losses[1]) fail(fmt::format("the same seed gave losses {} and {}", losses[0], losses[1]));
+    const double eval = parallel::tensor::forward_loss(sharded(), idx, tgt, tp, sp, false).item<double>();
+    if (losses[0] == eval) fail("training and evaluation gave the same loss: no dropout");
+  }
+  return bad;
 }
 
 int main() {
@@ -200,6 +260,7 @@ int main() {
       check((what + got[i].first + " grad").c_str(), got[i].second.grad(), want[i].second.grad());
   }
   bad |= check_sp_memory(r, n, tp);
+  bad |= check_dropout(c, idx, tgt, r, tp);
   if (bad) return 1;
   std::printf("rank %d ok (loss %.6f)\n", r, loss.item<double>());
   return 0;

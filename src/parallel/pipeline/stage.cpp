@@ -44,7 +44,7 @@ at::Tensor chunk_forward(DataParallel& d, const model::GPT2& m, const Chunk& c, 
     // Sequence parallel: this rank's token rows inside the chunk; the activations between stages
     // stay whole (and equal on every tp rank), as without it.
     const bool sp = sequence_parallel(d);
-    const tensor::TpSplit split(tp, sp ? targets.size(1) : 0);
+    const tensor::TpSplit split(tp, sp ? targets.size(1) : 0, train);
     x = c.first ? tensor::embed(m, input, split) : sp ? tensor::split_rows(input, tp) : input;
     x = tensor::run_blocks(m, x, c.begin, c.end, split);
     if (!c.last) return sp ? tensor::gather_rows_whole(x, tp).view({targets.size(0), targets.size(1), -1}) : x;

@@ -3,9 +3,12 @@
 
 #include <torch/torch.h>
 
+#include <optional>
+
 #include "model/add_layer_norm.h"
 #include "model/bias_gelu.h"
 #include "parallel/tensor/mappings.h"
+#include "parallel/tensor/random.h"
 #include "parallel/tensor/sequence_parallel_linear.h"
 
 namespace slm::parallel::tensor {
@@ -26,12 +29,25 @@ model::Block shard_block(const model::Block& f, const model::GPT2Config& c, int 
   return b;
 }
 
+namespace {
+
+// Dropout of an activation that every tp rank holds whole and alike (the default generator, in
+// step on every rank), or of this rank's own part of one (the split regions' generator).
+at::Tensor branch_dropout(const at::Tensor& x, double p, bool own_part) {
+  if (p == 0) return x;
+  std::optional<SplitRngScope> split;
+  if (own_part) split.emplace(x.device());
+  return at::dropout(x, p, /*train=*/true);
+}
+
+}  // namespace
+
 std::pair<at::Tensor, at::Tensor> tp_block_forward_deferred(const model::Block& b, const at::Tensor& x,
                                                             const at::Tensor& d, const model::GPT2Config& c,
                                                             const TpSplit& split) {
-  TORCH_CHECK(c.dropout == 0.0, "tensor parallelism does not support dropout yet");
   const comm::Group& tp = split.group;
   const bool sp = split.sequence_parallel();
+  const double p = split.train ? c.dropout : 0.0;  // dropout in this forward (0 in evaluation)
   const int64_t Hl = c.n_head / tp.size, C = c.n_embd, Cl = C / tp.size;
   // A column-parallel linear (after f, or gathering the sequence's rows) and the way out of a
   // row-parallel one (g, or the reduce-scatter), from and to (B, T, C) whole or this rank's (N/tp, C)
@@ -47,13 +63,18 @@ std::pair<at::Tensor, at::Tensor> tp_block_forward_deferred(const model::Block& 
   auto parts = column(h, b.c_attn_w, b.c_attn_b).split(Cl, -1);  // 3 x (B, T, C/tp)
   const int64_t B = parts[0].size(0);
   auto heads = [&](const at::Tensor& t) { return t.view({B, T, Hl, Cl / Hl}).transpose(1, 2); };
-  at::Tensor y = model::causal_attention(heads(parts[0]), heads(parts[1]), heads(parts[2]), 0.0, false);
+  at::Tensor y;
+  {
+    std::optional<SplitRngScope> own_heads;  // this rank's heads: its own masks
+    if (p > 0) own_heads.emplace(h.device());
+    y = model::causal_attention(heads(parts[0]), heads(parts[1]), heads(parts[2]), p, p > 0);
+  }
   y = y.transpose(1, 2).reshape({B, T, Cl});
-  const at::Tensor attn = out_of(at::linear(y, b.attn_proj_w)) + b.attn_proj_b;
+  const at::Tensor attn = branch_dropout(out_of(at::linear(y, b.attn_proj_w)) + b.attn_proj_b, p, sp);
   // MLP: out + g(proj_local(gelu(f(ln_2(out)) @ fc_local))) + bias, out = s + attn
   auto [out, h2] = model::add_layer_norm(s, attn, b.ln_2_w, b.ln_2_b, 1e-5);
   const at::Tensor m = model::fc_gelu(h2, b.c_fc_w, b.c_fc_b, column);  // column-parallel: local bias
-  return {out, out_of(at::linear(m, b.mlp_proj_w)) + b.mlp_proj_b};
+  return {out, branch_dropout(out_of(at::linear(m, b.mlp_proj_w)) + b.mlp_proj_b, p, sp)};
 }
 
 at::Tensor tp_block_forward(const model::Block& b, const at::Tensor& x, const model::GPT2Config& c,

@@ -12,8 +12,9 @@
 // linears keep only this rank's rows of their input too and gather them again in backward
 // (sequence_parallel_linear.h). The replicated parameters see only this rank's tokens: their
 // gradients are summed over tp after the backward (parallel/data_parallel.h, finish_grads).
-// Dropout on replicated activations would need the same RNG stream on every tp rank: not yet
-// (tp_block_forward requires dropout = 0).
+// Dropout (model.dropout, TpSplit::train) as the whole model's: on the attention weights and on
+// both residual branches; its masks come from the default generator where every tp rank holds the
+// activation whole, from the split regions' generator where a rank holds its own part (random.h).
 #pragma once
 #include <ATen/core/Tensor.h>
 
@@ -27,9 +28,11 @@ namespace slm::parallel::tensor {
 
 // How the model's pieces use their tensor-parallel group. `group` must outlive the backward pass.
 struct TpSplit {
-  TpSplit(const comm::Group& g, int64_t sequence = 0) : group(g), seq_len(sequence) {}  // a group alone: no sp
+  TpSplit(const comm::Group& g, int64_t sequence = 0, bool training = false)  // a group alone: no sp, no dropout
+      : group(g), seq_len(sequence), train(training) {}
   const comm::Group& group;
   int64_t seq_len = 0;  // sequence parallelism: the sequence length T; 0 = off
+  bool train = false;   // dropout on (model.dropout > 0; random.h says where it draws)
   bool sequence_parallel() const { return seq_len > 0 && group.size > 1; }
 };
 

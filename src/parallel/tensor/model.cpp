@@ -11,6 +11,7 @@
 #include "parallel/tensor/cross_entropy.h"
 #include "parallel/tensor/layers.h"
 #include "parallel/tensor/mappings.h"
+#include "parallel/tensor/random.h"
 #include "util/error.h"
 
 namespace slm::parallel::tensor {
@@ -24,7 +25,6 @@ void validate_tp(const model::GPT2Config& c, int tp, int64_t sp_seq_len) {
   if (c.padded_vocab() % tp != 0)
     throw UserError(fmt::format("parallel: tp({}) must divide the padded vocabulary {} (model.vocab_pad)", tp,
                                 c.padded_vocab()));
-  if (c.dropout != 0.0) throw UserError("parallel: tp > 1 needs model.dropout = 0 (no per-group dropout RNG yet)");
 }
 
 void apply_tensor_parallel(model::GPT2& m, const comm::Group& tp) {
@@ -39,21 +39,25 @@ at::Tensor embed(const model::GPT2& m, const at::Tensor& idx, const TpSplit& spl
   const comm::Group& tp = split.group;
   const int64_t start = vocab_range(m.cfg.padded_vocab(), tp.rank, tp.size).first;
   const at::Tensor positions = at::arange(idx.size(1), idx.options().dtype(at::kLong));
-  if (!split.sequence_parallel())
-    return vocab_parallel_embedding(idx, m.wte, start, tp) + at::embedding(m.wpe, positions);  // (B, T, C)
-  // This rank's token rows of the summed lookups, plus the positions of those rows.
+  const double p = split.train ? m.cfg.dropout : 0.0;
+  if (!split.sequence_parallel())  // (B, T, C) on every rank: the default generator's masks (random.h)
+    return at::dropout(vocab_parallel_embedding(idx, m.wte, start, tp) + at::embedding(m.wpe, positions), p, p > 0);
+  // This rank's token rows of the summed lookups, plus the positions of those rows; its own masks.
   const int64_t n = idx.numel() / tp.size, T = idx.size(1);
   const at::Tensor mine = at::arange(tp.rank * n, (tp.rank + 1) * n, positions.options()).remainder(T);
-  return reduce_scatter_rows(vocab_parallel_lookup(idx, m.wte, start), tp) + at::embedding(m.wpe, mine);
+  const at::Tensor x = reduce_scatter_rows(vocab_parallel_lookup(idx, m.wte, start), tp) + at::embedding(m.wpe, mine);
+  if (p == 0) return x;
+  SplitRngScope own_rows(x.device());
+  return at::dropout(x, p, /*train=*/true);
 }
 
 namespace {
 
 // tp_block_forward as recomputation runs it (model/recompute.h): context = {the tp group's address,
 // the sequence length under sequence parallelism or 0}.
-at::Tensor rerun_tp_block(const model::Block& b, const at::Tensor& x, const model::GPT2Config& c, bool,
+at::Tensor rerun_tp_block(const model::Block& b, const at::Tensor& x, const model::GPT2Config& c, bool train,
                           const std::vector<int64_t>& context) {
-  return tp_block_forward(b, x, c, TpSplit(*reinterpret_cast<const comm::Group*>(context[0]), context[1]));
+  return tp_block_forward(b, x, c, TpSplit(*reinterpret_cast<const comm::Group*>(context[0]), context[1], train));
 }
 
 }  // namespace
@@ -61,7 +65,8 @@ at::Tensor rerun_tp_block(const model::Block& b, const at::Tensor& x, const mode
 at::Tensor run_blocks(const model::GPT2& m, at::Tensor x, size_t begin, size_t end, const TpSplit& tp) {
   if (m.cfg.recompute && x.requires_grad()) {  // each block keeps its input; its collectives rerun in backward
     const std::vector<int64_t> context{reinterpret_cast<int64_t>(&tp.group), tp.seq_len};
-    for (size_t i = begin; i < end; ++i) x = model::block_forward_recompute(m.h[i], x, m.cfg, true, rerun_tp_block, context);
+    for (size_t i = begin; i < end; ++i)
+      x = model::block_forward_recompute(m.h[i], x, m.cfg, tp.train, rerun_tp_block, context);
     return x;
   }
   at::Tensor d;  // the last block's output is x + d: its residual add waits for the next LayerNorm
@@ -81,8 +86,8 @@ at::Tensor head_loss(const model::GPT2& m, const at::Tensor& x_in, const at::Ten
 }
 
 at::Tensor forward_loss(const model::GPT2& m, const at::Tensor& idx, const at::Tensor& targets,
-                        const comm::Group& tp, bool sp) {
-  const TpSplit split(tp, sp ? idx.size(1) : 0);
+                        const comm::Group& tp, bool sp, bool train) {
+  const TpSplit split(tp, sp ? idx.size(1) : 0, train);
   return head_loss(m, run_blocks(m, embed(m, idx, split), 0, m.h.size(), split), targets, split);
 }
 

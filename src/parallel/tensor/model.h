@@ -17,15 +17,15 @@
 namespace slm::parallel::tensor {
 
 // UserError (one line) unless tp divides n_head and the padded vocabulary (and, under sequence
-// parallelism, `sp_seq_len`: the sequence length T; 0 = off), and dropout is 0.
+// parallelism, `sp_seq_len`: the sequence length T; 0 = off).
 void validate_tp(const model::GPT2Config& c, int tp, int64_t sp_seq_len = 0);
 // In place: m's blocks and token embedding become this rank's slices (see layers.h,
 // cross_entropy.h). Deterministic: every rank slices the same full initialisation.
 void apply_tensor_parallel(model::GPT2& m, const comm::Group& tp);
 // Mean next-token loss (same value on every tp rank). `tp` must outlive the backward pass; `sp`:
-// sequence parallelism (layers.h).
+// sequence parallelism (layers.h); `train`: dropout on.
 at::Tensor forward_loss(const model::GPT2& m, const at::Tensor& idx, const at::Tensor& targets,
-                        const comm::Group& tp, bool sp = false);
+                        const comm::Group& tp, bool sp = false, bool train = false);
 // The pieces, for pipeline stages: vocabulary-parallel embedding (B, T) -> (B, T, C); blocks
 // h[begin, end); final LayerNorm + vocabulary-parallel head and cross-entropy (head or wte).
 // Sequence parallel: the embedding's output, the blocks' input and output and the head's input

@@ -1,0 +1,69 @@
+// parallel/tensor/random.cpp: see random.h.
+#include "parallel/tensor/random.h"
+
+#include <ATen/Context.h>
+#include <ATen/core/Generator.h>
+
+#include <map>
+#include <mutex>
+
+namespace slm::parallel::tensor {
+namespace {
+
+struct SplitStreams {
+  uint64_t seed = 0;
+  bool seeded = false;
+  std::map<c10::DeviceType, at::Tensor> state;  // per device type, made on first use
+};
+SplitStreams& streams() {
+  static SplitStreams s;
+  return s;
+}
+
+// The default generator of a device (CPU, or the current CUDA device's).
+at::Generator generator_of(c10::Device d) { return at::globalContext().defaultGenerator(d); }
+
+// The state `seed` gives a generator like g's (made through g itself, whose state is put back).
+at::Tensor seeded_state(at::Generator& g, uint64_t seed) {
+  std::lock_guard<std::mutex> lock(g.mutex());
+  const at::Tensor was = g.get_state();
+  g.set_current_seed(seed);
+  at::Tensor state = g.get_state();
+  g.set_state(was);
+  return state;
+}
+
+}  // namespace
+
+void seed_split_rng(uint64_t seed, int tp_rank) {
+  SplitStreams& s = streams();
+  s.seed = seed + 2718 + static_cast<uint64_t>(tp_rank);  // Megatron's offset; any other would do
+  s.seeded = true;
+  s.state.clear();
+}
+
+SplitRngScope::SplitRngScope(c10::Device device) : device_(device) {
+  SplitStreams& s = streams();
+  at::Generator g = generator_of(device_);
+  auto it = s.state.find(device_.type());
+  if (it == s.state.end()) it = s.state.emplace(device_.type(), seeded_state(g, s.seeded ? s.seed : 2718)).first;
+  std::lock_guard<std::mutex> lock(g.mutex());
+  default_state_ = g.get_state();
+  g.set_state(it->second);
+}
+
+SplitRngScope::~SplitRngScope() {
+  at::Generator g = generator_of(device_);
+  std::lock_guard<std::mutex> lock(g.mutex());
+  streams().state[device_.type()] = g.get_state();
+  g.set_state(default_state_);
+}
+
+at::Tensor split_rng_state() {
+  { SplitRngScope make(c10::Device(c10::kCPU)); }  // makes the stream on first use
+  return streams().state[c10::kCPU];
+}
+
+void set_split_rng_state(const at::Tensor& state) { streams().state[c10::kCPU] = state; }
+
+}  // namespace slm::parallel::tensor
