@@ -22,4 +22,10 @@ AutocastGuard::~AutocastGuard() {
   at::autocast::clear_cache();
 }
 
+at::ScalarType compute_dtype(const at::Tensor& x) {
+  const at::DeviceType d = x.device().type();
+  if ((d == at::kCPU || d == at::kCUDA) && compat::autocast_enabled(d)) return compat::autocast_dtype(d);
+  return x.scalar_type();
+}
+
 }  // namespace slm::model

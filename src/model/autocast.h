@@ -1,6 +1,8 @@
 // model/autocast.h: bf16 or fp16 autocast over a scope, with fp32 master weights, on CPU or CUDA
-// (LibTorch's API differences are in util/torch_compat.h). Owns: AutocastGuard.
+// (LibTorch's API differences are in util/torch_compat.h). Owns: AutocastGuard, compute_dtype.
 #pragma once
+#include <ATen/core/Tensor.h>
+
 #include <string>
 
 namespace slm::model {
@@ -18,5 +20,9 @@ class AutocastGuard {
   bool on_ = false, cuda_ = false;
   // dtype chosen by the constructor: bf16 or fp16
 };
+
+// The dtype a matmul on x runs in: autocast's when it is on for x's device, else x's own (for
+// autograd functions that cast explicitly).
+at::ScalarType compute_dtype(const at::Tensor& x);
 
 }  // namespace slm::model

@@ -2,11 +2,11 @@
 #include "model/fused_head.h"
 
 #include <torch/torch.h>
-#include "util/torch_compat.h"
 
 #include <algorithm>
 #include <limits>
 
+#include "model/autocast.h"
 #include "model/recompute.h"
 #include "model/xent_rows.h"
 
@@ -15,13 +15,6 @@ namespace {
 
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
-
-// The dtype the head's matmuls run in: autocast's when it is on for x's device, else x's own.
-at::ScalarType compute_dtype(const at::Tensor& x) {
-  const at::DeviceType d = x.device().type();
-  if ((d == at::kCPU || d == at::kCUDA) && compat::autocast_enabled(d)) return compat::autocast_dtype(d);
-  return x.scalar_type();
-}
 
 // Rows per chunk: all of them up to 2^28 logits (512 MiB in bf16). Each chunk adds its dW to the
 // running sum, a pass over the (V, C) gradient, so chunks stay large.

@@ -11,8 +11,7 @@ namespace slm::parallel::tensor {
 namespace {
 
 struct SplitStreams {
-  uint64_t seed = 0;
-  bool seeded = false;
+  uint64_t seed = 2718;                          // seed_split_rng's, else this
   std::map<c10::DeviceType, at::Tensor> state;  // per device type, made on first use
 };
 SplitStreams& streams() {
@@ -33,37 +32,42 @@ at::Tensor seeded_state(at::Generator& g, uint64_t seed) {
   return state;
 }
 
+// The split stream's state for device d's generator type (seeded on first use).
+at::Tensor& stream_of(c10::Device d) {
+  SplitStreams& s = streams();
+  auto it = s.state.find(d.type());
+  if (it == s.state.end()) {
+    at::Generator g = generator_of(d);
+    it = s.state.emplace(d.type(), seeded_state(g, s.seed)).first;
+  }
+  return it->second;
+}
+
 }  // namespace
 
 void seed_split_rng(uint64_t seed, int tp_rank) {
   SplitStreams& s = streams();
   s.seed = seed + 2718 + static_cast<uint64_t>(tp_rank);  // Megatron's offset; any other would do
-  s.seeded = true;
   s.state.clear();
 }
 
 SplitRngScope::SplitRngScope(c10::Device device) : device_(device) {
-  SplitStreams& s = streams();
+  const at::Tensor& split = stream_of(device_);
   at::Generator g = generator_of(device_);
-  auto it = s.state.find(device_.type());
-  if (it == s.state.end()) it = s.state.emplace(device_.type(), seeded_state(g, s.seeded ? s.seed : 2718)).first;
   std::lock_guard<std::mutex> lock(g.mutex());
   default_state_ = g.get_state();
-  g.set_state(it->second);
+  g.set_state(split);
 }
 
 SplitRngScope::~SplitRngScope() {
   at::Generator g = generator_of(device_);
   std::lock_guard<std::mutex> lock(g.mutex());
-  streams().state[device_.type()] = g.get_state();
+  stream_of(device_) = g.get_state();
   g.set_state(default_state_);
 }
 
-at::Tensor split_rng_state() {
-  { SplitRngScope make(c10::Device(c10::kCPU)); }  // makes the stream on first use
-  return streams().state[c10::kCPU];
-}
+at::Tensor split_rng_state() { return stream_of(c10::Device(c10::kCPU)); }
 
-void set_split_rng_state(const at::Tensor& state) { streams().state[c10::kCPU] = state; }
+void set_split_rng_state(const at::Tensor& state) { stream_of(c10::Device(c10::kCPU)) = state; }
 
 }  // namespace slm::parallel::tensor

@@ -3,8 +3,8 @@
 
 #include <torch/torch.h>
 
+#include "model/autocast.h"
 #include "parallel/tensor/mappings.h"
-#include "util/torch_compat.h"
 
 namespace slm::parallel::tensor {
 namespace {
@@ -12,19 +12,13 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-// The dtype a linear runs in on x's device: autocast's there, else x's own.
-at::ScalarType compute_dtype(const at::Tensor& x) {
-  const at::DeviceType d = x.device().type();
-  return compat::autocast_enabled(d) ? compat::autocast_dtype(d) : x.scalar_type();
-}
-
 at::Tensor cast(const at::Tensor& t, at::ScalarType dtype) { return t.defined() ? t.to(dtype) : t; }
 
 struct SequenceParallelLinear : torch::autograd::Function<SequenceParallelLinear> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& local, const at::Tensor& w, const at::Tensor& b,
                             int64_t seq_len, int64_t group) {
     const comm::Group& tp = *reinterpret_cast<const comm::Group*>(group);
-    const at::ScalarType dtype = compute_dtype(local);
+    const at::ScalarType dtype = model::compute_dtype(local);  // autocast's, as the linear would cast to
     const at::Tensor x = local.to(dtype);  // this rank's rows, all that backward keeps
     ctx->saved_data["tp"] = group;
     ctx->saved_data["x"] = x;
