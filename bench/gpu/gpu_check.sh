@@ -4,7 +4,8 @@
 #  1. The tiny preset for 20 steps on the CPU in fp32 and on the GPU in fp32, auto precision (bf16
 #     on compute capability >= 8), fp16 with dynamic loss scaling, and with activation recomputation:
 #     per-step losses against the CPU run.
-#  2. Stop at step 10 and --resume on the GPU: steps 11-20 against the straight run.
+#  2. Stop at step 10 and --resume on the GPU: steps 11-20 against the straight run, without and
+#     with dropout (the GPU generator's state is in the checkpoint: the same masks, the same losses).
 #  3. Process groups: world 1 under NCCL; 2 ranks on one GPU refused in one line under NCCL, and
 #     dp 2 / ZeRO 2 / pp 2 / tp 2 under Gloo with CUDA tensors, losses against the single GPU.
 #  4. eval and generate of the GPU-trained run.
@@ -86,6 +87,11 @@ train cuda-split --set system.device=cuda --set system.precision=fp32 --stop-at 
 train cuda-split --set system.device=cuda --set system.precision=fp32 --resume
 grep -m1 resumed "$OUT/cuda-split.log"
 compare cuda-fp32 cuda-split 10
+D=(--set system.device=cuda --set system.precision=fp32 --set model.dropout=0.1)
+train cuda-dropout "${D[@]}"
+train cuda-dropout-split "${D[@]}" --stop-at 10
+train cuda-dropout-split "${D[@]}" --resume
+compare cuda-dropout cuda-dropout-split 10
 fi
 if on 3; then
 echo "== 3. process groups"

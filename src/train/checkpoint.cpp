@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <functional>
+#include <mutex>
 #include <nlohmann/json.hpp>
 
 #include "comm/collectives.h"
@@ -137,7 +138,27 @@ static at::Tensor cpu_for_save(const at::Tensor& x, bool copy) {
   return whole && !copy ? c : c.clone();
 }
 
-// This rank's buffer (parameters, AdamW's moments), where its pieces sit and the CPU generator.
+// The generators a checkpoint keeps (dropout's masks), by name: the CPU's, and on a CUDA run the
+// GPU's (its Philox seed and offset), so that a resumed run draws the masks the straight one drew.
+static std::vector<std::pair<std::string, c10::Device>> rng_devices(const Trainer& t) {
+  std::vector<std::pair<std::string, c10::Device>> out{{"cpu", c10::Device(c10::kCPU)}};
+  if (t.device == "cuda") out.emplace_back("cuda", c10::Device(c10::kCUDA));  // the current GPU
+  return out;
+}
+
+static at::Tensor generator_state(c10::Device device) {
+  at::Generator g = at::globalContext().defaultGenerator(device);
+  std::lock_guard<std::mutex> lock(g.mutex());
+  return g.get_state();
+}
+
+static void set_generator_state(c10::Device device, const at::Tensor& state) {
+  at::Generator g = at::globalContext().defaultGenerator(device);
+  std::lock_guard<std::mutex> lock(g.mutex());
+  g.set_state(state);
+}
+
+// This rank's buffer (parameters, AdamW's moments), where its pieces sit and the generators.
 static std::shared_ptr<torch::serialize::OutputArchive> shard_archive(const Trainer& t, bool copy) {
   std::vector<int64_t> flat;  // (k, 3): local, global, size
   for (const parallel::Segment& g : model_segments(t, /*for_save=*/true)) flat.insert(flat.end(), {g.local, g.global, g.size});
@@ -146,8 +167,10 @@ static std::shared_ptr<torch::serialize::OutputArchive> shard_archive(const Trai
   a->write("exp_avg", cpu_for_save(t.adam.exp_avg, copy));
   a->write("exp_avg_sq", cpu_for_save(t.adam.exp_avg_sq, copy));
   a->write("segments", at::tensor(flat, at::kLong).view({-1, 3}));
-  a->write("rng.cpu", at::detail::getDefaultCPUGenerator().get_state());
-  a->write("rng.tp_split.cpu", parallel::tensor::split_rng_state());  // dropout on a tp rank's own part
+  for (const auto& [name, device] : rng_devices(t)) {
+    a->write("rng." + name, generator_state(device));
+    a->write("rng.tp_split." + name, parallel::tensor::split_rng_state(device));  // dropout on a tp rank's own part
+  }
   return a;
 }
 
@@ -462,11 +485,10 @@ void load_checkpoint(Trainer& t, const std::string& dir) {
   torch::serialize::InputArchive a;
   a.load_from(dir + "/" + rng_file);
   at::Tensor rng;
-  if (a.try_read("rng.cpu", rng)) {
-    at::Generator gen = at::detail::getDefaultCPUGenerator();
-    gen.set_state(rng);
+  for (const auto& [name, device] : rng_devices(t)) {  // a CPU run's checkpoint has no "rng.cuda"
+    if (a.try_read("rng." + name, rng)) set_generator_state(device, rng);
+    if (a.try_read("rng.tp_split." + name, rng)) parallel::tensor::set_split_rng_state(device, rng);
   }
-  if (a.try_read("rng.tp_split.cpu", rng)) parallel::tensor::set_split_rng_state(rng);
   t.step = state.at("step").get<int64_t>();
   if (!t.round_steps.empty() && state.contains("sync_round_steps") &&
       state.at("sync_round_steps").size() == t.round_steps.size())

@@ -66,8 +66,8 @@ SplitRngScope::~SplitRngScope() {
   g.set_state(default_state_);
 }
 
-at::Tensor split_rng_state() { return stream_of(c10::Device(c10::kCPU)); }
+at::Tensor split_rng_state(c10::Device device) { return stream_of(device); }
 
-void set_split_rng_state(const at::Tensor& state) { stream_of(c10::Device(c10::kCPU)) = state; }
+void set_split_rng_state(c10::Device device, const at::Tensor& state) { stream_of(device) = state; }
 
 }  // namespace slm::parallel::tensor

@@ -31,8 +31,9 @@ class SplitRngScope {
   at::Tensor default_state_;
 };
 
-// The CPU split stream's state (a checkpoint's), and setting it back.
-at::Tensor split_rng_state();
-void set_split_rng_state(const at::Tensor& state);
+// The split stream's state for `device`'s generator type (a checkpoint's: the CPU's, and the
+// current GPU's on a CUDA run), and setting it back.
+at::Tensor split_rng_state(c10::Device device);
+void set_split_rng_state(c10::Device device, const at::Tensor& state);
 
 }  // namespace slm::parallel::tensor
