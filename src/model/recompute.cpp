@@ -16,11 +16,6 @@ void set_cpu_autocast(bool on) { compat::set_autocast_enabled(at::kCPU, on); }
 bool gpu_autocast() { return compat::autocast_enabled(at::kCUDA); }
 void set_gpu_autocast(bool on) { compat::set_autocast_enabled(at::kCUDA, on); }
 
-at::Tensor run_block(const Block& b, const at::Tensor& x, const GPT2Config& c, bool train, BlockRun run,
-                     const std::vector<int64_t>& context) {
-  return run ? run(b, x, c, train, context) : block_forward(b, x, c, train);
-}
-
 GPT2Config shape_of(int64_t n_head, const at::Tensor& x) {
   GPT2Config c;
   c.n_head = n_head, c.n_embd = x.size(-1);
@@ -40,7 +35,7 @@ struct RecomputeBlock : torch::autograd::Function<RecomputeBlock> {
     saved.insert(saved.end(), params.begin(), params.end());
     ctx->save_for_backward(saved);
     torch::NoGradGuard no_grad;
-    return run_block(block_of(params), x, shape_of(n_head, x), train, reinterpret_cast<BlockRun>(run), context);
+    return forward_block(block_of(params), x, shape_of(n_head, x), train, reinterpret_cast<BlockRun>(run), context);
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grad_out) {
@@ -69,6 +64,11 @@ std::vector<at::Tensor> params_of(const Block& b) {
           b.ln_2_w, b.ln_2_b, b.c_fc_w,   b.c_fc_b,   b.mlp_proj_w,  b.mlp_proj_b};
 }
 
+at::Tensor forward_block(const Block& b, const at::Tensor& x, const GPT2Config& c, bool train, BlockRun run,
+                         const std::vector<int64_t>& context) {
+  return run ? run(b, x, c, train, context) : block_forward(b, x, c, train);
+}
+
 AutocastState autocast_state() { return {cpu_autocast(), gpu_autocast()}; }
 void set_autocast_state(AutocastState s) {
   set_cpu_autocast(s.cpu);
@@ -80,7 +80,7 @@ at::Tensor rerun_block(const Block& b, const at::Tensor& x, const GPT2Config& c,
   const AutocastState was = autocast_state();
   set_autocast_state(forward);
   torch::AutoGradMode grad_on(true);
-  at::Tensor y = run_block(b, x, c, train, run, context);
+  at::Tensor y = forward_block(b, x, c, train, run, context);
   set_autocast_state(was);
   return y;
 }

@@ -21,6 +21,10 @@ namespace slm::model {
 using BlockRun = at::Tensor (*)(const Block& b, const at::Tensor& x, const GPT2Config& c, bool train,
                                 const std::vector<int64_t>& context);
 
+// run(b, x, c, train, context), or block_forward where run is null.
+at::Tensor forward_block(const Block& b, const at::Tensor& x, const GPT2Config& c, bool train, BlockRun run = nullptr,
+                         const std::vector<int64_t>& context = {});
+
 // run(b, x, c, train, context) (block_forward where run is null), keeping only x for backward.
 at::Tensor block_forward_recompute(const Block& b, const at::Tensor& x, const GPT2Config& c, bool train,
                                    BlockRun run = nullptr, const std::vector<int64_t>& context = {});

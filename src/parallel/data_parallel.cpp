@@ -105,7 +105,6 @@ void validate(const ParallelConfig& c) {
   if (c.bucket_mb <= 0) throw UserError(fmt::format("parallel: bucket_mb {} must be positive", c.bucket_mb));
   if (c.dp == 0 || c.dp < -1) throw UserError(fmt::format("parallel: dp {} must be -1 or positive", c.dp));
   if (c.tp < 1) throw UserError(fmt::format("parallel: tp {} must be >= 1", c.tp));
-  if (c.tp > 1 && c.zero == 3) throw UserError("parallel: zero 3 does not combine with tp > 1 yet (use zero <= 2)");
   if (c.pp > 1 && c.zero == 3) throw UserError("parallel: zero 3 does not combine with pp > 1 (use zero <= 2)");
   if (c.pp < 1 || c.virtual_stages < 1) throw UserError("parallel: pp and virtual_stages must be >= 1");
   if (c.micro_batches < 0) throw UserError("parallel: micro_batches must be >= 0 (0 = from batch_size)");
@@ -216,7 +215,7 @@ void finish_grads(DataParallel& d) {
     d.inflight.pop_front();
   }
   if (d.dp.size > 1) grad_shard(d).div_(static_cast<double>(d.dp.size));
-  if (d.cfg.sequence_parallel && d.tp.size > 1) sum_replicated_over_tp(d);
+  if (sequence_parallel(d)) sum_replicated_over_tp(d);
 }
 
 // Under tensor parallelism: this rank's squared sum per parameter, a replicated one counting 1/tp

@@ -4,12 +4,16 @@
 //   GatherUnit:   forward all-gather of a unit's pieces,  backward reduce-scatter of its gradient
 //                 (embeddings and final LayerNorm: kept from forward to backward);
 //   ShardedBlock: forward gather + block + free;  backward gather + recompute + reduce-scatter.
+// With tensor parallelism the units are this tp rank's slices (the layout is the tp-split model's),
+// sharded over its dp group; the blocks run as tp blocks (their collectives rerun in backward), and
+// the embedding and head are the vocabulary-parallel ones (parallel/tensor/model.h).
 #include <torch/torch.h>
 
 #include <fmt/format.h>
 
 #include "model/recompute.h"
 #include "parallel/data_parallel_impl.h"
+#include "parallel/tensor/model.h"
 #include "util/error.h"
 
 namespace slm::parallel {
@@ -83,13 +87,21 @@ struct GatherUnit : torch::autograd::Function<GatherUnit> {
   }
 };
 
+// How a block runs: block_forward (tp 1) or a tp block (`run` with its `context`, model/recompute.h).
+struct BlockRunSpec {
+  model::BlockRun run = nullptr;
+  std::vector<int64_t> context;
+};
+
 struct ShardedBlock : torch::autograd::Function<ShardedBlock> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& piece, int64_t dp_ptr,
-                            int64_t u, bool train) {
+                            int64_t u, bool train, int64_t run, const std::vector<int64_t>& context) {
     DataParallel& d = *reinterpret_cast<DataParallel*>(dp_ptr);
     ctx->saved_data["dp"] = dp_ptr;
     ctx->saved_data["u"] = u;
     ctx->saved_data["train"] = train;
+    ctx->saved_data["run"] = run;
+    ctx->saved_data["context"] = context;
     model::AutocastState ac = model::autocast_state();
     ctx->saved_data["cpu_autocast"] = ac.cpu;
     ctx->saved_data["gpu_autocast"] = ac.gpu;
@@ -97,7 +109,8 @@ struct ShardedBlock : torch::autograd::Function<ShardedBlock> {
     at::Tensor flat = take_gathered(d, static_cast<size_t>(u));
     prefetch(d, static_cast<size_t>(u) + 1);
     torch::NoGradGuard no_grad;
-    return model::block_forward(block_views(d, flat, static_cast<size_t>(u)), x, d.model->cfg, train);
+    return model::forward_block(block_views(d, flat, static_cast<size_t>(u)), x, d.model->cfg, train,
+                                reinterpret_cast<model::BlockRun>(run), context);
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grad_out) {
@@ -110,12 +123,26 @@ struct ShardedBlock : torch::autograd::Function<ShardedBlock> {
     {
       torch::AutoGradMode grad_on(true);  // the parameter views of `flat` must be recorded too
       y = model::rerun_block(block_views(d, flat, u), x, d.model->cfg, ctx->saved_data["train"].toBool(),
-                             {ctx->saved_data["cpu_autocast"].toBool(), ctx->saved_data["gpu_autocast"].toBool()});
+                             {ctx->saved_data["cpu_autocast"].toBool(), ctx->saved_data["gpu_autocast"].toBool()},
+                             reinterpret_cast<model::BlockRun>(ctx->saved_data["run"].toInt()),
+                             ctx->saved_data["context"].toIntVector());
     }
     variable_list g = torch::autograd::grad({y}, {x, flat}, {grad_out[0]});
-    return {g[0], reduce_scatter_unit(d, u, g[1]), at::Tensor(), at::Tensor(), at::Tensor()};
+    return {g[0], reduce_scatter_unit(d, u, g[1]), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
+
+// Block i on x: in training through ShardedBlock; in evaluation gathered, run and freed.
+at::Tensor sharded_block(DataParallel& d, size_t i, const at::Tensor& x, bool train, const BlockRunSpec& how) {
+  const size_t u = i + 1;
+  if (!at::GradMode::is_enabled()) {
+    at::Tensor flat = take_gathered(d, u);
+    prefetch(d, u + 1);
+    return model::forward_block(block_views(d, flat, u), x, d.model->cfg, train, how.run, how.context);
+  }
+  return ShardedBlock::apply(x, own_piece(d, u), reinterpret_cast<int64_t>(&d), static_cast<int64_t>(u), train,
+                             reinterpret_cast<int64_t>(how.run), how.context);
+}
 
 }  // namespace
 
@@ -190,17 +217,17 @@ at::Tensor zero3_forward_loss(DataParallel& d, const at::Tensor& idx, const at::
   view.wpe = view_of(emb, d.units[0].begin, 1);
   view.ln_f_w = view_of(lnf, d.units[last].begin, l.names.size() - 2);
   view.ln_f_b = view_of(lnf, d.units[last].begin, l.names.size() - 1);
-  view.run_block = [&d, ptr](size_t i, const at::Tensor& x, bool tr) {
-    const size_t u = i + 1;
-    if (!at::GradMode::is_enabled()) {  // evaluation: gather, run, free
-      at::Tensor flat = take_gathered(d, u);
-      prefetch(d, u + 1);
-      return model::block_forward(block_views(d, flat, u), x, d.model->cfg, tr);
-    }
-    return ShardedBlock::apply(x, own_piece(d, u), ptr, static_cast<int64_t>(u), tr);
-  };
+  if (d.tp.size == 1) {
+    view.run_block = [&d](size_t i, const at::Tensor& x, bool tr) { return sharded_block(d, i, x, tr, {}); };
+    prefetch(d, 1);
+    return model::forward_loss(view, idx, targets, train);
+  }
+  const tensor::TpSplit split(d.tp, sequence_parallel(d) ? idx.size(1) : 0, train);
+  const BlockRunSpec how{tensor::tp_block_run(), tensor::tp_block_context(split)};  // d.tp outlives backward
+  at::Tensor x = tensor::embed(view, idx, split);
   prefetch(d, 1);
-  return model::forward_loss(view, idx, targets, train);
+  for (size_t i = 0; i < view.h.size(); ++i) x = sharded_block(d, i, x, train, how);
+  return tensor::head_loss(view, x, targets, split);
 }
 
 }  // namespace slm::parallel

@@ -361,6 +361,7 @@ struct StageAt {
   bool first, last;  // holds the embedding / the head
   double L, b;       // blocks, micro-batch
   double block_f = 0, block_b = 0;  // one block's forward and backward (the slowest tp rank's share)
+  double tp_outside_f = 0;          // tp's all-reduces outside the blocks (embedding, loss)
 };
 
 // The stage's compute on its slowest tp rank: its blocks (a forward again in the backward with
@@ -392,7 +393,7 @@ bool gloo_ranks(const Ctx& x, const std::vector<int>& plan_ranks) {
 // Tensor parallelism's all-reduces (Megatron f/g): 2 of the activation per block forward
 // (attention, MLP), 2 backward; the vocabulary-parallel embedding 1 forward; the
 // vocabulary-parallel loss 3 of (B, T).
-void add_tp_comm(const Ctx& x, const StageAt& a, StageTime& st) {
+void add_tp_comm(const Ctx& x, StageAt& a, StageTime& st) {
   const Plan& p = x.c.plan;
   const double t = a.s.tp, b = a.b, L = a.L, act = b * x.T * x.C * 4;  // one activation (B, T, C)
   const RingLinks ring = ring_links(x.cl, x.to_cluster(a.tp_group));
@@ -413,11 +414,13 @@ void add_tp_comm(const Ctx& x, const StageAt& a, StageTime& st) {
     // The blocks as the pair ran them; the embedding's all-reduce at a block forward's (2 each).
     const double rest_f = st.fwd - L * a.block_f, rest_b = st.bwd - L * (a.block_b + (x.c.recompute ? a.block_f : 0));
     const double blocks_f = L * m.fwd, blocks_b = L * (m.bwd + (x.c.recompute ? m.fwd : 0));
-    st.fwd = rest_f + blocks_f + (a.first ? std::max(ar, (m.fwd - a.block_f) / 2) : 0) + (a.last ? 3 * loss_ar : 0);
+    a.tp_outside_f = (a.first ? std::max(ar, (m.fwd - a.block_f) / 2) : 0) + (a.last ? 3 * loss_ar : 0);
+    st.fwd = rest_f + blocks_f + a.tp_outside_f;
     st.bwd = rest_b + blocks_b;
     st.shared_fwd = rest_f + m.shared * blocks_f, st.shared_bwd = rest_b + m.shared * blocks_b;
   } else {
     const double n_fwd = 2 * L + (a.first ? 1 : 0), n_bwd = 2 * L * (x.c.recompute ? 2 : 1);  // + the rerun forward's
+    a.tp_outside_f = (a.first ? std::max(ar, cpu) : 0) + (a.last ? 3 * loss_ar : 0);
     st.fwd += n_fwd * std::max(ar, cpu) + (a.last ? 3 * loss_ar : 0);
     st.bwd += n_bwd * std::max(ar, cpu);
     if (cpu > ar) st.cpu_fwd = n_fwd * cpu, st.cpu_bwd = n_bwd * cpu;
@@ -436,22 +439,28 @@ void add_tp_comm(const Ctx& x, const StageAt& a, StageTime& st) {
 
 // ZeRO-3: each block's parameters gathered before its forward and again before its backward
 // (prefetched: hidden behind the neighbouring block's compute), its gradient reduced after,
-// blocking (parallel/zero3.cpp: the backward returns the reduced shard), behind the prefetch.
-void add_zero3_comm(const Ctx& x, int k, const StageAt& a, StageTime& st) {
+// blocking (parallel/zero3.cpp: the backward returns the reduced shard), behind the prefetch. With
+// tp, a rank's block is its slice (12C²/t + 7C/t + 6C parameters), its dp group one of the t
+// concurrent ones, and a block's forward and backward include tp's all-reduces. `rest_f`, `rest_b`:
+// the stage's compute outside its blocks (tp's all-reduces there are in a.tp_outside_f).
+void add_zero3_comm(const Ctx& x, int k, const StageAt& a, double rest_f, double rest_b, StageTime& st) {
   const Plan& p = x.c.plan;
-  const double L = a.L;
+  const double L = a.L, t = a.s.tp;
   const std::vector<int> g = dp_group(p, k, 0);
   const RingLinks ring = ring_links(x.cl, x.to_cluster(g));
-  const double block_bytes = (12 * x.C * x.C + 13 * x.C) * 4, P = p.dp;
+  const double block_bytes = (12 * x.C * x.C / t + 7 * x.C / t + 6 * x.C) * 4, P = p.dp;
   const bool cross = ring.crosses_sites;
-  const double gather = ring_all_gather_s(p.dp, x.ag_link(ring), block_bytes, 1, 1, x.ag_hop(ring.slowest, cross, block_bytes));
-  const double reduce = ring_all_reduce_s(p.dp, ring.slowest, block_bytes, 1, 1, x.ar_hop(ring.slowest, cross, block_bytes));
-  const double bf = a.block_f, bb = a.block_b;  // ZeRO-3 runs with tp 1
-  const double other_f = st.fwd - L * bf, other_b = st.bwd - L * (bb + (x.c.recompute ? bf : 0));  // embeddings, head
-  st.fwd = other_f + L * std::max(bf, gather);
-  st.bwd = other_b + L * (std::max(bb + bf, gather) + reduce);  // every block recomputed in backward
+  const int share = cross ? a.s.tp : 1;  // the tp ranks' dp rings share the site link
+  const double gather =
+      ring_all_gather_s(p.dp, x.ag_link(ring), block_bytes, 1, share, x.ag_hop(ring.slowest, cross, block_bytes));
+  const double reduce =
+      ring_all_reduce_s(p.dp, ring.slowest, block_bytes, 1, share, x.ar_hop(ring.slowest, cross, block_bytes));
+  const double bf = (st.fwd - rest_f - a.tp_outside_f) / L;  // a block's forward, tp's all-reduces included
+  const double fb = (st.bwd - rest_b) / L + (x.c.recompute ? 0 : bf);  // its backward after a rerun forward
+  st.fwd = rest_f + a.tp_outside_f + L * std::max(bf, gather);
+  st.bwd = rest_b + L * (std::max(fb, gather) + reduce);  // every block recomputed in backward
   // The dp group's ring is shared by the P replicas (their bytes are summed): each carries 1/P.
-  st.cross_bytes += ring.site_edges * L * block_bytes * ((P - 1) / P * 2 + 2 * (P - 1) / P) / P;
+  st.cross_bytes += t * ring.site_edges * L * block_bytes * ((P - 1) / P * 2 + 2 * (P - 1) / P) / P;
 }
 
 // Stage k of replica `rep` at micro-batch b: its compute, then tp's and ZeRO-3's communication.
@@ -461,8 +470,9 @@ StageTime stage_time(const Ctx& x, int k, int rep, double b) {
   StageAt a{s, {}, k == 0, static_cast<size_t>(k) + 1 == p.stages.size(), static_cast<double>(s.end - s.first), b};
   for (int j = 0; j < s.tp; ++j) a.tp_group.push_back(parallel::rank_at(p, k, rep, j));
   StageTime st = stage_compute(x, a);
+  const double rest_f = st.fwd - a.L * a.block_f, rest_b = st.bwd - a.L * (a.block_b + (x.c.recompute ? a.block_f : 0));
   if (s.tp > 1) add_tp_comm(x, a, st);
-  if (p.zero == 3 && p.dp > 1) add_zero3_comm(x, k, a, st);
+  if (p.zero == 3 && p.dp > 1) add_zero3_comm(x, k, a, rest_f, rest_b, st);
   return st;
 }
 
@@ -613,7 +623,7 @@ Sent bytes_sent(const Ctx& x, int k, int rep) {
   }
   for (int n : {k - 1, k + 1})  // to the previous / next stage
     if (n >= 0 && static_cast<size_t>(n) < S) add(M * act / t, x.site(parallel::rank_at(p, n, rep, 0)) != x.site(me) ? 1 : 0);
-  const double G = p.dp, params = stage_params(x, s, K, S), block = (12 * x.C * x.C + 13 * x.C) * 4;
+  const double G = p.dp, params = stage_params(x, s, K, S), block = (12 * x.C * x.C / t + 7 * x.C / t + 6 * x.C) * 4;
   const std::vector<int> dp = dp_group(p, k, 0);
   const double dp_across = ring_across(dp);
   if (p.dp > 1 && p.zero < 3) {  // flat ring, or hierarchical: site sum, cross-site shard, site gather

@@ -120,7 +120,7 @@ struct Searcher {
       wans.push_back({per_site.begin()->second, false});
       if (o.allow_lossy) wans.push_back({per_site.begin()->second, true});
     }
-    const int max_zero = p.pp == 1 && p.stages[0].tp == 1 ? 3 : 2;
+    const int max_zero = p.pp == 1 ? 3 : 2;
     if (o.allow_lossy && ring.crosses_sites && even) diloco_variants(base, per_site.begin()->second, static_cast<int>(per_site.size()), max_zero);
     for (int z = 0; z <= (p.dp > 1 ? max_zero : 0); ++z)
       for (auto [rps, bf16] : wans)
@@ -134,7 +134,7 @@ struct Searcher {
 
   // DiLoCo across the sites (lossy): the same structure with replicas laid out site by site (when
   // every site holds whole replicas), ZeRO 0-2 inside each site, and 3 for one-stage replicas
-  // without tp (as in step mode).
+  // (as in step mode).
   void diloco_variants(Candidate base, int64_t ranks_per_site, int sites, int max_zero) {
     base.plan = parallel::replica_major(base.plan);
     try {

@@ -9,7 +9,7 @@
 // batch) x per-replica micro-batches (even, or proportional to replica speed) x schedule (none;
 // 1f1b with the layer split of planner/stage_split.h; interleaved with 2 chunks) x ZeRO 0-3 and
 // its scope x flat / hierarchical / (with allow_lossy) bf16 reduction across sites or DiLoCo
-// (replicas laid out site by site, ZeRO 0-2 inside the site); activation
+// (replicas laid out site by site, ZeRO 0-3 inside the site); activation
 // recomputation when nothing fits without it. Identical ranks are simulated once.
 #pragma once
 #include <cstdint>

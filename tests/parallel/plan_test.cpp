@@ -213,6 +213,23 @@ TEST(Plan, MemoryEstimateFollowsZeroAndStages) {
   EXPECT_DOUBLE_EQ(sum, 4 * (P + 512 * 64));  // the last stage's copy of the tied head
 }
 
+// ZeRO 3 with tp 2: each rank shards its tp slice over its dp group and holds gathered only its
+// slices of the embeddings and of the blocks in use (a block's slice: 12C²/2 + 7C/2 + 6C).
+TEST(Plan, ZeroThreeWithTpShardsTheTpSlices) {
+  PlanFlags f;
+  f.dp = 2, f.tp = 2, f.zero = 3;
+  Plan p = plan_from_flags(f, 8, 4, 16, 4);
+  EXPECT_EQ(error_of(p, 4), "");
+  const double C = 64, V = 512, block = 12 * C * C / 2 + 7 * C / 2 + 6 * C, kept = V * C / 2 + 64 * C + 2 * C;
+  const double trained = 8 * block + kept;  // this rank's tp slice of every parameter
+  const MemoryEstimate e = estimate_memory(p, kModel, 64, 0);
+  EXPECT_DOUBLE_EQ(e.params, 4 * (trained / 2 + kept + 2 * block));
+  EXPECT_DOUBLE_EQ(e.grads, 4 * (trained / 2 + std::max(block, kept)));
+  EXPECT_DOUBLE_EQ(e.optimizer, 8 * trained / 2);
+  p.zero = 2;
+  EXPECT_LT(e.total(), estimate_memory(p, kModel, 64, 0).total());
+}
+
 // Sequence parallelism splits the LayerNorms' inputs, 4 of the 10 bytes per token and channel that
 // a layer keeps outside its linears (Megatron's count), over tp: per layer
 // b·T·C·(6 + 4/tp + 24/tp + attention) instead of b·T·C·(10 + 24/tp + attention) (16-bit units:

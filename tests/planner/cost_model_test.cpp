@@ -74,6 +74,31 @@ TEST(CostModel, ZeroThreeGathersHiddenReductionsBlocking) {
   EXPECT_GT(r2, reduce);
 }
 
+TEST(CostModel, ZeroThreeWithTpGathersEachRanksSliceAroundTpBlocks) {
+  // dp 2 x tp 2 with ZeRO-3 over two sites (each replica's tp pair in one site): a rank gathers
+  // and reduces its tp slice of each block (12C²/2 + 7C/2 + 6C parameters) over its dp group,
+  // whose ring crosses the sites beside the other tp rank's (the link shared by 2); a block's
+  // forward is its half plus tp's 2 all-reduces, its backward the rerun forward and the backward.
+  const Link l{1e-3, 1e8}, in_site{1e-5, 1e10};
+  const Cluster c = make_cluster({2, 2}, in_site, l);
+  const ComputeProfile prof = make_profile(4, 0.1);
+  CostInputs in{&c, &prof, make_model(2), 16, 25, 0, {}};
+  Candidate k;
+  k.ranks = std::vector<int>{0, 1, 2, 3};
+  k.plan = parallel::plan_from_flags({.dp = 2, .tp = 2, .zero = 3}, 2, 4, 2, 1);
+  const double C = 64, block = (12 * C * C / 2 + 7 * C / 2 + 6 * C) * 4, act = 1 * 16 * C * 4;
+  const double ar = ring_all_reduce_s(2, in_site, act);
+  const double gather = ring_all_gather_s(2, l, block, 1, 2), reduce = ring_all_reduce_s(2, l, block, 1, 2);
+  const double loss_ar = ring_all_reduce_s(2, in_site, 16 * 4);
+  ASSERT_LT(gather, 0.05 + 2 * ar);
+  const double bf = 0.05 + 2 * ar, bb = 0.1 + 2 * ar;  // one block's half and its all-reduces
+  const double fwd = 0.1 + ar + 3 * loss_ar + 2 * bf, bwd = 0.2 + 2 * (bf + bb + reduce);  // + head, embedding
+  EXPECT_NEAR(predict(k, in).pipeline_s, fwd + bwd, 1e-9);
+  // Across the sites: per block each rank's gathers forward and backward and its reduction, for
+  // both tp ranks' rings, counted once per ring.
+  EXPECT_NEAR(predict(k, in).cross_site_bytes, 2 * 2 * 2 * block * (0.5 + 0.5 + 1), 1e-6);
+}
+
 TEST(CostModel, GathersAcrossSitesAtTheProbesAllGatherRate) {
   // ZeRO-1's parameter all-gather over two one-rank sites: at the rate the probe's large all-gather
   // reached (half the link's here) where its ring crosses sites, as the probe's ring did.

@@ -105,6 +105,19 @@ TEST(Search, TpSavesMemoryBySequenceParallelismThenRecomputation) {
   EXPECT_TRUE(tp_rc_fits);
 }
 
+// ZeRO-3 combines with tp (one stage): dp 2 x tp 2 with ZeRO 3 is among the candidates on 4 ranks.
+TEST(Search, OffersZeroThreeWithTp) {
+  const Cluster c = make_cluster({4}, {1e-4, 1e9}, {});
+  const ComputeProfile prof = make_profile(4, 0.01);
+  CostInputs in{&c, &prof, make_model(8), 16, 25, 0, {}};
+  SearchOptions o = opts(8);
+  o.top = 1000;
+  bool found = false;
+  for (const Ranked& k : search_plans(in, o).top)
+    found = found || (k.c.plan.pp == 1 && k.c.plan.stages[0].tp == 2 && k.c.plan.zero == 3 && k.p.fits);
+  EXPECT_TRUE(found);
+}
+
 TEST(Search, SlowerSiteGetsLessWork) {
   // Site b computes 3x slower; fast links. Whatever the layout, b's share must shrink.
   const Cluster c = make_cluster({1, 1}, {1e-4, 1e9}, {1e-4, 1e9});

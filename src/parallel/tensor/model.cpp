@@ -53,20 +53,25 @@ at::Tensor embed(const model::GPT2& m, const at::Tensor& idx, const TpSplit& spl
 
 namespace {
 
-// tp_block_forward as recomputation runs it (model/recompute.h): context = {the tp group's address,
-// the sequence length under sequence parallelism or 0}.
-at::Tensor rerun_tp_block(const model::Block& b, const at::Tensor& x, const model::GPT2Config& c, bool train,
-                          const std::vector<int64_t>& context) {
+// tp_block_forward as a BlockRun: context = {the tp group's address, the sequence length under
+// sequence parallelism or 0}.
+at::Tensor run_tp_block(const model::Block& b, const at::Tensor& x, const model::GPT2Config& c, bool train,
+                        const std::vector<int64_t>& context) {
   return tp_block_forward(b, x, c, TpSplit(*reinterpret_cast<const comm::Group*>(context[0]), context[1], train));
 }
 
 }  // namespace
 
+model::BlockRun tp_block_run() { return run_tp_block; }
+
+std::vector<int64_t> tp_block_context(const TpSplit& split) {
+  return {reinterpret_cast<int64_t>(&split.group), split.seq_len};
+}
+
 at::Tensor run_blocks(const model::GPT2& m, at::Tensor x, size_t begin, size_t end, const TpSplit& tp) {
   if (m.cfg.recompute && x.requires_grad()) {  // each block keeps its input; its collectives rerun in backward
-    const std::vector<int64_t> context{reinterpret_cast<int64_t>(&tp.group), tp.seq_len};
     for (size_t i = begin; i < end; ++i)
-      x = model::block_forward_recompute(m.h[i], x, m.cfg, tp.train, rerun_tp_block, context);
+      x = model::block_forward_recompute(m.h[i], x, m.cfg, tp.train, tp_block_run(), tp_block_context(tp));
     return x;
   }
   at::Tensor d;  // the last block's output is x + d: its residual add waits for the next LayerNorm

@@ -11,6 +11,7 @@
 
 #include "comm/group.h"
 #include "model/gpt2.h"
+#include "model/recompute.h"
 #include "parallel/flat.h"
 #include "parallel/tensor/layers.h"
 
@@ -34,6 +35,11 @@ at::Tensor forward_loss(const model::GPT2& m, const at::Tensor& idx, const at::T
 at::Tensor embed(const model::GPT2& m, const at::Tensor& idx, const TpSplit& tp);
 at::Tensor run_blocks(const model::GPT2& m, at::Tensor x, size_t begin, size_t end, const TpSplit& tp);
 at::Tensor head_loss(const model::GPT2& m, const at::Tensor& x, const at::Tensor& targets, const TpSplit& tp);
+// tp_block_forward as recomputation and ZeRO 3 run it again in backward (model/recompute.h): the
+// function, and the integers it reads (the split's group address, which must outlive the
+// backward pass, and its sequence length).
+model::BlockRun tp_block_run();
+std::vector<int64_t> tp_block_context(const TpSplit& split);
 bool replicated_over_tp(const std::string& parameter_name);
 // Where tp rank `rank`'s slice of a parameter sits in the whole parameter (both row-major,
 // flattened): pieces {local offset, global offset, size}; none for an unsplit parameter.
