@@ -9,7 +9,9 @@
 # Usage: bench/studies/planner_repredict.sh SLM DATA_DIR STUDY_DIR (with planner_study*.md and the
 #        planner_study_<scenario>_{profile,topology}.json files)
 # COMM_CPU_FROM=profile.json fills in each rank's comm_cpu_s_per_byte where a kept profile
-# predates it, from a later `slm profile` of the same 4 ranks on the same machine and testbed.
+# predates it, from a later `slm profile` of the same 4 ranks on the same machine and testbed;
+# PROFILE_FIELDS_FROM=DIR likewise machine_extra_cpu_s_per_byte and machine from DIR/<scenario>.json
+# (written by bench/studies/planner_profiles.sh on the same machine).
 # A profile that predates alone_cores gets site b's quota (het20: 0.5 cores) for ranks 2 and 3.
 set -euo pipefail
 SLM=$(readlink -f "$1") DATA=$(readlink -f "$2") DIR=$(readlink -f "$3")
@@ -26,13 +28,17 @@ declare -A CPUS_B=([het20]=0.5)
 echo "| scenario | layout | predicted s | measured s | error |"
 echo "|---|---|---|---|---|"
 predict() {  # profile -> the predicted seconds of layout $l in scenario $sc
-  python3 - "$1" "$W/prof.json" "${COMM_CPU_FROM:-}" "${CPUS_B[$sc]:-1}" <<'PY'
+  local fields=${PROFILE_FIELDS_FROM:+$PROFILE_FIELDS_FROM/$sc.json}
+  python3 - "$1" "$W/prof.json" "${COMM_CPU_FROM:-}" "${CPUS_B[$sc]:-1}" "$fields" <<'PY'
 import json, sys
 p = json.load(open(sys.argv[1]))
 later = json.load(open(sys.argv[3]))["ranks"] if sys.argv[3] else [{}] * len(p["ranks"])
-for i, (r, q) in enumerate(zip(p["ranks"], later)):
+fields = json.load(open(sys.argv[5]))["ranks"] if sys.argv[5] else [{}] * len(p["ranks"])
+for i, (r, q, f) in enumerate(zip(p["ranks"], later, fields)):
     r.setdefault("comm_cpu_s_per_byte", q.get("comm_cpu_s_per_byte", 0.0))
     r.setdefault("alone_cores", min(1.0, float(sys.argv[4])) if i >= 2 else 1.0)
+    r.setdefault("machine_extra_cpu_s_per_byte", f.get("machine_extra_cpu_s_per_byte", 0.0))
+    r.setdefault("machine", f.get("machine", -1))
 json.dump(p, open(sys.argv[2], "w"))
 PY
   "$SLM" plan make "${MODEL[@]}" --world 4 "${f[@]}" --cluster "$W/c.toml" --profile "$W/prof.json" \

@@ -282,7 +282,7 @@ namespace {
 // runtime settings as kText characters each, then the numbers).
 std::vector<planner::RankProfile> gather_profile(const planner::RankProfile& mine, const comm::Group& g) {
   constexpr size_t kText = 128, kName = 2 * kText;
-  const size_t n = mine.micro_batch.size(), width = kName + 10 * n + 6;
+  const size_t n = mine.micro_batch.size(), width = kName + 10 * n + 7;
   std::vector<double> all(width * static_cast<size_t>(g.size), 0.0);
   double* me = all.data() + width * static_cast<size_t>(g.rank);
   auto put = [](const std::string& text, double* to) {
@@ -301,7 +301,8 @@ std::vector<planner::RankProfile> gather_profile(const planner::RankProfile& min
   me[kName + 5 * n] = mine.optim_s_per_param, me[kName + 5 * n + 1] = mine.overhead_bytes;
   me[kName + 5 * n + 2] = mine.solo_speedup, me[kName + 5 * n + 3] = mine.block_scale;
   me[kName + 5 * n + 4] = mine.comm_cpu_s_per_byte, me[kName + 5 * n + 5] = mine.alone_cores;
-  double* tp2 = me + kName + 5 * n + 6;  // zeros: not measured
+  me[kName + 5 * n + 6] = mine.machine_extra_cpu_s_per_byte;
+  double* tp2 = me + kName + 5 * n + 7;  // zeros: not measured
   for (size_t k = 0; k < mine.tp2_fwd_s.size(); ++k) tp2[k] = mine.tp2_fwd_s[k], tp2[n + k] = mine.tp2_bwd_s[k];
   for (size_t k = 0; k < mine.tp2_alone_s.size(); ++k) tp2[2 * n + k] = mine.tp2_alone_s[k];
   for (size_t k = 0; k < mine.tp2_pipe_fwd_s.size(); ++k) tp2[3 * n + k] = mine.tp2_pipe_fwd_s[k], tp2[4 * n + k] = mine.tp2_pipe_bwd_s[k];
@@ -320,7 +321,8 @@ std::vector<planner::RankProfile> gather_profile(const planner::RankProfile& min
     p.optim_s_per_param = v[kName + 5 * n], p.overhead_bytes = v[kName + 5 * n + 1];
     p.solo_speedup = v[kName + 5 * n + 2], p.block_scale = v[kName + 5 * n + 3];
     p.comm_cpu_s_per_byte = v[kName + 5 * n + 4], p.alone_cores = v[kName + 5 * n + 5];
-    const double* tp2 = v + kName + 5 * n + 6;
+    p.machine_extra_cpu_s_per_byte = v[kName + 5 * n + 6];
+    const double* tp2 = v + kName + 5 * n + 7;
     for (size_t k = 0; k < n && tp2[0] > 0; ++k) p.tp2_fwd_s.push_back(tp2[k]), p.tp2_bwd_s.push_back(tp2[n + k]);
     for (size_t k = 0; k < n && tp2[2 * n] > 0; ++k) p.tp2_alone_s.push_back(tp2[2 * n + k]);
     for (size_t k = 0; k < n && tp2[3 * n] > 0; ++k) p.tp2_pipe_fwd_s.push_back(tp2[3 * n + k]), p.tp2_pipe_bwd_s.push_back(tp2[4 * n + k]);
@@ -331,10 +333,34 @@ std::vector<planner::RankProfile> gather_profile(const planner::RankProfile& min
 }
 
 
-// CPU time this process spends per byte it sends or receives in an all-reduce of every rank of
-// g (Gloo's threads and the kernel's socket copies: getrusage counts both; waiting costs none).
-double comm_cpu_per_byte(const comm::Group& g) {
-  if (g.size < 2) return 0;
+// Busy CPU seconds of the whole machine so far (/proc/stat: every process, the kernel's
+// interrupts and softirqs; on a testbed the link emulator too), or -1 where it cannot be read.
+double machine_busy_s() {
+  std::ifstream f("/proc/stat");
+  std::string cpu;
+  double user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0;
+  if (!(f >> cpu >> user >> nice >> system >> idle >> iowait >> irq >> softirq) || cpu != "cpu") return -1;
+  return (user + nice + system + irq + softirq) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+
+// This machine (its host name) as a number every rank can compare.
+double machine_id() {
+  char name[256] = {0};
+  ::gethostname(name, sizeof name - 1);
+  return static_cast<double>(std::hash<std::string>{}(name) % (1ull << 50));
+}
+
+// Per byte this process sends or receives in an all-reduce of every rank of g: its own CPU time
+// (Gloo's threads and the kernel's socket copies: getrusage counts both; waiting costs none), and
+// its share of what its machine spent beyond its ranks' own over the same time (the machine's busy
+// CPU less theirs, split evenly between them; 0 where /proc/stat cannot be read): the kernel's
+// forwarding and, on a testbed, the link emulator's copies of every packet that crosses sites,
+// which no rank is charged for.
+struct CommCpuPerByte {
+  double own = 0, machine_extra = 0;
+};
+CommCpuPerByte comm_cpu_per_byte(const comm::Group& g) {
+  if (g.size < 2) return {};
   const int64_t n = 1 << 20;  // 4 MB of fp32
   at::Tensor t = torch::ones({n});
   comm::all_reduce_sum(t, g);  // connections warm
@@ -343,12 +369,22 @@ double comm_cpu_per_byte(const comm::Group& g) {
     ::getrusage(RUSAGE_SELF, &u);
     return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + 1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
   };
-  const int reps = 3;
-  const double before = cpu_s();
+  const int reps = 6;  // /proc/stat counts in ticks (10 ms): a window of several tenths of a second
+  comm::barrier(g);
+  const double before = cpu_s(), machine_before = machine_busy_s();
   for (int i = 0; i < reps; ++i) comm::all_reduce_sum(t, g);
-  const double used = cpu_s() - before;
+  const double used = cpu_s() - before, machine_used = machine_busy_s() - machine_before;
   const double moved = reps * 2 * 2.0 * (g.size - 1) / g.size * static_cast<double>(n) * 4;  // sent + received
-  return std::max(0.0, used / moved);
+  // The ranks of this machine: their own CPU summed.
+  std::vector<double> ids(static_cast<size_t>(g.size), 0.0), own(static_cast<size_t>(g.size), 0.0);
+  ids[static_cast<size_t>(g.rank)] = machine_id(), own[static_cast<size_t>(g.rank)] = used;
+  ids = comm::sum(ids, g), own = comm::sum(own, g);
+  double ours = 0;
+  int here = 0;
+  for (int q = 0; q < g.size; ++q)
+    if (ids[static_cast<size_t>(q)] == ids[static_cast<size_t>(g.rank)]) ours += own[static_cast<size_t>(q)], ++here;
+  const double extra = machine_before < 0 ? 0.0 : std::max(0.0, machine_used - ours) / here;
+  return {std::max(0.0, used / moved), extra / moved};
 }
 
 // Whether the ranks of some pool share its cores, by the rule the planner reads the profile with
@@ -566,6 +602,7 @@ namespace {
 // index_in_host[q]: its place among the pool's ranks; ranks_on[h]: the pool's ranks.
 struct RankPools {
   std::vector<int> host, index_in_host;
+  std::vector<int> machine;  // per rank: its machine (host name), numbered in order of first rank
   std::map<int, int> ranks_on;
   int most() const {
     int n = 0;
@@ -581,8 +618,14 @@ RankPools rank_pools(const comm::Group& g) {
   hashes_of[static_cast<size_t>(g.rank)] =
       static_cast<double>(std::hash<std::string>{}(std::string(name) + "|" + (cg ? cg : "")) % (1ull << 50));
   hashes_of = comm::sum(hashes_of, g);
+  std::vector<double> machines_of(static_cast<size_t>(g.size), 0.0);
+  machines_of[static_cast<size_t>(g.rank)] = machine_id();
+  machines_of = comm::sum(machines_of, g);
   RankPools p;
   p.host.resize(static_cast<size_t>(g.size)), p.index_in_host.resize(static_cast<size_t>(g.size));
+  for (int q = 0; q < g.size; ++q)
+    p.machine.push_back(static_cast<int>(std::find(machines_of.begin(), machines_of.end(), machines_of[static_cast<size_t>(q)]) -
+                                         machines_of.begin()));
   std::vector<double> pools;
   for (int q = 0; q < g.size; ++q) {
     auto it = std::find(pools.begin(), pools.end(), hashes_of[static_cast<size_t>(q)]);
@@ -628,7 +671,8 @@ planner::RankProfile measure_rank(const ProfileRequest& r, comm::World& w, const
     }
   }
   comm::barrier(g);
-  mine.comm_cpu_s_per_byte = comm_cpu_per_byte(g);
+  const CommCpuPerByte comm_cpu = comm_cpu_per_byte(g);
+  mine.comm_cpu_s_per_byte = comm_cpu.own, mine.machine_extra_cpu_s_per_byte = comm_cpu.machine_extra;
   measure_tp2(r, w, pools.host, pools.index_in_host, any_pool_shares(mine.solo_speedup, pools.host, g), &mine);
   for (int k = 0; k < pools.most(); ++k) {
     comm::barrier(g);
@@ -656,7 +700,7 @@ std::vector<planner::RankProfile> profile_job(const ProfileRequest& request, com
   // writer's copy in the next job.
   const planner::ProfileShape s = profile_shape(r.model, r.seq_len, r.precision);
   const host::DeviceInfo dev = host::describe_device(r.device, r.precision, host::cpu_threads(), 0, 0);
-  const std::string key = fmt::format("v8 | {} | {} | rank {} of {} here | cpu {} | C {} H {} Vp {} T {} {} | b {}", dev.name,
+  const std::string key = fmt::format("v9 | {} | {} | rank {} of {} here | cpu {} | C {} H {} Vp {} T {} {} | b {}", dev.name,
                                       host::measurement_context(), pools.index_in_host[static_cast<size_t>(g.rank)],
                                       pools.ranks_on[my_host], cpu_quota(), s.n_embd, s.n_head, s.vocab_padded,
                                       s.seq_len, s.precision, fmt::join(r.micro_batch, ","));
@@ -669,6 +713,7 @@ std::vector<planner::RankProfile> profile_job(const ProfileRequest& request, com
     planner::RankProfile& p = all[static_cast<size_t>(q)];
     p.host = pools.host[static_cast<size_t>(q)];
     p.host_ranks = pools.ranks_on[p.host];
+    p.machine = pools.machine[static_cast<size_t>(q)];
   }
   planner::settle_shared_pools(all);  // alone its ranks run notably faster (on average)
   return all;

@@ -75,11 +75,11 @@ void add_profile_command(CLI::App& app) {
                           q.tp2_alone_s.empty() ? "" : fmt::format(" ({:.2f} alone)", 1e3 * q.tp2_alone_s[k]));
       std::printf("  rank %zu: block fwd+bwd %.2f ms at micro-batch %lld%s, head %.2f ms, AdamW %.2f ns/param, "
                   "runtime %.0f MiB, alone %.2fx faster%s, blocks in a row x%.2f, communication %.2f ns of CPU per "
-                  "byte (%s)\n",
+                  "byte (+ %.2f its machine's beyond its ranks') (%s)\n",
                   r, 1e3 * (q.block_fwd_s[k] + q.block_bwd_s[k]), static_cast<long long>(q.micro_batch[k]), tp2.c_str(),
                   1e3 * (q.head_fwd_s[k] + q.head_bwd_s[k]), 1e9 * q.optim_s_per_param, q.overhead_bytes / (1 << 20),
                   q.solo_speedup, q.alone_cores < 1 ? fmt::format(" (on {:.2f} cores)", q.alone_cores).c_str() : "",
-                  q.block_scale, 1e9 * q.comm_cpu_s_per_byte, q.device.c_str());
+                  q.block_scale, 1e9 * q.comm_cpu_s_per_byte, 1e9 * q.machine_extra_cpu_s_per_byte, q.device.c_str());
     }
     std::printf("profile: %s\n", a->out.c_str());
   });

@@ -33,26 +33,37 @@ struct Pool {
 // one number per rank, over a 4 MB all-reduce of every rank: a rank that sends to its own site
 // measures the in-site cost, one that sends across half-and-half; on the testbed 0.5 and 2.0 ns
 // (pairs measured alone: 0.4-0.55 ns inside a site, 2.3-2.6 across). One class only: both alike.
+// What the machine spent beyond its ranks' own (machine_extra_cpu_s_per_byte: on the testbed the
+// link emulator, which copies every packet that crosses sites) goes with the bytes the pool sent
+// across in that ring (half of what each of those ranks moved), or where none did with every byte;
+// it is the machine's, not the pool's (cpu_bound_s).
 struct CommCpu {
   double in_site = 0, sent_across = 0;
+  double extra_in_site = 0, extra_sent_across = 0;  // the machine's CPU beyond the ranks', alike
 };
 std::map<int, CommCpu> comm_cpu_of(const ComputeProfile& p, const Cluster& c) {
-  std::map<int, std::pair<std::vector<double>, std::vector<double>>> by_pool;  // sends in site / across
+  struct Measured {
+    std::vector<double> in, across;  // own CPU of the ranks that send in site / across
+    double extra = 0;                // the pool's share of the machine's extra, per byte a rank moved
+  };
+  std::map<int, Measured> by_pool;
   const int W = static_cast<int>(p.ranks.size());
   for (int r = 0; r < W && W == c.world(); ++r) {
     const RankProfile& rp = p.ranks[static_cast<size_t>(r)];
     if (rp.comm_cpu_s_per_byte <= 0) continue;
-    auto& [in, across] = by_pool[rp.host];
-    (c.ranks[static_cast<size_t>(r)].site == c.ranks[static_cast<size_t>((r + 1) % W)].site ? in : across)
+    Measured& m = by_pool[rp.host];
+    (c.ranks[static_cast<size_t>(r)].site == c.ranks[static_cast<size_t>((r + 1) % W)].site ? m.in : m.across)
         .push_back(rp.comm_cpu_s_per_byte);
+    m.extra += rp.machine_extra_cpu_s_per_byte;
   }
   auto mean = [](const std::vector<double>& v) { return std::accumulate(v.begin(), v.end(), 0.0) / v.size(); };
   std::map<int, CommCpu> out;
-  for (const auto& [host, v] : by_pool) {
-    const auto& [in, across] = v;
+  for (const auto& [host, m] : by_pool) {
     CommCpu& cc = out[host];
-    cc.in_site = in.empty() ? mean(across) : mean(in);
-    cc.sent_across = across.empty() ? cc.in_site : std::max(cc.in_site, 2 * mean(across) - cc.in_site);
+    cc.in_site = m.in.empty() ? mean(m.across) : mean(m.in);
+    cc.sent_across = m.across.empty() ? cc.in_site : std::max(cc.in_site, 2 * mean(m.across) - cc.in_site);
+    if (!m.across.empty()) cc.extra_sent_across = 2 * m.extra / m.across.size();
+    else cc.extra_in_site = cc.extra_sent_across = m.extra / m.in.size();
   }
   return out;
 }
@@ -645,10 +656,17 @@ Sent bytes_sent(const Ctx& x, int k, int rep) {
 // its ranks' CPU work over its cores (Ctx::pool_cores): compute and optimizer (measured with all n
 // busy, so each used cores / n of them) plus the CPU of the bytes it moves: each byte received and
 // each byte sent inside the site at the pool's in-site cost, each byte sent across at its
-// cross-site one (Ctx::comm_cpu), at the pool's cores without its quota (Ctx::comm_cores).
+// cross-site one (Ctx::comm_cpu), at the pool's cores without its quota (Ctx::comm_cores). And one
+// per machine (RankProfile::machine): its pools' CPU work plus what the machine spends beyond the
+// ranks' own on the bytes they move (on the testbed the link emulator, outside every site's
+// quota), over the pools' cores without their quotas.
 double cpu_bound_s(const Ctx& x, double optimizer_s) {
   const Plan& p = x.c.plan;
-  std::map<int, std::pair<double, double>> pool;  // per pool: CPU seconds per step, cores
+  struct Work {
+    double cpu = 0, cores = 0;  // CPU seconds per step, cores
+  };
+  std::map<int, Work> pool;
+  std::map<int, std::pair<Work, std::map<int, double>>> machine;  // its work and its pools' cores
   for (int r = 0; r < p.pp; ++r)
     for (int rep = 0; rep < p.dp; ++rep)
       for (int j = 0; j < p.stages[static_cast<size_t>(r)].tp; ++j) {
@@ -665,13 +683,21 @@ double cpu_bound_s(const Ctx& x, double optimizer_s) {
         }
         const double cores = x.pool_cores(rp);
         const CommCpu cc = x.comm_cpu(rp.host);
-        auto& [work, c] = pool[rp.host];
         const double bytes_cpu = cc.in_site * (2 * sent.local + sent.cross) + cc.sent_across * sent.cross;
-        work += compute * cores / rp.host_ranks + bytes_cpu * cores / x.comm_cores(rp);
-        c = cores;
+        const double extra_cpu = cc.extra_in_site * (2 * sent.local + sent.cross) + cc.extra_sent_across * sent.cross;
+        Work& w = pool[rp.host];
+        w.cpu += compute * cores / rp.host_ranks + bytes_cpu * cores / x.comm_cores(rp);
+        w.cores = cores;
+        auto& [mw, pool_cores] = machine[rp.machine < 0 ? -1 - rp.host : rp.machine];
+        mw.cpu += compute * cores / rp.host_ranks + bytes_cpu + extra_cpu;
+        pool_cores[rp.host] = x.comm_cores(rp);
       }
   double bound = 0;
-  for (const auto& [host, wc] : pool) bound = std::max(bound, wc.first / wc.second);
+  for (const auto& [host, w] : pool) bound = std::max(bound, w.cpu / w.cores);
+  for (auto& [m, wc] : machine) {
+    for (const auto& [host, c] : wc.second) wc.first.cores += c;
+    bound = std::max(bound, wc.first.cpu / wc.first.cores);
+  }
   return bound;
 }
 

@@ -25,9 +25,11 @@ std::string profile_to_json(const ComputeProfile& p) {
                           {"embed_s", r.embed_s},         {"head_fwd_s", r.head_fwd_s},
                           {"head_bwd_s", r.head_bwd_s},   {"optim_s_per_param", r.optim_s_per_param},
                           {"overhead_bytes", r.overhead_bytes}, {"source", r.source}, {"runtime", r.runtime},
-                          {"host", r.host}, {"host_ranks", r.host_ranks}, {"shares_cores", r.shares_cores},
+                          {"host", r.host}, {"host_ranks", r.host_ranks}, {"machine", r.machine},
+                          {"shares_cores", r.shares_cores},
                           {"solo_speedup", r.solo_speedup}, {"block_scale", r.block_scale},
                           {"comm_cpu_s_per_byte", r.comm_cpu_s_per_byte}, {"alone_cores", r.alone_cores},
+                          {"machine_extra_cpu_s_per_byte", r.machine_extra_cpu_s_per_byte},
                           {"tp2_fwd_s", r.tp2_fwd_s}, {"tp2_bwd_s", r.tp2_bwd_s}, {"tp2_alone_s", r.tp2_alone_s},
                           {"tp2_pipe_fwd_s", r.tp2_pipe_fwd_s}, {"tp2_pipe_bwd_s", r.tp2_pipe_bwd_s}});
   return j.dump(1) + "\n";
@@ -55,20 +57,23 @@ ComputeProfile parse_profile(const std::string& text, const std::string& where) 
       rp.runtime = r.value("runtime", std::string());
       rp.host = r.value("host", 0);
       rp.host_ranks = r.value("host_ranks", 1);
+      rp.machine = r.value("machine", -1);
       rp.shares_cores = r.value("shares_cores", false);
       rp.solo_speedup = r.value("solo_speedup", 1.0);
       rp.block_scale = r.value("block_scale", 1.0);
       rp.comm_cpu_s_per_byte = r.value("comm_cpu_s_per_byte", 0.0);
       rp.alone_cores = r.value("alone_cores", 1.0);
+      rp.machine_extra_cpu_s_per_byte = r.value("machine_extra_cpu_s_per_byte", 0.0);
       rp.tp2_fwd_s = r.value("tp2_fwd_s", std::vector<double>{});
       rp.tp2_bwd_s = r.value("tp2_bwd_s", std::vector<double>{});
       rp.tp2_alone_s = r.value("tp2_alone_s", std::vector<double>{});
       rp.tp2_pipe_fwd_s = r.value("tp2_pipe_fwd_s", std::vector<double>{});
       rp.tp2_pipe_bwd_s = r.value("tp2_pipe_bwd_s", std::vector<double>{});
       if (rp.solo_speedup < 1 || rp.host_ranks < 1 || rp.block_scale <= 0 || rp.comm_cpu_s_per_byte < 0 ||
-          !(rp.alone_cores > 0 && rp.alone_cores <= 1))
+          rp.machine_extra_cpu_s_per_byte < 0 || !(rp.alone_cores > 0 && rp.alone_cores <= 1))
         throw UserError(fmt::format("{}: rank {}: solo_speedup must be >= 1, host_ranks >= 1, block_scale > 0, "
-                                    "comm_cpu_s_per_byte >= 0 and alone_cores in (0, 1]", where, p.ranks.size()));
+                                    "comm_cpu_s_per_byte and machine_extra_cpu_s_per_byte >= 0 and alone_cores in "
+                                    "(0, 1]", where, p.ranks.size()));
       const size_t n = rp.micro_batch.size();
       for (const auto* v : {&rp.block_fwd_s, &rp.block_bwd_s, &rp.embed_s, &rp.head_fwd_s, &rp.head_bwd_s})
         if (v->size() != n) throw UserError(fmt::format("{}: rank {}: one time per micro-batch size expected", where, p.ranks.size()));

@@ -45,11 +45,17 @@ struct RankProfile {
   int host = 0;                        // CPU pool: the machine (host name), or a cgroup on it (a
                                        // testbed site's cpus)
   int host_ranks = 1;                  // ranks of this job in that pool
+  int machine = -1;                    // the machine the pool is on (its host name); -1 = unknown:
+                                       // a machine of the pool alone
   bool shares_cores = false;           // they share its cores: alone its ranks run > 1.1x faster
                                        // (on average: settle_shared_pools)
   double solo_speedup = 1;             // block time with all busy / alone
   double comm_cpu_s_per_byte = 0;      // CPU time (Gloo threads + kernel) per byte the rank sends
                                        // or receives, measured during an all-reduce; 0 = unknown
+  double machine_extra_cpu_s_per_byte = 0;  // over that all-reduce, the CPU its machine spent beyond
+                                            // its ranks' own (the kernel's forwarding; on a testbed
+                                            // the link emulator), this rank's even share, per byte
+                                            // it moved; 0 = unknown
   double alone_cores = 1;              // cores a rank has alone: 1, or its CPU quota where less
                                        // (a testbed site of cpus = 0.5); its pool has
                                        // host_ranks / solo_speedup x alone_cores cores

@@ -36,6 +36,8 @@ assert len(p["ranks"]) == 2 and p["shape"]["n_embd"] == 64, p["shape"]
 for r in p["ranks"]:
     assert all(t > 0 for t in r["block_fwd_s"] + r["block_bwd_s"] + r["head_fwd_s"]), r
     assert r["micro_batch"] == [1, 2, 4, 8] and r["optim_s_per_param"] > 0
+    # one machine; its CPU beyond the ranks' own while they moved bytes, measured (>= 0)
+    assert r["machine"] == 0 and r["comm_cpu_s_per_byte"] > 0 and r["machine_extra_cpu_s_per_byte"] >= 0, r
     # the two ranks of this machine are a pair: a block split over tp 2 timed at every size
     assert len(r["tp2_fwd_s"]) == len(r["tp2_bwd_s"]) == 4 and min(r["tp2_fwd_s"] + r["tp2_bwd_s"]) > 0, r
     # timed alone exactly where a pool shares its cores (the pool's mean solo speed-up > 1.1)

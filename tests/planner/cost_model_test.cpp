@@ -152,6 +152,33 @@ TEST(CostModel, SharedCoresAddCommunicationsCpuAsAFloor) {
   EXPECT_NEAR(predict(k, in).cpu_bound_s, 2 * ((compute + optim) / 2 + 1e-9 * 2 * sent), 1e-9);
 }
 
+TEST(CostModel, MachinesExtraCpuGoesWithTheBytesSentAcross) {
+  // Two one-rank sites whose ranks share one core (a testbed): each measured 1 ns of its own CPU
+  // per byte it moved, and its machine spent 1 ns more per byte a rank moved beyond theirs (0.5 ns
+  // each rank's share; the link emulator). That goes with the bytes sent across: both ranks send
+  // across in the profile's ring, so 2 x 1 ns / 2 more per byte sent across, B = the gradient's
+  // bytes each (a ring of 2: 2(P-1)/P x B).
+  const Cluster c = make_cluster({1, 1}, {1e-4, 1e9}, {1e-3, 1e8});
+  ComputeProfile prof = make_profile(2, 0.1);
+  for (RankProfile& r : prof.ranks)
+    r.host = 0, r.host_ranks = 2, r.shares_cores = true, r.solo_speedup = 2, r.comm_cpu_s_per_byte = 1e-9;
+  CostInputs in{&c, &prof, make_model(2), 16, 25, 0, {}};
+  Candidate k;
+  k.ranks = std::vector<int>{0, 1};
+  k.plan = parallel::plan_from_flags({.dp = 2}, 2, 2, 2, 1);
+  const double before = predict(k, in).cpu_bound_s;
+  for (RankProfile& r : prof.ranks) r.machine_extra_cpu_s_per_byte = 0.5e-9;
+  const double C = 64, V = 128, B = 4 * (2 * (12 * C * C + 13 * C) + V * C + 16 * C + 2 * C);
+  EXPECT_NEAR(predict(k, in).cpu_bound_s - before, 2 * 1e-9 * B / 1.0, 1e-9);  // 2 ranks, 1 core
+  // In one site nobody sent across: the extra goes with every byte moved, the same CPU in all.
+  const Cluster one = make_cluster({2}, {1e-3, 1e8}, {});
+  in.cluster = &one;
+  for (RankProfile& r : prof.ranks) r.machine_extra_cpu_s_per_byte = 0;
+  const double inside = predict(k, in).cpu_bound_s;
+  for (RankProfile& r : prof.ranks) r.machine_extra_cpu_s_per_byte = 0.5e-9;
+  EXPECT_NEAR(predict(k, in).cpu_bound_s - inside, 2 * 1e-9 * B / 1.0, 1e-9);
+}
+
 TEST(CostModel, BucketsRunOnTwoGlooLanes) {
   // Two buckets over a 50 ms link: each on its own connection window, sharing the rate; the
   // second is ready when the backward ends, so one bucket's time is exposed.
