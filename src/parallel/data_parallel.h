@@ -44,7 +44,7 @@ struct DataParallel;  // data_parallel.cpp
 // its pieces and m's tensors are released), makes the buckets and registers the gradient hooks.
 // m must outlive the result; all parameters on one device. With tp.size > 1, m already holds this
 // rank's tensor-parallel slices (parallel/tensor/model.h): the forward pass and the gradient norm
-// take the tp group into account. ZeRO 3 does not combine with tp yet.
+// take the tp group into account; ZeRO 3 shards the tp slices over dp (parallel/zero3.cpp).
 std::shared_ptr<DataParallel> apply_data_parallel(model::GPT2& m, const ParallelConfig& cfg, const comm::Group& dp,
                                                   const comm::Group& tp);
 
