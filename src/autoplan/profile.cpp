@@ -343,23 +343,26 @@ double machine_busy_s() {
   return (user + nice + system + irq + softirq) / static_cast<double>(::sysconf(_SC_CLK_TCK));
 }
 
-// This machine (its host name) as a number every rank can compare.
-double machine_id() {
+// This machine's host name.
+std::string host_name() {
   char name[256] = {0};
   ::gethostname(name, sizeof name - 1);
-  return static_cast<double>(std::hash<std::string>{}(name) % (1ull << 50));
+  return name;
 }
+
+// A string as a number every rank can compare (exact in a double).
+double hash_of(const std::string& text) { return static_cast<double>(std::hash<std::string>{}(text) % (1ull << 50)); }
 
 // Per byte this process sends or receives in an all-reduce of every rank of g: its own CPU time
 // (Gloo's threads and the kernel's socket copies: getrusage counts both; waiting costs none), and
 // its share of what its machine spent beyond its ranks' own over the same time (the machine's busy
 // CPU less theirs, split evenly between them; 0 where /proc/stat cannot be read): the kernel's
 // forwarding and, on a testbed, the link emulator's copies of every packet that crosses sites,
-// which no rank is charged for.
+// which no rank is charged for. machine[q]: rank q's machine.
 struct CommCpuPerByte {
   double own = 0, machine_extra = 0;
 };
-CommCpuPerByte comm_cpu_per_byte(const comm::Group& g) {
+CommCpuPerByte comm_cpu_per_byte(const comm::Group& g, const std::vector<int>& machine) {
   if (g.size < 2) return {};
   const int64_t n = 1 << 20;  // 4 MB of fp32
   at::Tensor t = torch::ones({n});
@@ -376,13 +379,13 @@ CommCpuPerByte comm_cpu_per_byte(const comm::Group& g) {
   const double used = cpu_s() - before, machine_used = machine_busy_s() - machine_before;
   const double moved = reps * 2 * 2.0 * (g.size - 1) / g.size * static_cast<double>(n) * 4;  // sent + received
   // The ranks of this machine: their own CPU summed.
-  std::vector<double> ids(static_cast<size_t>(g.size), 0.0), own(static_cast<size_t>(g.size), 0.0);
-  ids[static_cast<size_t>(g.rank)] = machine_id(), own[static_cast<size_t>(g.rank)] = used;
-  ids = comm::sum(ids, g), own = comm::sum(own, g);
+  std::vector<double> own(static_cast<size_t>(g.size), 0.0);
+  own[static_cast<size_t>(g.rank)] = used;
+  own = comm::sum(own, g);
   double ours = 0;
   int here = 0;
   for (int q = 0; q < g.size; ++q)
-    if (ids[static_cast<size_t>(q)] == ids[static_cast<size_t>(g.rank)]) ours += own[static_cast<size_t>(q)], ++here;
+    if (machine[static_cast<size_t>(q)] == machine[static_cast<size_t>(g.rank)]) ours += own[static_cast<size_t>(q)], ++here;
   const double extra = machine_before < 0 ? 0.0 : std::max(0.0, machine_used - ours) / here;
   return {std::max(0.0, used / moved), extra / moved};
 }
@@ -611,16 +614,11 @@ struct RankPools {
   }
 };
 RankPools rank_pools(const comm::Group& g) {
-  char name[256] = {0};
-  ::gethostname(name, sizeof name - 1);
   const char* cg = std::getenv("SLM_CGROUP");
-  std::vector<double> hashes_of(static_cast<size_t>(g.size), 0.0);
-  hashes_of[static_cast<size_t>(g.rank)] =
-      static_cast<double>(std::hash<std::string>{}(std::string(name) + "|" + (cg ? cg : "")) % (1ull << 50));
-  hashes_of = comm::sum(hashes_of, g);
-  std::vector<double> machines_of(static_cast<size_t>(g.size), 0.0);
-  machines_of[static_cast<size_t>(g.rank)] = machine_id();
-  machines_of = comm::sum(machines_of, g);
+  std::vector<double> hashes_of(static_cast<size_t>(g.size), 0.0), machines_of(static_cast<size_t>(g.size), 0.0);
+  hashes_of[static_cast<size_t>(g.rank)] = hash_of(host_name() + "|" + (cg ? cg : ""));
+  machines_of[static_cast<size_t>(g.rank)] = hash_of(host_name());
+  hashes_of = comm::sum(hashes_of, g), machines_of = comm::sum(machines_of, g);
   RankPools p;
   p.host.resize(static_cast<size_t>(g.size)), p.index_in_host.resize(static_cast<size_t>(g.size));
   for (int q = 0; q < g.size; ++q)
@@ -671,7 +669,7 @@ planner::RankProfile measure_rank(const ProfileRequest& r, comm::World& w, const
     }
   }
   comm::barrier(g);
-  const CommCpuPerByte comm_cpu = comm_cpu_per_byte(g);
+  const CommCpuPerByte comm_cpu = comm_cpu_per_byte(g, pools.machine);
   mine.comm_cpu_s_per_byte = comm_cpu.own, mine.machine_extra_cpu_s_per_byte = comm_cpu.machine_extra;
   measure_tp2(r, w, pools.host, pools.index_in_host, any_pool_shares(mine.solo_speedup, pools.host, g), &mine);
   for (int k = 0; k < pools.most(); ++k) {

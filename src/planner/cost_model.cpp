@@ -665,8 +665,12 @@ double cpu_bound_s(const Ctx& x, double optimizer_s) {
   struct Work {
     double cpu = 0, cores = 0;  // CPU seconds per step, cores
   };
-  std::map<int, Work> pool;
-  std::map<int, std::pair<Work, std::map<int, double>>> machine;  // its work and its pools' cores
+  struct PoolWork {
+    Work pool;         // its own floor's
+    Work for_machine;  // its CPU with the machine's extra, its cores without a quota
+    int machine = 0;
+  };
+  std::map<int, PoolWork> pools;
   for (int r = 0; r < p.pp; ++r)
     for (int rep = 0; rep < p.dp; ++rep)
       for (int j = 0; j < p.stages[static_cast<size_t>(r)].tp; ++j) {
@@ -681,23 +685,25 @@ double cpu_bound_s(const Ctx& x, double optimizer_s) {
           const Sent more = bytes_sent(x, ck * p.pp + r, rep);
           sent.local += more.local, sent.cross += more.cross;
         }
-        const double cores = x.pool_cores(rp);
+        const double cores = x.pool_cores(rp), compute_cpu = compute * cores / rp.host_ranks;
         const CommCpu cc = x.comm_cpu(rp.host);
         const double bytes_cpu = cc.in_site * (2 * sent.local + sent.cross) + cc.sent_across * sent.cross;
         const double extra_cpu = cc.extra_in_site * (2 * sent.local + sent.cross) + cc.extra_sent_across * sent.cross;
-        Work& w = pool[rp.host];
-        w.cpu += compute * cores / rp.host_ranks + bytes_cpu * cores / x.comm_cores(rp);
-        w.cores = cores;
-        auto& [mw, pool_cores] = machine[rp.machine < 0 ? -1 - rp.host : rp.machine];
-        mw.cpu += compute * cores / rp.host_ranks + bytes_cpu + extra_cpu;
-        pool_cores[rp.host] = x.comm_cores(rp);
+        PoolWork& w = pools[rp.host];
+        w.pool.cpu += compute_cpu + bytes_cpu * cores / x.comm_cores(rp);
+        w.pool.cores = cores;
+        w.for_machine.cpu += compute_cpu + bytes_cpu + extra_cpu;
+        w.for_machine.cores = x.comm_cores(rp);
+        w.machine = rp.machine < 0 ? -1 - rp.host : rp.machine;
       }
   double bound = 0;
-  for (const auto& [host, w] : pool) bound = std::max(bound, w.cpu / w.cores);
-  for (auto& [m, wc] : machine) {
-    for (const auto& [host, c] : wc.second) wc.first.cores += c;
-    bound = std::max(bound, wc.first.cpu / wc.first.cores);
+  std::map<int, Work> machines;
+  for (const auto& [host, w] : pools) {
+    bound = std::max(bound, w.pool.cpu / w.pool.cores);
+    Work& m = machines[w.machine];
+    m.cpu += w.for_machine.cpu, m.cores += w.for_machine.cores;
   }
+  for (const auto& [machine, m] : machines) bound = std::max(bound, m.cpu / m.cores);
   return bound;
 }
 
