@@ -371,12 +371,14 @@ struct StageAt {
   std::vector<int> tp_group;
   bool first, last;  // holds the embedding / the head
   double L, b;       // blocks, micro-batch
+  bool rerun;        // the blocks' forward runs again in backward: recomputation, and ZeRO-3, which
+                     // gathers each block again there and recomputes it (parallel/zero3.cpp)
   double block_f = 0, block_b = 0;  // one block's forward and backward (the slowest tp rank's share)
   double tp_outside_f = 0;          // tp's all-reduces outside the blocks (embedding, loss)
 };
 
-// The stage's compute on its slowest tp rank: its blocks (a forward again in the backward with
-// recomputation), the embedding on the first stage, the head on the last.
+// The stage's compute on its slowest tp rank: its blocks (a forward again in the backward where
+// they rerun), the embedding on the first stage, the head on the last.
 StageTime stage_compute(const Ctx& x, StageAt& a) {
   const double t = a.s.tp, b = a.b;
   StageTime st;
@@ -385,7 +387,7 @@ StageTime stage_compute(const Ctx& x, StageAt& a) {
     const double bf = pr.block_scale * at_batch(pr.micro_batch, pr.block_fwd_s, b);
     const double bb = pr.block_scale * at_batch(pr.micro_batch, pr.block_bwd_s, b);
     a.block_f = std::max(a.block_f, bf / t), a.block_b = std::max(a.block_b, bb / t);
-    double f = a.L * bf / t, g = a.L * (bb + (x.c.recompute ? bf : 0)) / t;
+    double f = a.L * bf / t, g = a.L * (bb + (a.rerun ? bf : 0)) / t;
     if (a.first) f += at_batch(pr.micro_batch, pr.embed_s, b) / 2, g += at_batch(pr.micro_batch, pr.embed_s, b) / 2;
     if (a.last) f += at_batch(pr.micro_batch, pr.head_fwd_s, b) / t, g += at_batch(pr.micro_batch, pr.head_bwd_s, b) / t;
     st.fwd = std::max(st.fwd, f), st.bwd = std::max(st.bwd, g);
@@ -423,14 +425,14 @@ void add_tp_comm(const Ctx& x, StageAt& a, StageTime& st) {
   }
   if (const Tp2Block m = tp2_block(x, a.tp_group, b); m.measured) {
     // The blocks as the pair ran them; the embedding's all-reduce at a block forward's (2 each).
-    const double rest_f = st.fwd - L * a.block_f, rest_b = st.bwd - L * (a.block_b + (x.c.recompute ? a.block_f : 0));
-    const double blocks_f = L * m.fwd, blocks_b = L * (m.bwd + (x.c.recompute ? m.fwd : 0));
+    const double rest_f = st.fwd - L * a.block_f, rest_b = st.bwd - L * (a.block_b + (a.rerun ? a.block_f : 0));
+    const double blocks_f = L * m.fwd, blocks_b = L * (m.bwd + (a.rerun ? m.fwd : 0));
     a.tp_outside_f = (a.first ? std::max(ar, (m.fwd - a.block_f) / 2) : 0) + (a.last ? 3 * loss_ar : 0);
     st.fwd = rest_f + blocks_f + a.tp_outside_f;
     st.bwd = rest_b + blocks_b;
     st.shared_fwd = rest_f + m.shared * blocks_f, st.shared_bwd = rest_b + m.shared * blocks_b;
   } else {
-    const double n_fwd = 2 * L + (a.first ? 1 : 0), n_bwd = 2 * L * (x.c.recompute ? 2 : 1);  // + the rerun forward's
+    const double n_fwd = 2 * L + (a.first ? 1 : 0), n_bwd = 2 * L * (a.rerun ? 2 : 1);  // + the rerun forward's
     a.tp_outside_f = (a.first ? std::max(ar, cpu) : 0) + (a.last ? 3 * loss_ar : 0);
     st.fwd += n_fwd * std::max(ar, cpu) + (a.last ? 3 * loss_ar : 0);
     st.bwd += n_bwd * std::max(ar, cpu);
@@ -441,9 +443,9 @@ void add_tp_comm(const Ctx& x, StageAt& a, StageTime& st) {
     st.bwd += L * std::max(ar, cpu);
     // Gloo has no reduce-scatter (an all-reduce, of which each rank keeps its part), so the
     // all-gather before each column-parallel linear comes on top of tp's bytes each way (and in
-    // the rerun forward of recomputation).
+    // the rerun forward).
     if (gloo_ranks(x, a.tp_group))
-      st.fwd += L * std::max(ar, cpu), st.bwd += L * std::max(ar, cpu) * (x.c.recompute ? 2 : 1);
+      st.fwd += L * std::max(ar, cpu), st.bwd += L * std::max(ar, cpu) * (a.rerun ? 2 : 1);
   }
   st.cross_bytes += ring.site_edges * 2.0 * (a.s.tp - 1) / a.s.tp * act * (4 * L + (a.first ? 1 : 0));
 }
@@ -452,8 +454,9 @@ void add_tp_comm(const Ctx& x, StageAt& a, StageTime& st) {
 // (prefetched: hidden behind the neighbouring block's compute), its gradient reduced after,
 // blocking (parallel/zero3.cpp: the backward returns the reduced shard), behind the prefetch. With
 // tp, a rank's block is its slice (12C²/t + 7C/t + 6C parameters), its dp group one of the t
-// concurrent ones, and a block's forward and backward include tp's all-reduces. `rest_f`, `rest_b`:
-// the stage's compute outside its blocks (tp's all-reduces there are in a.tp_outside_f).
+// concurrent ones, and a block's forward and backward include tp's all-reduces (the backward's:
+// the rerun forward's too, StageAt::rerun, and its compute is compute on shared cores). `rest_f`,
+// `rest_b`: the stage's compute outside its blocks (tp's all-reduces there are in a.tp_outside_f).
 void add_zero3_comm(const Ctx& x, int k, const StageAt& a, double rest_f, double rest_b, StageTime& st) {
   const Plan& p = x.c.plan;
   const double L = a.L, t = a.s.tp;
@@ -467,7 +470,7 @@ void add_zero3_comm(const Ctx& x, int k, const StageAt& a, double rest_f, double
   const double reduce =
       ring_all_reduce_s(p.dp, ring.slowest, block_bytes, 1, share, x.ar_hop(ring.slowest, cross, block_bytes));
   const double bf = (st.fwd - rest_f - a.tp_outside_f) / L;  // a block's forward, tp's all-reduces included
-  const double fb = (st.bwd - rest_b) / L + (x.c.recompute ? 0 : bf);  // its backward after a rerun forward
+  const double fb = (st.bwd - rest_b) / L;  // its rerun forward and backward
   st.fwd = rest_f + a.tp_outside_f + L * std::max(bf, gather);
   st.bwd = rest_b + L * (std::max(fb, gather) + reduce);  // every block recomputed in backward
   // The dp group's ring is shared by the P replicas (their bytes are summed): each carries 1/P.
@@ -478,12 +481,14 @@ void add_zero3_comm(const Ctx& x, int k, const StageAt& a, double rest_f, double
 StageTime stage_time(const Ctx& x, int k, int rep, double b) {
   const Plan& p = x.c.plan;
   const StagePlan& s = p.stages[static_cast<size_t>(k)];
-  StageAt a{s, {}, k == 0, static_cast<size_t>(k) + 1 == p.stages.size(), static_cast<double>(s.end - s.first), b};
+  const bool zero3 = p.zero == 3 && p.dp > 1;
+  StageAt a{s, {}, k == 0, static_cast<size_t>(k) + 1 == p.stages.size(), static_cast<double>(s.end - s.first), b,
+            x.c.recompute || zero3};
   for (int j = 0; j < s.tp; ++j) a.tp_group.push_back(parallel::rank_at(p, k, rep, j));
   StageTime st = stage_compute(x, a);
-  const double rest_f = st.fwd - a.L * a.block_f, rest_b = st.bwd - a.L * (a.block_b + (x.c.recompute ? a.block_f : 0));
+  const double rest_f = st.fwd - a.L * a.block_f, rest_b = st.bwd - a.L * (a.block_b + (a.rerun ? a.block_f : 0));
   if (s.tp > 1) add_tp_comm(x, a, st);
-  if (p.zero == 3 && p.dp > 1) add_zero3_comm(x, k, a, rest_f, rest_b, st);
+  if (zero3) add_zero3_comm(x, k, a, rest_f, rest_b, st);
   return st;
 }
 

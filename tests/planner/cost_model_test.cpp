@@ -152,6 +152,26 @@ TEST(CostModel, SharedCoresAddCommunicationsCpuAsAFloor) {
   EXPECT_NEAR(predict(k, in).cpu_bound_s, 2 * ((compute + optim) / 2 + 1e-9 * 2 * sent), 1e-9);
 }
 
+TEST(CostModel, ZeroThreesRerunForwardIsCpuWorkOnSharedCores) {
+  // ZeRO-3 reruns each block's forward in backward: on two ranks sharing one core that forward is
+  // CPU work in the floor (as recomputation's), beside the backward, the head and the gathers' bytes.
+  const Cluster c = make_cluster({2}, {1e-3, 1e8}, {});
+  ComputeProfile prof = make_profile(2, 0.1);
+  for (RankProfile& r : prof.ranks)
+    r.host = 0, r.host_ranks = 2, r.shares_cores = true, r.solo_speedup = 2, r.comm_cpu_s_per_byte = 1e-9;
+  CostInputs in{&c, &prof, make_model(2), 16, 25, 0, {}};
+  Candidate k;
+  k.ranks = std::vector<int>{0, 1};
+  k.plan = parallel::plan_from_flags({.dp = 2, .zero = 3}, 2, 2, 2, 1);
+  const Prediction p = predict(k, in);
+  const double block = (12 * 64 * 64 + 13 * 64) * 4.0;
+  const double compute = 0.4 + (0.4 + 2 * (0.2 + 0.1)), sent = 2 * (2 * 0.5 + 2 * 0.5) * block;
+  EXPECT_NEAR(p.cpu_bound_s, 2 * ((compute + p.optimizer_s) / 2 + 1e-9 * 2 * sent), 1e-9);
+  // The same plan with recomputation reruns each block once, not twice.
+  k.recompute = true;
+  EXPECT_NEAR(predict(k, in).cpu_bound_s, p.cpu_bound_s, 1e-12);
+}
+
 TEST(CostModel, MachinesExtraCpuGoesWithTheBytesSentAcross) {
   // Two one-rank sites whose ranks share one core (a testbed): each measured 1 ns of its own CPU
   // per byte it moved, and its machine spent 1 ns more per byte a rank moved beyond theirs (0.5 ns
