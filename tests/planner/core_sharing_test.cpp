@@ -124,7 +124,7 @@ TEST(CoreSharing, TheCostModelsPipelinesUseIt) {
   k.ranks = {0, 1};
   k.plan = parallel::plan_from_flags({.pp = 2, .micro_batches = 1, .schedule = "gpipe"}, 2, 2, 1, 1);
   const double alone = predict(k, in).pipeline_s;
-  for (RankProfile& r : prof.ranks) r.host = 0, r.host_ranks = 2, r.shares_cores = true, r.solo_speedup = 2;
+  test::share_one_pool(prof, 2);
   EXPECT_NEAR(predict(k, in).pipeline_s, alone / 2, 1e-6);
 }
 

@@ -22,6 +22,7 @@ namespace {
 using test::make_cluster;
 using test::make_model;
 using test::make_profile;
+using test::share_one_pool;
 
 TEST(CostModel, DataParallelStepIsComputePlusExposedReductionPlusOptimizer) {
   const Cluster c = make_cluster({2}, {1e-3, 1e8}, {});
@@ -128,7 +129,7 @@ TEST(CostModel, SharedCoresAddCommunicationsCpuAsAFloor) {
   // of moving the gradients (1 ns per byte sent or received) must fit on that one core.
   const Cluster c = make_cluster({2}, {1e-3, 1e8}, {});
   ComputeProfile prof = make_profile(2, 0.1);
-  for (RankProfile& r : prof.ranks) r.host = 0, r.host_ranks = 2, r.shares_cores = true, r.solo_speedup = 2;
+  share_one_pool(prof, 2);
   CostInputs in{&c, &prof, make_model(2), 16, 25, 0, {}};
   Candidate k;
   k.ranks = {0, 1};
@@ -157,8 +158,7 @@ TEST(CostModel, ZeroThreesRerunForwardIsCpuWorkOnSharedCores) {
   // CPU work in the floor (as recomputation's), beside the backward, the head and the gathers' bytes.
   const Cluster c = make_cluster({2}, {1e-3, 1e8}, {});
   ComputeProfile prof = make_profile(2, 0.1);
-  for (RankProfile& r : prof.ranks)
-    r.host = 0, r.host_ranks = 2, r.shares_cores = true, r.solo_speedup = 2, r.comm_cpu_s_per_byte = 1e-9;
+  share_one_pool(prof, 2, 1e-9);
   CostInputs in{&c, &prof, make_model(2), 16, 25, 0, {}};
   Candidate k;
   k.ranks = std::vector<int>{0, 1};
@@ -180,8 +180,7 @@ TEST(CostModel, MachinesExtraCpuGoesWithTheBytesSentAcross) {
   // bytes each (a ring of 2: 2(P-1)/P x B).
   const Cluster c = make_cluster({1, 1}, {1e-4, 1e9}, {1e-3, 1e8});
   ComputeProfile prof = make_profile(2, 0.1);
-  for (RankProfile& r : prof.ranks)
-    r.host = 0, r.host_ranks = 2, r.shares_cores = true, r.solo_speedup = 2, r.comm_cpu_s_per_byte = 1e-9;
+  share_one_pool(prof, 2, 1e-9);
   CostInputs in{&c, &prof, make_model(2), 16, 25, 0, {}};
   Candidate k;
   k.ranks = std::vector<int>{0, 1};
@@ -278,8 +277,7 @@ TEST(CostModel, TensorParallelAllReducesAreCpuWorkOnSharedCores) {
   k.ranks = {0, 1};
   k.plan = parallel::plan_from_flags({.tp = 2}, 2, 2, 1, 1);
   const Prediction alone = predict(k, in);
-  for (RankProfile& r : prof.ranks)
-    r.host = 0, r.host_ranks = 2, r.shares_cores = true, r.solo_speedup = 2, r.comm_cpu_s_per_byte = 1e-8;
+  share_one_pool(prof, 2, 1e-8);
   const Prediction shared = predict(k, in);
   const double act = 1 * 16 * 64 * 4, link = ring_all_reduce_s(2, {1e-5, 1e9}, act);
   const double cpu = 1e-8 * 2 * act * 2;  // (sent + received) per byte, at half a core
@@ -404,10 +402,8 @@ TEST(CostModel, TensorParallelPairsSpeedUpAsMuchAsTheyDidAlone) {
   // blocks' worth, between the two.
   const Cluster c = make_cluster({4}, {1e-5, 1e9}, {});
   ComputeProfile prof = make_profile(4, 0.1);
-  for (RankProfile& r : prof.ranks) {
-    r.host = 0, r.host_ranks = 4, r.shares_cores = true, r.solo_speedup = 2;
-    r.tp2_fwd_s = {0.3, 2.4}, r.tp2_bwd_s = {0.5, 4.0}, r.tp2_alone_s = {0.8, 6.4};
-  }
+  share_one_pool(prof, 4);
+  for (RankProfile& r : prof.ranks) r.tp2_fwd_s = {0.3, 2.4}, r.tp2_bwd_s = {0.5, 4.0}, r.tp2_alone_s = {0.8, 6.4};
   CostInputs in{&c, &prof, make_model(2), 16, 25, 0, {}};
   Candidate k;
   k.ranks = {0, 1, 2, 3};
@@ -426,8 +422,7 @@ TEST(CostModel, HierarchicalSiteStepsAreCpuWorkOnSharedCores) {
   // the site sum and the site all-gather go over loopback at CPU speed, not at the link's 7 GB/s.
   const Cluster c = make_cluster({2, 2}, {1e-5, 7e9}, {0.01, 1e8});
   ComputeProfile prof = make_profile(4, 0.01);
-  for (RankProfile& r : prof.ranks)
-    r.host = 0, r.host_ranks = 4, r.shares_cores = true, r.solo_speedup = 2, r.comm_cpu_s_per_byte = 1e-9;
+  share_one_pool(prof, 4, 1e-9);
   CostInputs in{&c, &prof, make_model(2), 16, 25, 0, {}};
   Candidate k;
   k.ranks = {0, 1, 2, 3};
@@ -453,8 +448,7 @@ TEST(CostModel, AFlatReductionInsideASiteIsCpuWorkOnSharedCores) {
   // backward (no spare core to run it beside): each rank sends and receives 2 x 1/2 of the bytes.
   const Cluster c = make_cluster({2}, {1e-5, 7e9}, {});
   ComputeProfile prof = make_profile(2, 0.01);
-  for (RankProfile& r : prof.ranks)
-    r.host = 0, r.host_ranks = 2, r.shares_cores = true, r.solo_speedup = 2, r.comm_cpu_s_per_byte = 1e-9;
+  share_one_pool(prof, 2, 1e-9);
   CostInputs in{&c, &prof, make_model(2), 16, 25, 0, {}};
   Candidate k;
   k.ranks = {0, 1};
@@ -472,10 +466,8 @@ TEST(CostModel, BytesSentAcrossSitesCostMoreCpu) {
   // received or sent inside a site, 2 x 2 - 0.5 = 3.5 ns per byte sent across.
   const Cluster c = make_cluster({2, 2}, {1e-5, 7e9}, {0.01, 1e8});
   ComputeProfile prof = make_profile(4, 0.01);
-  for (int i = 0; i < 4; ++i) {
-    RankProfile& r = prof.ranks[static_cast<size_t>(i)];
-    r.host = 0, r.host_ranks = 4, r.shares_cores = true, r.solo_speedup = 2, r.comm_cpu_s_per_byte = i % 2 ? 2e-9 : 0.5e-9;
-  }
+  share_one_pool(prof, 4);
+  for (int i = 0; i < 4; ++i) prof.ranks[static_cast<size_t>(i)].comm_cpu_s_per_byte = i % 2 ? 2e-9 : 0.5e-9;
   CostInputs in{&c, &prof, make_model(2), 16, 25, 0, {}};
   Candidate k;
   k.ranks = {0, 1, 2, 3};

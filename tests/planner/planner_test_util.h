@@ -40,6 +40,13 @@ inline ComputeProfile make_profile(int world, double fwd_s, const std::vector<do
   return p;
 }
 
+// Every rank of p time-sharing the cores of one machine (host 0, `ranks` of them), 2x faster alone,
+// each measuring `comm_cpu` seconds of its CPU per byte it moves (0: not measured).
+inline void share_one_pool(ComputeProfile& p, int ranks, double comm_cpu = 0) {
+  for (RankProfile& r : p.ranks)
+    r.host = 0, r.host_ranks = ranks, r.shares_cores = true, r.solo_speedup = 2, r.comm_cpu_s_per_byte = comm_cpu;
+}
+
 inline parallel::ModelShape make_model(int64_t n_layer) {
   parallel::ModelShape m;
   m.n_layer = n_layer, m.n_head = 4, m.n_embd = 64, m.vocab_padded = 128, m.block_size = 16;
