@@ -78,6 +78,7 @@ static planner::ComputeProfile job_profile(const train::Config& cfg, comm::World
                      3, true, w.env.local_world};
   prof.shape = shape;
   prof.ranks = profile_job(req, w);
+  planner::pool_compute(prof.ranks);  // as parse_profile does for a profile file
   a.profile_source = prof.ranks[0].source;
   return prof;
 }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <fmt/format.h>
 #include <map>
+#include <tuple>
 #include <nlohmann/json.hpp>
 
 #include "planner/devices.h"
@@ -93,7 +94,38 @@ ComputeProfile parse_profile(const std::string& text, const std::string& where) 
   }
   if (p.ranks.empty()) throw UserError(where + ": the profile has no ranks");
   settle_shared_pools(p.ranks);
+  pool_compute(p.ranks);
   return p;
+}
+
+void pool_compute(std::vector<RankProfile>& ranks) {
+  std::map<std::tuple<int, std::string, std::vector<int64_t>>, std::vector<RankProfile*>> alike;
+  for (RankProfile& r : ranks)
+    if (r.shares_cores && r.source != "device table") alike[{r.host, r.device, r.micro_batch}].push_back(&r);
+  for (auto& [key, members] : alike) {
+    if (members.size() < 2) continue;
+    const double n = static_cast<double>(members.size());
+    RankProfile mean = *members[0];
+    mean.block_scale = 0, mean.optim_s_per_param = 0;
+    for (auto* v : {&mean.block_fwd_s, &mean.block_bwd_s, &mean.embed_s, &mean.head_fwd_s, &mean.head_bwd_s})
+      v->assign(v->size(), 0.0);
+    for (const RankProfile* r : members) {
+      mean.block_scale += r->block_scale / n, mean.optim_s_per_param += r->optim_s_per_param / n;
+      for (size_t k = 0; k < mean.micro_batch.size(); ++k) {
+        mean.block_fwd_s[k] += r->block_scale * r->block_fwd_s[k] / n;  // blocks in a row: scale x time
+        mean.block_bwd_s[k] += r->block_scale * r->block_bwd_s[k] / n;
+        mean.embed_s[k] += r->embed_s[k] / n;
+        mean.head_fwd_s[k] += r->head_fwd_s[k] / n, mean.head_bwd_s[k] += r->head_bwd_s[k] / n;
+      }
+    }
+    for (size_t k = 0; k < mean.micro_batch.size(); ++k)
+      mean.block_fwd_s[k] /= mean.block_scale, mean.block_bwd_s[k] /= mean.block_scale;
+    for (RankProfile* r : members) {
+      r->block_fwd_s = mean.block_fwd_s, r->block_bwd_s = mean.block_bwd_s, r->embed_s = mean.embed_s;
+      r->head_fwd_s = mean.head_fwd_s, r->head_bwd_s = mean.head_bwd_s;
+      r->block_scale = mean.block_scale, r->optim_s_per_param = mean.optim_s_per_param;
+    }
+  }
 }
 
 void settle_shared_pools(std::vector<RankProfile>& ranks) {

@@ -1,6 +1,7 @@
 // planner/profile.h: measured compute per rank, what the cost model is driven by. Owns:
 // ProfileShape (the model and precision a profile was measured for), RankProfile, ComputeProfile,
-// profile_to_json / parse_profile, check_profile (one-line error for another model or world),
+// settle_shared_pools and pool_compute (what a pool's ranks have in common), profile_to_json /
+// parse_profile (which applies both), check_profile (one-line error for another model or world),
 // at_batch (interpolation over micro-batch sizes), profile_from_devices (the device table's
 // estimate when nothing was measured). Pure: no torch. The measuring side is autoplan/profile.h
 // (`slm profile`, and `parallel.plan = "auto"` at start).
@@ -91,6 +92,17 @@ constexpr double kSharesCoresSpeedup = 1.1;
 // study of 2026-11-27c): judged alone, such a rank left the pool it time-shares, and the cost
 // model stopped counting it among the pool's busy ranks and its communication as the pool's CPU.
 void settle_shared_pools(std::vector<RankProfile>& ranks);
+
+// The compute of the ranks that time-share one pool's cores (shares_cores; measured on one device
+// at the same sizes): each gets their mean (block forward and backward in a row: block_scale x the
+// block's times; embedding, head, optimizer), since they run on the same cores and what differs
+// between them is the measurement's scatter (on the testbed's 4 ranks on 2 cores a block per
+// sequence 16-31 ms, block_scale 0.92-1.67, within one profile). Judged rank by rank, a search
+// made the scatter a plan: four profiles in a row of the planner study's rtt20 testbed gave
+// identical ranks layer splits of 8+8+4+4 and 4+7+9+4, predicted 11-13% faster than they then
+// ran and slower than the even pipelines measured beside them. Their communication's CPU (which
+// depends on where a rank sends), memory and tp pairs stay per rank.
+void pool_compute(std::vector<RankProfile>& ranks);
 
 std::string profile_to_json(const ComputeProfile& p);
 // UserError (one line, with `where`) for malformed JSON or inconsistent lengths.

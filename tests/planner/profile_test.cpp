@@ -1,11 +1,13 @@
 // tests/planner/profile_test.cpp: the compute profile: interpolation between the timed sizes, the
-// file's checks against the model, and a pool sharing its cores as a whole.
+// file's checks against the model, a pool sharing its cores as a whole, and the compute of a pool's
+// ranks pooled (a search then splits identical ranks evenly).
 #include <gtest/gtest.h>
 
 #include "parallel/plan.h"
 #include "planner/cluster.h"
 #include "planner/comm_cost.h"
 #include "planner/devices.h"
+#include "planner/search.h"
 #include "planner/stage_split.h"
 #include "planner_test_util.h"
 #include "testbed/spec.h"
@@ -14,6 +16,8 @@
 namespace slm::planner {
 namespace {
 
+using test::make_cluster;
+using test::make_model;
 using test::make_profile;
 
 TEST(Profile, InterpolatesAndChecksTheModel) {
@@ -89,6 +93,63 @@ TEST(Profile, APoolSharesItsCoresAsAWhole) {
   for (size_t r = 0; r < 4; ++r) p.ranks[r].solo_speedup = r == 0 ? 1.3 : 1.0;
   settle_shared_pools(p.ranks);
   for (size_t r = 0; r < 4; ++r) EXPECT_FALSE(p.ranks[r].shares_cores) << r;
+}
+
+TEST(Profile, RanksSharingAPoolsCoresComputeAsTheirMean) {
+  ComputeProfile p = make_profile(4, 1.0);
+  for (RankProfile& r : p.ranks) r.host_ranks = 3, r.solo_speedup = 2;  // ranks 0-2 share host 0's cores
+  p.ranks[1].block_fwd_s = {3.0, 24.0}, p.ranks[1].block_scale = 2;  // in a row: 6 x rank 0's 1
+  p.ranks[1].head_fwd_s = {4.0, 32.0}, p.ranks[1].optim_s_per_param = 3e-9, p.ranks[1].comm_cpu_s_per_byte = 1e-9;
+  p.ranks[2].device = "another", p.ranks[2].block_fwd_s = {5.0, 40.0};  // host 0 too, another device
+  p.ranks[3].host = 1, p.ranks[3].block_fwd_s = {7.0, 56.0};            // another pool
+  const ComputeProfile q = parse_profile(profile_to_json(p), "p.json");
+  for (size_t r = 0; r < 2; ++r) {
+    EXPECT_NEAR(q.ranks[r].block_scale * q.ranks[r].block_fwd_s[0], (1 + 6) / 2.0, 1e-12) << r;
+    EXPECT_NEAR(q.ranks[r].block_scale, 1.5, 1e-12) << r;
+    EXPECT_NEAR(q.ranks[r].block_scale * q.ranks[r].block_bwd_s[1], (16 + 2 * 16) / 2.0, 1e-12) << r;
+    EXPECT_NEAR(q.ranks[r].head_fwd_s[0], 3.0, 1e-12) << r;
+    EXPECT_NEAR(q.ranks[r].optim_s_per_param, 2e-9, 1e-21) << r;
+  }
+  EXPECT_EQ(q.ranks[0].comm_cpu_s_per_byte, 0);  // where a rank sends stays its own
+  EXPECT_EQ(q.ranks[1].comm_cpu_s_per_byte, 1e-9);
+  EXPECT_EQ(q.ranks[2].block_fwd_s[0], 5.0);
+  EXPECT_EQ(q.ranks[3].block_fwd_s[0], 7.0);
+  // Ranks that do not share their pool's cores keep their own: what differs there may be the
+  // hardware (a profile of the device table likewise).
+  ComputeProfile own = p;
+  for (RankProfile& r : own.ranks) r.solo_speedup = 1;
+  EXPECT_EQ(parse_profile(profile_to_json(own), "own.json").ranks[1].block_fwd_s[0], 3.0);
+  ComputeProfile d = p;
+  for (RankProfile& r : d.ranks) r.source = "device table";
+  EXPECT_EQ(parse_profile(profile_to_json(d), "d.json").ranks[1].block_fwd_s[0], 3.0);
+}
+
+TEST(Profile, ASearchSplitsTheLayersOfIdenticalRanksAsIfTheyTimedAlike) {
+  // Two sites of two ranks each time-sharing their site's cores, 50 ms apart: one pipeline stage
+  // per site. The ranks of site a timed their block 20% apart around the others' (one
+  // measurement's scatter): judged rank by rank the slower one's stage gets fewer layers; pooled,
+  // the plan is the one for ranks that timed alike.
+  const Cluster c = make_cluster({2, 2}, {1e-4, 1e9}, {0.05, 12.5e6});
+  ComputeProfile alike = make_profile(4, 0.002);
+  alike.shape.n_embd = 256;
+  for (size_t r = 0; r < 4; ++r)
+    alike.ranks[r].host = static_cast<int>(r / 2), alike.ranks[r].host_ranks = 2, alike.ranks[r].solo_speedup = 2;
+  settle_shared_pools(alike.ranks);
+  ComputeProfile scattered = alike;
+  for (size_t r = 0; r < 2; ++r)
+    for (auto* v : {&scattered.ranks[r].block_fwd_s, &scattered.ranks[r].block_bwd_s})
+      for (double& t : *v) t *= r == 0 ? 0.8 : 1.2;
+  parallel::ModelShape m = make_model(8);
+  m.n_embd = 256;
+  SearchOptions o;
+  o.batch_size = 16, o.micro_batch = 2, o.top = 1, o.subsets = false;
+  auto best = [&](const ComputeProfile& p) {
+    CostInputs in{&c, &p, m, 16, 25, 0, {}};
+    return describe_candidate(search_plans(in, o).top.at(0).c);
+  };
+  const std::string want = best(alike);
+  ASSERT_NE(best(scattered), want);  // rank by rank the scatter moves a layer
+  EXPECT_EQ(best(parse_profile(profile_to_json(scattered), "p.json")), want);
 }
 
 }  // namespace
