@@ -100,7 +100,8 @@ void settle_shared_pools(std::vector<RankProfile>& ranks);
 // sequence 16-31 ms, block_scale 0.92-1.67, within one profile). Judged rank by rank, a search
 // made the scatter a plan: four profiles in a row of the planner study's rtt20 testbed gave
 // identical ranks layer splits of 8+8+4+4 and 4+7+9+4, predicted 11-13% faster than they then
-// ran and slower than the even pipelines measured beside them. Their communication's CPU (which
+// ran (the first 16% slower than pp 2 x dp 2 beside it); and a stage took its slowest rank's
+// scatter (even pipelines up to 4% slower than from the mean). Their communication's CPU (which
 // depends on where a rank sends), memory and tp pairs stay per rank.
 void pool_compute(std::vector<RankProfile>& ranks);
 
