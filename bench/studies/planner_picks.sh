@@ -14,23 +14,9 @@ ROUNDS=${4:-4} RTT=${5:-20}
 [ "$(id -u)" -eq 0 ] || { echo "planner_picks: needs root (the testbed); run with sudo" >&2; exit 1; }
 W=$(mktemp -d); trap 'rm -rf "$W"; "$SLM" testbed down "$W/c.toml" 2>/dev/null || true' EXIT
 export HOME=$W  # a profile cache of its own
-MODEL=(-c /dev/null --set data.dir="$DATA" --set model.n_layer=24 --set model.n_head=16 --set model.n_embd=256
-       --set model.block_size=128 --set batch.batch_size=8 --set batch.micro_batch=2 --set optim.lr=1e-3
-       --set schedule.warmup_steps=2 --set eval.every=0 --set checkpoint.every=0 --set log.every=1
-       --set system.precision=fp32)
-cat > "$W/c.toml" <<TOML
-name = "picks"
-[[site]]
-name = "a"
-ranks = 2
-[[site]]
-name = "b"
-ranks = 2
-[[link]]
-sites = ["a", "b"]
-delay_ms = $(python3 -c "print($RTT / 2)")
-rate_mbit = 1000
-TOML
+. "$(dirname "$0")/planner_setup.sh"
+study_model "$DATA"
+study_cluster "$W/c.toml" "$RTT" 1000 0
 seconds() { grep -o "predicted [0-9.]* s per step" | awk '{print $2}'; }
 : > "$OUT/picks.txt"
 for ((i = 1; i <= ROUNDS; i++)); do

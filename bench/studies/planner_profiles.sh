@@ -9,15 +9,14 @@ mkdir -p "$OUT"
 [ "$(id -u)" -eq 0 ] || { echo "planner_profiles: needs root (the testbed); run with sudo" >&2; exit 1; }
 W=$(mktemp -d); trap 'rm -rf "$W"; "$SLM" testbed down "$W/c.toml" 2>/dev/null || true' EXIT
 export HOME=$W  # no cached profile
-MODEL=(-c /dev/null --set data.dir="$DATA" --set model.n_layer=24 --set model.n_head=16 --set model.n_embd=256
-       --set model.block_size=128 --set batch.batch_size=8 --set batch.micro_batch=2 --set system.precision=fp32)
+. "$(dirname "$0")/planner_setup.sh"
+study_model "$DATA"
 declare -A RTT=([rtt0]=0 [rtt20]=20 [rtt100]=100 [het20]=20 [gpu20]=20 [mem20]=20)
 declare -A RATE=([rtt0]=1000 [rtt20]=1000 [rtt100]=1000 [het20]=1000 [gpu20]=250 [mem20]=1000)
 declare -A CPUS_B=([het20]=0.5)
 for sc in "${@:-rtt0 rtt20 rtt100 het20 gpu20 mem20}"; do
   for s in $sc; do
-    printf 'name = "plan"\n[[site]]\nname = "a"\nranks = 2\n[[site]]\nname = "b"\nranks = 2\ncpus = %s\n[[link]]\nsites = ["a", "b"]\ndelay_ms = %s\nrate_mbit = %s\n' \
-      "${CPUS_B[$s]:-0}" "$(python3 -c "print(${RTT[$s]} / 2)")" "${RATE[$s]}" > "$W/c.toml"
+    study_cluster "$W/c.toml" "${RTT[$s]}" "${RATE[$s]}" "${CPUS_B[$s]:-0}"
     "$SLM" testbed run "$W/c.toml" -- "$SLM" profile "${MODEL[@]}" --micro-batches 1,2,4,8 --no-cache -o "$OUT/$s.json" \
       > "$W/log" 2>&1 || { cat "$W/log"; exit 1; }
     echo "$s: $(python3 -c "import json,sys; r=json.load(open(sys.argv[1]))['ranks']; print('own', [round(q['comm_cpu_s_per_byte']*1e9,2) for q in r], 'machine extra', [round(q.get('machine_extra_cpu_s_per_byte',0)*1e9,2) for q in r], 'ns/B')" "$OUT/$s.json")"

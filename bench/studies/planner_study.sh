@@ -28,10 +28,8 @@ ROUNDS=${ROUNDS:-2}
 [ "$(id -u)" -eq 0 ] || { echo "planner_study: needs root (the testbed); run with sudo" >&2; exit 1; }
 W=$(mktemp -d); trap 'rm -rf "$W"; "$SLM" testbed down "$W/c.toml" 2>/dev/null || true' EXIT
 export HOME=$W  # a profile cache of its own
-MODEL=(-c /dev/null --set data.dir="$DATA" --set model.n_layer=24 --set model.n_head=16 --set model.n_embd=256
-       --set model.block_size=128 --set batch.batch_size=8 --set batch.micro_batch=2 --set optim.lr=1e-3
-       --set schedule.warmup_steps=2 --set eval.every=0 --set checkpoint.every=0 --set log.every=1
-       --set system.precision=fp32)
+. "$(dirname "$0")/planner_setup.sh"
+study_model "$DATA"
 declare -A FLAGS=(
   [dp]=""
   [zero2]="--zero 2"
@@ -45,24 +43,6 @@ declare -A FLAGS=(
 read -r -a ALL_LAYOUTS <<< "${LAYOUTS-dp zero2 pipeshard pp2-dp2 hier-dp}"  # LAYOUTS="" : only the two picks
 read -r -a MEM_LAYOUTS <<< "${MEM_LAYOUTS-dp zero3 pipeshard pp2-dp2-rc pp4}"  # mem20's (refused ones are listed)
 read -r -a ORDER <<< "${SCENARIOS:-rtt0 rtt100 het20 gpu20}"
-cluster() {  # name rtt_ms rate_mbit cpus_b [memory_gb]
-  cat > "$W/c.toml" <<TOML
-name = "plan"
-[[site]]
-name = "a"
-ranks = 2
-memory_gb = ${5:-0}
-[[site]]
-name = "b"
-ranks = 2
-cpus = $4
-memory_gb = ${5:-0}
-[[link]]
-sites = ["a", "b"]
-delay_ms = $(python3 -c "print($2 / 2)")
-rate_mbit = $3
-TOML
-}
 step_times() {  # run dir -> its step_s of steps 2.., comma-separated
   python3 - "$1" <<'PY'
 import json, sys
@@ -104,12 +84,12 @@ predict() {  # layout round -> what `slm plan make/check` says of it with that r
 seconds() { grep -o "predicted [0-9.]* s per step" | awk '{print $2}' || true; }
 for sc in "${ORDER[@]}"; do
   case $sc in
-    rtt0) cluster "$sc" 0 1000 0 ;;
-    rtt20) cluster "$sc" 20 1000 0 ;;
-    rtt100) cluster "$sc" 100 1000 0 ;;
-    het20) cluster "$sc" 20 1000 0.5 ;;
-    gpu20) cluster "$sc" 20 250 0 ;;
-    mem20) cluster "$sc" 20 1000 0 0.55 ;;
+    rtt0) study_cluster "$W/c.toml" 0 1000 0 ;;
+    rtt20) study_cluster "$W/c.toml" 20 1000 0 ;;
+    rtt100) study_cluster "$W/c.toml" 100 1000 0 ;;
+    het20) study_cluster "$W/c.toml" 20 1000 0.5 ;;
+    gpu20) study_cluster "$W/c.toml" 20 250 0 ;;
+    mem20) study_cluster "$W/c.toml" 20 1000 0 0.55 ;;
     *) echo "unknown scenario $sc" >&2; exit 2 ;;
   esac
   profile 1
