@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <deque>
 #include <fmt/format.h>
@@ -18,10 +19,12 @@
 
 #include "comm/collectives.h"
 #include "host/hardware.h"
+#include "host/machine.h"
 #include "host/runtime.h"
 #include "model/autocast.h"
 #include "parallel/flat.h"
 #include "parallel/tensor/layers.h"
+#include "planner/pool_cores.h"
 #include "train/optim.h"
 #include "util/measure_cache.h"
 
@@ -634,6 +637,23 @@ RankPools rank_pools(const comm::Group& g) {
   return p;
 }
 
+// What every rank sees of its machine's CPUs (planner/pool_cores.h), gathered.
+std::vector<planner::CpuFacts> gather_cpu_facts(const std::string& device, const comm::Group& g) {
+  const host::CpuCount n = host::cpu_count();
+  const auto [quota, period] = cpu_quota_s();
+  std::vector<double> v(4 * static_cast<size_t>(g.size), 0.0);
+  double* me = v.data() + 4 * g.rank;
+  me[0] = n.logical, me[1] = n.physical, me[2] = device == "cpu" ? host::cpu_threads() : 0;
+  me[3] = period > 0 ? quota / period : 0;
+  v = comm::sum(v, g);
+  std::vector<planner::CpuFacts> facts;
+  for (int q = 0; q < g.size; ++q) {
+    const double* f = v.data() + 4 * q;
+    facts.push_back({static_cast<int>(f[0]), static_cast<int>(f[1]), static_cast<int>(f[2]), f[3]});
+  }
+  return facts;
+}
+
 // This rank's entry in the cache, if it has one.
 std::optional<planner::RankProfile> from_cache(const std::string& key) {
   const auto c = cached_measurement("profile.json", key);
@@ -713,6 +733,8 @@ std::vector<planner::RankProfile> profile_job(const ProfileRequest& request, com
     p.host_ranks = pools.ranks_on[p.host];
     p.machine = pools.machine[static_cast<size_t>(q)];
   }
+  for (const std::string& line : planner::fit_pool_cores(all, gather_cpu_facts(r.device, g)))
+    if (g.rank == 0) std::fprintf(stderr, "profile: %s\n", line.c_str());
   planner::settle_shared_pools(all);  // alone its ranks run notably faster (on average)
   return all;
 }

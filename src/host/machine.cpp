@@ -9,6 +9,7 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <utility>
 #include <torch/cuda.h>
 #include <torch/version.h>
 
@@ -41,12 +42,28 @@ double meminfo_bytes(const std::string& key) {
 
 }  // namespace
 
+CpuCount cpu_count() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return {};
+  CpuCount c{CPU_COUNT(&set), 0};
+  std::set<std::pair<std::string, std::string>> cores;  // (package, core)
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (!CPU_ISSET(cpu, &set)) continue;
+    const std::string dir = fmt::format("/sys/devices/system/cpu/cpu{}/topology/", cpu);
+    std::ifstream package(dir + "physical_package_id"), core(dir + "core_id");
+    std::string p, k;
+    if (!(package >> p) || !(core >> k)) return {c.logical, c.logical};
+    cores.insert({p, k});
+  }
+  c.physical = static_cast<int>(cores.size());
+  return c;
+}
+
 MachineFacts machine_facts() {
   MachineFacts m;
   m.cpu = cpu_model_name();
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  m.cores = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+  m.cores = cpu_count().logical;
   const std::set<std::string> flags = cpu_flags();
   for (const char* f : {"avx2", "avx512f", "avx512_bf16", "amx_bf16"})
     (flags.count(f) ? m.cpu_features : m.cpu_missing).push_back(f);

@@ -1,7 +1,7 @@
 // host/machine.h: the facts about this machine that `slm doctor` checks and `slm train`'s header
 // states, read rather than guessed: the CPU (model, usable cores, the instruction sets that decide
 // fp32/bf16 speed), memory, LibTorch (version, CUDA and NCCL compiled in, its BLAS) and the GPUs it sees.
-// Owns: MachineFacts, machine_facts, describe_cpu, describe_machine. Measured speeds (GEMM peaks, the precision
+// Owns: MachineFacts, machine_facts, CpuCount, cpu_count, describe_cpu, describe_machine. Measured speeds (GEMM peaks, the precision
 // probe) are host/hardware.h's and host/precision_probe.h's.
 #pragma once
 #include <string>
@@ -28,6 +28,13 @@ struct MachineFacts {
 };
 
 MachineFacts machine_facts();
+
+// The CPUs this process may run on (its affinity) and the physical cores they are on (fewer where
+// they include hyperthreads of one core; as many where the topology is not readable).
+struct CpuCount {
+  int logical = 1, physical = 1;
+};
+CpuCount cpu_count();
 
 // The CPU in words, e.g. "AMD EPYC 7B13, 2 cores (avx2 avx512f avx512_bf16; no amx_bf16)".
 std::string describe_cpu(const MachineFacts& m);
