@@ -2,147 +2,32 @@
 #include "autoplan/profile.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <deque>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <fstream>
 #include <map>
-#include <sstream>
-#include <sys/resource.h>
 #include <unistd.h>
 #include <nlohmann/json.hpp>
-#include <torch/cuda.h>
 #include <torch/torch.h>
 
+#include "autoplan/comm_cpu.h"
+#include "autoplan/cpu_quota.h"
+#include "autoplan/profile_timing.h"
+#include "autoplan/profile_tp2.h"
 #include "comm/collectives.h"
 #include "host/hardware.h"
 #include "host/machine.h"
 #include "host/runtime.h"
 #include "model/autocast.h"
 #include "parallel/flat.h"
-#include "parallel/tensor/layers.h"
 #include "planner/pool_cores.h"
 #include "train/optim.h"
 #include "util/measure_cache.h"
 
 namespace slm::autoplan {
 namespace {
-using Clock = std::chrono::steady_clock;
 constexpr double kSharedMinSampleS = 0.25;  // the shortest timing where ranks time-share cores
-constexpr double kTp2MinSampleS = 0.1;      // and of a tp pair anywhere: timed one run at a time,
-                                            // 2 ranks with 2 cores of their own gave 19-27 ms per
-                                            // block at b = 2 in three profiles
-
-void sync(const std::string& device) {
-  if (device != "cpu") torch::cuda::synchronize();
-}
-
-// One timing of first() then second(), each phase's mean over as many runs as span min_s (a
-// forward and its backward see the same contention: timed apart, their difference was noise on
-// shared cores).
-template <class F, class G>
-std::pair<double, double> time_split(const std::string& device, double min_s, F&& first, G&& second) {
-  double ta = 0, tb = 0;
-  int runs = 0;
-  do {
-    sync(device);
-    const auto t0 = Clock::now();
-    first();
-    sync(device);
-    const auto t1 = Clock::now();
-    second();
-    sync(device);
-    ta += std::chrono::duration<double>(t1 - t0).count();
-    tb += std::chrono::duration<double>(Clock::now() - t1).count();
-    ++runs;
-  } while (ta + tb < min_s);
-  return {ta / runs, tb / runs};
-}
-
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-// Median of `repeats` timings of f (time_split's first phase, with nothing after it) after one
-// warm-up.
-template <class F>
-double median_time(int repeats, const std::string& device, double min_s, F&& f) {
-  f();
-  std::vector<double> t;
-  for (int i = 0; i < repeats; ++i) t.push_back(time_split(device, min_s, f, [] {}).first);
-  return median_of(t);
-}
-
-// The cgroup folders whose CPU quota applies to this process: a testbed site's ranks share one
-// (testbed/cgroup.h, which also names it in SLM_CGROUP: inside a cgroup namespace
-// /proc/self/cgroup may say "/"), then those /proc/self/cgroup names (v2, v1).
-std::vector<std::string> cgroup_dirs() {
-  std::vector<std::string> dirs;
-  if (const char* dir = std::getenv("SLM_CGROUP")) dirs.push_back(dir);
-  std::ifstream in("/proc/self/cgroup");
-  for (std::string line; std::getline(in, line);) {
-    const auto colon = line.rfind(':');
-    if (colon == std::string::npos) continue;
-    const std::string path = line.substr(colon + 1);
-    for (const std::string& d : {"/sys/fs/cgroup" + path, "/sys/fs/cgroup/cpu" + path, "/sys/fs/cgroup/cpu,cpuacct" + path})
-      dirs.push_back(d);
-  }
-  return dirs;
-}
-
-std::string first_line(const std::string& file) {
-  std::ifstream q(file);
-  std::string v;
-  return q && std::getline(q, v) ? v : "";
-}
-
-// This process's CPU quotas, as one string (part of the cache key).
-std::string cpu_quota() {
-  std::string out = std::getenv("SLM_CPU_MAX") ? std::string("testbed=") + std::getenv("SLM_CPU_MAX") + ";" : "";
-  for (const std::string& d : cgroup_dirs())
-    for (const std::string& f : {d + "/cpu.max", d + "/cpu.cfs_quota_us"})
-      if (const std::string v = first_line(f); !v.empty()) out += f + "=" + v + ";";
-  return out;
-}
-
-// The CPU quota that limits this process, as {quota, period} in seconds ({0, 0} without one):
-// the testbed's (SLM_CPU_MAX, testbed/cgroup.h), else the first cgroup's (v2 cpu.max, v1 cfs).
-std::pair<double, double> cpu_quota_s() {
-  auto cpu_max = [](const std::string& line) -> std::pair<double, double> {  // "QUOTA PERIOD" in µs, or "max ..."
-    std::istringstream v(line);
-    std::string quota;
-    double period = 0;
-    if (v >> quota >> period && quota != "max" && quota[0] != '-' && period > 0)
-      return {std::strtod(quota.c_str(), nullptr) / 1e6, period / 1e6};
-    return {0, 0};
-  };
-  if (const char* testbed = std::getenv("SLM_CPU_MAX"))
-    if (const auto q = cpu_max(testbed); q.second > 0) return q;
-  for (const std::string& d : cgroup_dirs()) {
-    if (const auto q = cpu_max(first_line(d + "/cpu.max")); q.second > 0) return q;
-    std::istringstream v1(first_line(d + "/cpu.cfs_quota_us") + " " + first_line(d + "/cpu.cfs_period_us"));
-    double q1 = 0, p1 = 0;
-    if (v1 >> q1 >> p1 && q1 > 0 && p1 > 0) return {q1 / 1e6, p1 / 1e6};
-  }
-  return {0, 0};
-}
-
-// The period of that quota (0 without one): within a period a quota-limited rank runs at full
-// speed until its quota is spent, then not at all, so a timing shorter than a period can miss the
-// limit altogether (the testbed's 0.5-core site timed its blocks at b = 1 only 2x slower than the
-// free site, where whole steps ran ~4x slower).
-double quota_period_s() { return cpu_quota_s().second; }
-
-// The cores one rank has when it runs alone: 1, or the quota where it allows less (a testbed site
-// of cpus = 0.5). The solo speed-up is relative to this, so a pool's cores are ranks / speed-up x it.
-double alone_cores() {
-  const auto [quota, period] = cpu_quota_s();
-  return quota > 0 && period > 0 ? std::min(1.0, quota / period) : 1.0;
-}
 
 nlohmann::json to_json(const planner::RankProfile& r) {
   planner::ComputeProfile p;
@@ -161,16 +46,6 @@ void store_in_cache(const std::string& key, const planner::RankProfile& mine) {
   nlohmann::json j = to_json(mine);
   j["solo_speedup"] = mine.solo_speedup;
   store_measurement("profile.json", key, j);
-}
-
-// A model of `layers` blocks of the request's shape on its device (no dropout).
-model::GPT2 model_on_device(const ProfileRequest& r, int64_t layers, uint64_t seed) {
-  model::GPT2Config c = r.model;
-  c.n_layer = layers, c.dropout = 0;
-  model::GPT2 m = model::init_gpt2(c, seed);
-  if (r.device != "cpu")
-    for (auto& [name, p] : model::named_parameters(m)) p.set_data(p.data().to(r.device));
-  return m;
 }
 
 // A block's forward and backward, the embedding and the head (+ loss) forward and backward of m
@@ -336,16 +211,6 @@ std::vector<planner::RankProfile> gather_profile(const planner::RankProfile& min
 }
 
 
-// Busy CPU seconds of the whole machine so far (/proc/stat: every process, the kernel's
-// interrupts and softirqs; on a testbed the link emulator too), or -1 where it cannot be read.
-double machine_busy_s() {
-  std::ifstream f("/proc/stat");
-  std::string cpu;
-  double user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0;
-  if (!(f >> cpu >> user >> nice >> system >> idle >> iowait >> irq >> softirq) || cpu != "cpu") return -1;
-  return (user + nice + system + irq + softirq) / static_cast<double>(::sysconf(_SC_CLK_TCK));
-}
-
 // This machine's host name.
 std::string host_name() {
   char name[256] = {0};
@@ -355,60 +220,6 @@ std::string host_name() {
 
 // A string as a number every rank can compare (exact in a double).
 double hash_of(const std::string& text) { return static_cast<double>(std::hash<std::string>{}(text) % (1ull << 50)); }
-
-// Per byte this process sends or receives in an all-reduce of every rank of g: its own CPU time
-// (Gloo's threads and the kernel's socket copies: getrusage counts both; waiting costs none), and
-// its share of what its machine spent beyond its ranks' own over the same time (the machine's busy
-// CPU less theirs, split evenly between them; 0 where /proc/stat cannot be read): the kernel's
-// forwarding and, on a testbed, the link emulator's copies of every packet that crosses sites,
-// which no rank is charged for. machine[q]: rank q's machine.
-struct CommCpuPerByte {
-  double own = 0, machine_extra = 0;
-};
-CommCpuPerByte comm_cpu_per_byte(const comm::Group& g, const std::vector<int>& machine) {
-  if (g.size < 2) return {};
-  const int64_t n = 1 << 20;  // 4 MB of fp32
-  at::Tensor t = torch::ones({n});
-  comm::all_reduce_sum(t, g);  // connections warm
-  auto cpu_s = [] {
-    rusage u{};
-    ::getrusage(RUSAGE_SELF, &u);
-    return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + 1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
-  };
-  const int reps = 6;  // /proc/stat counts in ticks (10 ms): a window of several tenths of a second
-  comm::barrier(g);
-  const double before = cpu_s(), machine_before = machine_busy_s();
-  for (int i = 0; i < reps; ++i) comm::all_reduce_sum(t, g);
-  const double used = cpu_s() - before, machine_used = machine_busy_s() - machine_before;
-  const double moved = reps * 2 * 2.0 * (g.size - 1) / g.size * static_cast<double>(n) * 4;  // sent + received
-  // The ranks of this machine: their own CPU summed.
-  std::vector<double> own(static_cast<size_t>(g.size), 0.0);
-  own[static_cast<size_t>(g.rank)] = used;
-  own = comm::sum(own, g);
-  double ours = 0;
-  int here = 0;
-  for (int q = 0; q < g.size; ++q)
-    if (machine[static_cast<size_t>(q)] == machine[static_cast<size_t>(g.rank)]) ours += own[static_cast<size_t>(q)], ++here;
-  const double extra = machine_before < 0 ? 0.0 : std::max(0.0, machine_used - ours) / here;
-  return {std::max(0.0, used / moved), extra / moved};
-}
-
-// Whether the ranks of some pool share its cores, by the rule the planner reads the profile with
-// (planner::settle_shared_pools: the pool's mean solo speed-up), so that the pairs are timed alone
-// exactly where the cost model uses those timings. Collective over g.
-static bool any_pool_shares(double solo_speedup, const std::vector<int>& host, const comm::Group& g) {
-  std::vector<double> speedups(static_cast<size_t>(g.size), 0.0);
-  speedups[static_cast<size_t>(g.rank)] = solo_speedup;
-  speedups = comm::sum(speedups, g);
-  std::vector<planner::RankProfile> ranks(static_cast<size_t>(g.size));
-  for (size_t q = 0; q < ranks.size(); ++q) {
-    ranks[q].host = host[q];
-    ranks[q].host_ranks = static_cast<int>(std::count(host.begin(), host.end(), host[q]));
-    ranks[q].solo_speedup = speedups[q];
-  }
-  planner::settle_shared_pools(ranks);
-  return std::any_of(ranks.begin(), ranks.end(), [](const planner::RankProfile& p) { return p.shares_cores; });
-}
 
 // Block forward + backward at the largest size, alone (the others wait at a barrier).
 double solo_block_s(const ProfileRequest& r) {
@@ -420,183 +231,6 @@ double solo_block_s(const ProfileRequest& r) {
   at::Tensor x = torch::randn({b, r.seq_len, c.n_embd}, opts).requires_grad_(true);
   at::Tensor g = torch::randn({b, r.seq_len, c.n_embd}, opts);
   return median_time(r.repeats, r.device, r.min_sample_s, [&] { model::block_forward(m.h[0], x, c, true).backward(g); });
-}
-
-// One block split over the pair tp (tensor parallelism of 2) at every size, forward and backward:
-// medians of `repeats` rounds of the sizes in turn (as measure's), each timing the same number of
-// runs on both ranks (their all-reduces pair up), enough for min_sample_s (at least
-// kTp2MinSampleS) on the slower one.
-std::vector<std::pair<double, double>> tp2_block_s(const ProfileRequest& r, const model::GPT2Config& c,
-                                                   const model::Block& local, const comm::Group& tp) {
-  auto opts = torch::TensorOptions().device(r.device);
-  model::AutocastGuard autocast(r.precision, r.device);
-  struct AtSize {
-    at::Tensor x, g, y;
-    int runs = 1;
-    std::vector<double> fs, bs;
-  };
-  std::vector<AtSize> at(r.micro_batch.size());
-  auto run = [&](AtSize& s, double* fwd, double* bwd) {
-    sync(r.device);
-    const auto t0 = Clock::now();
-    s.y = parallel::tensor::tp_block_forward(local, s.x, c, tp);
-    sync(r.device);
-    const auto t1 = Clock::now();
-    s.y.backward(s.g);
-    sync(r.device);
-    *fwd += std::chrono::duration<double>(t1 - t0).count(), *bwd += std::chrono::duration<double>(Clock::now() - t1).count();
-  };
-  const double min_s = std::max(r.min_sample_s, kTp2MinSampleS);
-  for (size_t k = 0; k < at.size(); ++k) {
-    AtSize& s = at[k];
-    s.x = torch::randn({r.micro_batch[k], r.seq_len, c.n_embd}, opts).requires_grad_(true);
-    s.g = torch::randn({r.micro_batch[k], r.seq_len, c.n_embd}, opts);
-    double f = 0, w = 0;
-    run(s, &f, &w);  // warm-up, and how long one run takes
-    s.runs = std::max(1, static_cast<int>(comm::max(std::ceil(min_s / std::max(f + w, 1e-6)), tp)));
-  }
-  for (int i = 0; i < r.repeats; ++i)
-    for (AtSize& s : at) {
-      double f = 0, w = 0;
-      for (int k = 0; k < s.runs; ++k) run(s, &f, &w);
-      s.fs.push_back(f / s.runs), s.bs.push_back(w / s.runs);
-    }
-  std::vector<std::pair<double, double>> out;
-  for (const AtSize& s : at) out.emplace_back(median_of(s.fs), median_of(s.bs));
-  return out;
-}
-
-// The pairs of a pool as a pipeline's stages run them (1F1B): pair k runs `ahead` = pairs - 1 - k
-// forwards first, waits for pair k - 1's forward before each of its own and for pair k + 1's
-// backward before each of its own (a 1-element token stands for the activation and the gradient:
-// their transfer is the cost model's p2p term); prev / next: this rank's counterpart in those
-// pairs (ranks of g), -1 at the ends. A forward runs the block `blocks` times in a row (a stage
-// of several: its compute per token long beside the link's round trip, as in training). Medians
-// of `repeats` means of `runs` steady-state forwards and backwards per block (each timed without
-// its wait); then `tail` = k more (every pair runs as many forwards) and the last backwards.
-std::pair<double, double> tp2_pipeline_s(const ProfileRequest& r, const model::GPT2Config& c, const model::Block& local,
-                                         const comm::Group& tp, const comm::Group& g, int prev, int next, int ahead,
-                                         int tail, int blocks, int runs, int64_t b) {
-  auto opts = torch::TensorOptions().device(r.device);
-  model::AutocastGuard autocast(r.precision, r.device);
-  at::Tensor x = torch::randn({b, r.seq_len, c.n_embd}, opts).requires_grad_(true);
-  at::Tensor grad = torch::randn({b, r.seq_len, c.n_embd}, opts);
-  const at::Tensor token = torch::zeros({1});
-  at::Tensor got = torch::zeros({1});
-  std::deque<at::Tensor> ys;
-  std::vector<comm::Pending> sends;  // waited at the end: a send may wait for its receive
-  constexpr int kTag = 1 << 20;
-  int forwards = 0, backwards = 0;
-  auto forward = [&] {
-    if (prev >= 0) comm::recv_async(got, prev, kTag + 2 * forwards, g).wait();
-    sync(r.device);
-    const auto t0 = Clock::now();
-    at::Tensor y = x;
-    for (int k = 0; k < blocks; ++k) y = parallel::tensor::tp_block_forward(local, y, c, tp);
-    ys.push_back(y);
-    sync(r.device);
-    const double t = std::chrono::duration<double>(Clock::now() - t0).count();
-    if (next >= 0) sends.push_back(comm::send_async(token, next, kTag + 2 * forwards, g));
-    ++forwards;
-    return t;
-  };
-  auto backward = [&] {
-    if (next >= 0) comm::recv_async(got, next, kTag + 2 * backwards + 1, g).wait();
-    sync(r.device);
-    const auto t0 = Clock::now();
-    ys.front().backward(grad);
-    ys.pop_front();
-    sync(r.device);
-    const double t = std::chrono::duration<double>(Clock::now() - t0).count();
-    if (prev >= 0) sends.push_back(comm::send_async(token, prev, kTag + 2 * backwards + 1, g));
-    ++backwards;
-    return t;
-  };
-  for (int k = 0; k < ahead; ++k) forward();
-  std::vector<double> fs, bs;
-  for (int i = 0; i < r.repeats; ++i) {
-    double f = 0, w = 0;
-    for (int k = 0; k < runs; ++k) f += forward(), w += backward();
-    fs.push_back(f / runs / blocks), bs.push_back(w / runs / blocks);
-  }
-  for (int k = 0; k < tail; ++k) forward(), backward();  // every pair runs as many forwards
-  while (!ys.empty()) backward();
-  for (comm::Pending& p : sends) p.wait();
-  return {median_of(fs), median_of(bs)};
-}
-
-// RankProfile::tp2_*: this rank's pair (its pool's ranks paired in rank order) times a tp-2 block
-// at every size with every pair busy, then (alone_too: some pool shares cores) a pool's pairs as a
-// pipeline's stages (tp2_pipeline_s), then each pair alone in turn at every size. Collective over
-// w.world; a rank without a partner only waits.
-void measure_tp2(const ProfileRequest& r, comm::World& w, const std::vector<int>& host,
-                 const std::vector<int>& index_in_host, bool alone_too, planner::RankProfile* mine) {
-  const comm::Group& g = w.world;
-  const int me = g.rank, pair = index_in_host[static_cast<size_t>(me)] / 2;
-  int partner = -1;
-  for (int q = 0; q < g.size; ++q)
-    if (q != me && host[static_cast<size_t>(q)] == host[static_cast<size_t>(me)] && index_in_host[static_cast<size_t>(q)] / 2 == pair)
-      partner = q;
-  if (r.model.n_head % 2 != 0) partner = -1;  // tp 2 needs the heads split evenly
-  int most = 0;  // pairs in the largest pool
-  for (int q = 0; q < g.size; ++q) most = std::max(most, index_in_host[static_cast<size_t>(q)] / 2 + 1);
-  comm::Group tp;
-  model::GPT2Config c = r.model;
-  c.n_layer = 1, c.dropout = 0;
-  model::Block local;
-  if (partner >= 0) {
-    tp = comm::new_group(w, "profile-tp2", {std::min(me, partner), std::max(me, partner)});
-    model::GPT2 m = model_on_device(r, 1, 1);
-    local = parallel::tensor::shard_block(m.h[0], c, tp.rank, 2);
-  }
-  comm::barrier(g);  // every pair at once
-  if (partner >= 0)
-    for (const auto& [f, bw] : tp2_block_s(r, c, local, tp))
-      mine->tp2_fwd_s.push_back(std::max(f, 1e-6)), mine->tp2_bwd_s.push_back(std::max(bw, 1e-6));
-  // In phase, the pairs of a pool interleave: one computes while the other waits in its
-  // all-reduces (the planner study's rtt0 testbed: 21 ms per split block at b = 2 with both
-  // pairs busy, as one pair alone); a pipeline's stages run out of phase (one's forward beside
-  // the other's backward), and pipeshard's split blocks took 29-33 ms in training there.
-  const int pool_size = static_cast<int>(std::count(host.begin(), host.end(), host[static_cast<size_t>(me)]));
-  const int paired = pool_size / 2 * 2;  // the pool's ranks that have a partner
-  const int index = index_in_host[static_cast<size_t>(me)];
-  auto rank_of = [&](int i) {  // the rank of this pool with index i
-    for (int q = 0; q < g.size; ++q)
-      if (host[static_cast<size_t>(q)] == host[static_cast<size_t>(me)] && index_in_host[static_cast<size_t>(q)] == i) return q;
-    return -1;
-  };
-  const bool staged = partner >= 0 && alone_too && paired >= 4;
-  const int prev = staged && index >= 2 ? rank_of(index - 2) : -1, next = staged && index + 2 < paired ? rank_of(index + 2) : -1;
-  // The tokens' round trip (the testbed's sites 100 ms apart: 100 ms, beside a split block's 22 ms
-  // at b = 2: one block per token would leave the pairs mostly apart).
-  at::Tensor token = torch::zeros({1});
-  double rtt = 0;
-  for (int i = 0; i < 3 && prev >= 0; ++i)
-    comm::recv_async(token, prev, 7, g).wait(), comm::send_async(token, prev, 8, g).wait();
-  for (int i = 0; i < 3 && next >= 0; ++i) {
-    const auto t0 = Clock::now();
-    comm::send_async(token, next, 7, g).wait(), comm::recv_async(token, next, 8, g).wait();
-    const double t = std::chrono::duration<double>(Clock::now() - t0).count();
-    rtt = i == 0 ? t : std::min(rtt, t);
-  }
-  rtt = comm::max(rtt, g);
-  for (size_t k = 0; k < r.micro_batch.size(); ++k) {
-    // as many steady-state runs and blocks per token everywhere (the coupled pairs must agree) as
-    // the slowest in-phase pair needs: a sample of min_s, compute per token twice the round trip
-    const double one = partner >= 0 ? mine->tp2_fwd_s[k] + mine->tp2_bwd_s[k] : 0;
-    const int blocks = std::max(1, static_cast<int>(comm::max(one > 0 ? std::ceil(2 * rtt / one) : 1, g)));
-    const double min_s = std::max(r.min_sample_s, kTp2MinSampleS);
-    const int runs = std::max(1, static_cast<int>(comm::max(one > 0 ? std::ceil(min_s / (blocks * one)) : 1, g)));
-    if (!staged) continue;
-    const auto [f, bw] = tp2_pipeline_s(r, c, local, tp, g, prev, next, paired / 2 - 1 - pair, pair, blocks, runs, r.micro_batch[k]);
-    mine->tp2_pipe_fwd_s.push_back(std::max(f, 1e-6)), mine->tp2_pipe_bwd_s.push_back(std::max(bw, 1e-6));
-  }
-  for (int k = 0; alone_too && k < most; ++k) {  // one pair per pool at a time alone, at every size
-    comm::barrier(g);
-    if (partner < 0 || pair != k) continue;
-    for (const auto& [f, bw] : tp2_block_s(r, c, local, tp)) mine->tp2_alone_s.push_back(std::max(f + bw, 1e-6));
-  }
-  comm::barrier(g);
 }
 
 }  // namespace
@@ -654,6 +288,26 @@ std::vector<planner::CpuFacts> gather_cpu_facts(const std::string& device, const
   return facts;
 }
 
+// The solo speed-ups as the planner will read them: every rank's, the machine's pools held to its
+// cores (planner/pool_cores.h; rank 0 says so where that changed them) and settled
+// (planner::settle_shared_pools), so that the tp pairs are timed alone exactly where the cost
+// model uses those timings. Collective over g.
+std::vector<planner::RankProfile> settled_speedups(const planner::RankProfile& mine, const RankPools& pools,
+                                                   const std::string& device, const comm::Group& g) {
+  std::vector<double> v(2 * static_cast<size_t>(g.size), 0.0);
+  v[2 * static_cast<size_t>(g.rank)] = mine.solo_speedup, v[2 * static_cast<size_t>(g.rank) + 1] = mine.alone_cores;
+  v = comm::sum(v, g);
+  std::vector<planner::RankProfile> ranks(static_cast<size_t>(g.size));
+  for (size_t q = 0; q < ranks.size(); ++q) {
+    ranks[q].host = pools.host[q], ranks[q].host_ranks = pools.ranks_on.at(pools.host[q]), ranks[q].machine = pools.machine[q];
+    ranks[q].solo_speedup = v[2 * q], ranks[q].alone_cores = v[2 * q + 1];
+  }
+  for (const std::string& line : planner::fit_pool_cores(ranks, gather_cpu_facts(device, g)))
+    if (g.rank == 0) std::fprintf(stderr, "profile: %s\n", line.c_str());
+  planner::settle_shared_pools(ranks);
+  return ranks;
+}
+
 // This rank's entry in the cache, if it has one.
 std::optional<planner::RankProfile> from_cache(const std::string& key) {
   const auto c = cached_measurement("profile.json", key);
@@ -669,8 +323,9 @@ std::optional<planner::RankProfile> from_cache(const std::string& key) {
 }
 
 // Every rank measures (collective): its compute with all busy, then, where ranks share a pool, one
-// rank per pool at a time alone (solo_speedup); the CPU cost of communication, the tp-2 pairs; the
-// ranks of a machine add their entries to the cache in turn (one file).
+// rank per pool at a time alone (solo_speedup, the pools then held to the machine's cores); the
+// CPU cost of communication, the tp-2 pairs; the ranks of a machine add their entries to the cache
+// in turn (one file).
 planner::RankProfile measure_rank(const ProfileRequest& r, comm::World& w, const RankPools& pools,
                                   const std::string& key, const std::string& device) {
   const comm::Group& g = w.world;
@@ -688,10 +343,14 @@ planner::RankProfile measure_rank(const ProfileRequest& r, comm::World& w, const
       mine.solo_speedup = std::max(1.0, (mine.block_fwd_s[last] + mine.block_bwd_s[last]) / solo_block_s(r));
     }
   }
+  mine.alone_cores = alone_cores();
+  const std::vector<planner::RankProfile> settled = settled_speedups(mine, pools, r.device, g);
+  mine.solo_speedup = settled[static_cast<size_t>(g.rank)].solo_speedup;
+  const bool alone_too = std::any_of(settled.begin(), settled.end(), [](const planner::RankProfile& p) { return p.shares_cores; });
   comm::barrier(g);
   const CommCpuPerByte comm_cpu = comm_cpu_per_byte(g, pools.machine);
   mine.comm_cpu_s_per_byte = comm_cpu.own, mine.machine_extra_cpu_s_per_byte = comm_cpu.machine_extra;
-  measure_tp2(r, w, pools.host, pools.index_in_host, any_pool_shares(mine.solo_speedup, pools.host, g), &mine);
+  measure_tp2(r, w, pools.host, pools.index_in_host, alone_too, &mine);
   for (int k = 0; k < pools.most(); ++k) {
     comm::barrier(g);
     if (mine_in_host == k) store_in_cache(key, mine);
@@ -733,8 +392,6 @@ std::vector<planner::RankProfile> profile_job(const ProfileRequest& request, com
     p.host_ranks = pools.ranks_on[p.host];
     p.machine = pools.machine[static_cast<size_t>(q)];
   }
-  for (const std::string& line : planner::fit_pool_cores(all, gather_cpu_facts(r.device, g)))
-    if (g.rank == 0) std::fprintf(stderr, "profile: %s\n", line.c_str());
   planner::settle_shared_pools(all);  // alone its ranks run notably faster (on average)
   return all;
 }

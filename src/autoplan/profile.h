@@ -1,9 +1,11 @@
-// autoplan/profile.h: measuring one rank's compute for the planner (`slm profile`, and
-// `parallel.plan = "auto"` at the start of training). Owns: profile_this_rank (times a transformer
-// block forward and backward, the embeddings, head + loss and the AdamW step on this rank's device,
-// precision and thread count, at each micro-batch size; a few seconds), its cache
-// (~/.cache/slmtrain/profile.json, keyed by device, threads, ranks on the machine, CPU quota,
-// model shape and precision), and gather_profile (every rank's result on every rank).
+// autoplan/profile.h: measuring every rank's compute for the planner (`slm profile`, and
+// `parallel.plan = "auto"` at the start of training). Owns ProfileRequest, profile_job (times a
+// transformer block forward and backward, the embeddings, head + loss and the AdamW step on each
+// rank's device, precision and thread count, at each micro-batch size, all ranks at once; then
+// where ranks share cores each alone; its cache, ~/.cache/slmtrain/profile.json, keyed by device,
+// rank of the machine, CPU quota, model shape and precision) and profile_shape. Its parts: the
+// timings (profile_timing.h), the CPU quota (cpu_quota.h), communication's CPU (comm_cpu.h), the
+// tp-2 pairs (profile_tp2.h); the machine's pools are held to its cores by planner/pool_cores.h.
 // The numbers go into planner::ComputeProfile (planner/profile.h).
 #pragma once
 #include <cstdint>
