@@ -48,6 +48,23 @@ void store_in_cache(const std::string& key, const planner::RankProfile& mine) {
   store_measurement("profile.json", key, j);
 }
 
+// One part's timing within a round, taken in slices of min_s / kSlices (time_split's) until they
+// span min_s; the slices' means.
+constexpr int kSlices = 4;
+struct Slices {
+  double a = 0, b = 0, span = 0;
+  int n = 0;
+  template <class F, class G>
+  bool next(const std::string& device, double min_s, F&& first, G&& second) {  // false: done
+    if (n > 0 && span >= min_s) return false;
+    const auto [ta, tb] = time_split(device, min_s / kSlices, first, second);
+    a += ta, b += tb, span += std::max(min_s / kSlices, ta + tb), ++n;
+    return true;
+  }
+  double first() const { return a / n; }
+  double second() const { return b / n; }
+};
+
 // A block's forward and backward, the embedding and the head (+ loss) forward and backward of m
 // (one block) at each micro-batch size into out. Every rank of g times each round of sizes at once
 // (a barrier before each): "all busy" must mean all busy, or a rank that starts while the others
@@ -55,7 +72,11 @@ void store_in_cache(const std::string& key, const planner::RankProfile& mine) {
 // median of each size's rounds: a VM's speed moves minute to minute, and timed one size after
 // another a quick minute went to one size (the planner study of 2026-11-27d: a block at b = 4 at
 // 4.9 ms per sequence where b = 2 took 7.0 and b = 8 4.9, its head likewise), and the search chose
-// micro-batches of 4 for it (predicted 1.03 s, measured 1.29).
+// micro-batches of 4 for it (predicted 1.03 s, measured 1.29). Within a round every part of every
+// size is timed in slices (a quarter of min_s) in turn until each spans min_s, so that the machine's
+// speed moving within a round falls on every size alike: over 10 profiles each of the 4-rank
+// testbed, the per-sequence time of a block at 4 against 2 scattered with sd 0.07 where timed part
+// after part it had 0.13 (0.62-1.15), the head's at 1 against 2 0.17 where 0.30.
 void time_parts(const ProfileRequest& r, const comm::Group& g, model::GPT2& m, planner::RankProfile& out) {
   const model::GPT2Config& c = m.cfg;
   const int64_t T = r.seq_len, C = c.n_embd;
@@ -74,15 +95,23 @@ void time_parts(const ProfileRequest& r, const comm::Group& g, model::GPT2& m, p
   model::AutocastGuard autocast(r.precision, r.device);
   for (int round = -1; round < r.repeats; ++round) {  // round -1: the warm-up
     comm::barrier(g);
-    for (AtSize& s : at) {
-      const double min_s = round < 0 ? 0 : r.min_sample_s;
-      const auto block = time_split(r.device, min_s, [&] { s.y = model::block_forward(m.h[0], s.x, c, true); },
-                                    [&] { s.y.backward(s.out_grad); });
-      const double embed = time_split(r.device, min_s, [&] { model::embed(m, s.idx, true).sum().backward(); }, [] {}).first;
-      const auto head = time_split(r.device, min_s, [&] { s.loss = model::head_loss(m, s.x, s.idx); }, [&] { s.loss.backward(); });
-      if (round < 0) continue;
-      s.block_f.push_back(block.first), s.block_b.push_back(block.second), s.embed.push_back(embed);
-      s.head_f.push_back(head.first), s.head_b.push_back(head.second);
+    const double min_s = round < 0 ? 0 : r.min_sample_s;
+    std::vector<Slices> block(at.size()), embed(at.size()), head(at.size());
+    for (bool more = true; more;) {  // every part of every size a slice in turn
+      more = false;
+      for (size_t k = 0; k < at.size(); ++k) {
+        AtSize& s = at[k];
+        more |= block[k].next(r.device, min_s, [&] { s.y = model::block_forward(m.h[0], s.x, c, true); },
+                              [&] { s.y.backward(s.out_grad); });
+        more |= embed[k].next(r.device, min_s, [&] { model::embed(m, s.idx, true).sum().backward(); }, [] {});
+        more |= head[k].next(r.device, min_s, [&] { s.loss = model::head_loss(m, s.x, s.idx); }, [&] { s.loss.backward(); });
+      }
+    }
+    if (round < 0) continue;
+    for (size_t k = 0; k < at.size(); ++k) {
+      AtSize& s = at[k];
+      s.block_f.push_back(block[k].first()), s.block_b.push_back(block[k].second()), s.embed.push_back(embed[k].first());
+      s.head_f.push_back(head[k].first()), s.head_b.push_back(head[k].second());
     }
   }
   for (const AtSize& s : at) {
