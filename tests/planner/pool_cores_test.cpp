@@ -3,6 +3,8 @@
 // where the machine's facts do not allow it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "planner/pool_cores.h"
 #include "planner_test_util.h"
 
