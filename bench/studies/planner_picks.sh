@@ -7,16 +7,17 @@
 # the rounds show what one profile's scatter does to the choice.
 # Writes OUT/picks.txt (round, layout, predicted s, measured s, the pick in words) and each round's
 # profile, topology and plan.
-# Usage: sudo bench/studies/planner_picks.sh SLM DATA_DIR [OUT=runs/planner_picks] [ROUNDS=4] [RTT_MS=20]
+# Usage: sudo bench/studies/planner_picks.sh SLM DATA_DIR [OUT=runs/planner_picks] [ROUNDS=4] [RTT_MS=20] [CPUS_B=0]
+# (CPUS_B: site b's CPU quota in cores, 0 for none; 0.5 is the planner study's het20)
 set -euo pipefail
 SLM=$(readlink -f "$1") DATA=$(readlink -f "$2") OUT=$(mkdir -p "${3:-runs/planner_picks}" && readlink -f "${3:-runs/planner_picks}")
-ROUNDS=${4:-4} RTT=${5:-20}
+ROUNDS=${4:-4} RTT=${5:-20} CPUS_B=${6:-0}
 [ "$(id -u)" -eq 0 ] || { echo "planner_picks: needs root (the testbed); run with sudo" >&2; exit 1; }
 W=$(mktemp -d); trap 'rm -rf "$W"; "$SLM" testbed down "$W/c.toml" 2>/dev/null || true' EXIT
 export HOME=$W  # a profile cache of its own
 . "$(dirname "$0")/planner_setup.sh"
 study_model "$DATA"
-study_cluster "$W/c.toml" "$RTT" 1000 0
+study_cluster "$W/c.toml" "$RTT" 1000 "$CPUS_B"
 seconds() { grep -o "predicted [0-9.]* s per step" | awk '{print $2}'; }
 : > "$OUT/picks.txt"
 for ((i = 1; i <= ROUNDS; i++)); do
