@@ -300,38 +300,29 @@ RankPools rank_pools(const comm::Group& g) {
   return p;
 }
 
-// What every rank sees of its machine's CPUs (planner/pool_cores.h), gathered.
-std::vector<planner::CpuFacts> gather_cpu_facts(const std::string& device, const comm::Group& g) {
-  const host::CpuCount n = host::cpu_count();
-  const auto [quota, period] = cpu_quota_s();
-  std::vector<double> v(4 * static_cast<size_t>(g.size), 0.0);
-  double* me = v.data() + 4 * g.rank;
-  me[0] = n.logical, me[1] = n.physical, me[2] = device == "cpu" ? host::cpu_threads() : 0;
-  me[3] = period > 0 ? quota / period : 0;
-  v = comm::sum(v, g);
-  std::vector<planner::CpuFacts> facts;
-  for (int q = 0; q < g.size; ++q) {
-    const double* f = v.data() + 4 * q;
-    facts.push_back({static_cast<int>(f[0]), static_cast<int>(f[1]), static_cast<int>(f[2]), f[3]});
-  }
-  return facts;
-}
-
 // The solo speed-ups as the planner will read them: every rank's, the machine's pools held to its
-// cores (planner/pool_cores.h; rank 0 says so where that changed them) and settled
-// (planner::settle_shared_pools), so that the tp pairs are timed alone exactly where the cost
-// model uses those timings. Collective over g.
+// cores (planner/pool_cores.h, from what every rank sees of its CPUs; rank 0 says so where that
+// changed them) and settled (planner::settle_shared_pools), so that the tp pairs are timed alone
+// exactly where the cost model uses those timings. Collective over g.
 std::vector<planner::RankProfile> settled_speedups(const planner::RankProfile& mine, const RankPools& pools,
                                                    const std::string& device, const comm::Group& g) {
-  std::vector<double> v(2 * static_cast<size_t>(g.size), 0.0);
-  v[2 * static_cast<size_t>(g.rank)] = mine.solo_speedup, v[2 * static_cast<size_t>(g.rank) + 1] = mine.alone_cores;
-  v = comm::sum(v, g);
+  const host::CpuCount cpus = host::cpu_count();
+  const auto [quota, period] = cpu_quota_s();
+  constexpr size_t kEach = 6;
+  const std::vector<double> all = comm::gather({mine.solo_speedup, mine.alone_cores, static_cast<double>(cpus.logical),
+                                                static_cast<double>(cpus.physical),
+                                                device == "cpu" ? static_cast<double>(host::cpu_threads()) : 0.0,
+                                                period > 0 ? quota / period : 0.0},
+                                               g);
   std::vector<planner::RankProfile> ranks(static_cast<size_t>(g.size));
+  std::vector<planner::CpuFacts> facts;
   for (size_t q = 0; q < ranks.size(); ++q) {
+    const double* v = all.data() + kEach * q;
     ranks[q].host = pools.host[q], ranks[q].host_ranks = pools.ranks_on.at(pools.host[q]), ranks[q].machine = pools.machine[q];
-    ranks[q].solo_speedup = v[2 * q], ranks[q].alone_cores = v[2 * q + 1];
+    ranks[q].solo_speedup = v[0], ranks[q].alone_cores = v[1];
+    facts.push_back({static_cast<int>(v[2]), static_cast<int>(v[3]), static_cast<int>(v[4]), v[5]});
   }
-  for (const std::string& line : planner::fit_pool_cores(ranks, gather_cpu_facts(device, g)))
+  for (const std::string& line : planner::fit_pool_cores(ranks, facts))
     if (g.rank == 0) std::fprintf(stderr, "profile: %s\n", line.c_str());
   planner::settle_shared_pools(ranks);
   return ranks;

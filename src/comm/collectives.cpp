@@ -1,6 +1,7 @@
 // comm/collectives.cpp: see collectives.h.
 #include "comm/collectives.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <utility>
 
@@ -244,6 +245,12 @@ std::vector<double> sum(std::vector<double> v, const Group& g) {
 }
 
 double sum(double v, const Group& g) { return sum(std::vector<double>{v}, g)[0]; }
+
+std::vector<double> gather(const std::vector<double>& mine, const Group& g) {
+  std::vector<double> all(mine.size() * static_cast<size_t>(g.size), 0.0);
+  std::copy(mine.begin(), mine.end(), all.begin() + static_cast<std::ptrdiff_t>(mine.size() * static_cast<size_t>(g.rank)));
+  return sum(all, g);
+}
 
 PendingSum sum_async(const std::vector<double>& v, const Group& g) {
   PendingSum p;

@@ -71,6 +71,8 @@ int64_t bytes_sent(const Group& g);
 std::vector<double> sum(std::vector<double> v, const Group& g);
 double sum(double v, const Group& g);
 double max(double v, const Group& g);
+// Every rank's `mine` (each the same length), in rank order: g.size x mine.size() values.
+std::vector<double> gather(const std::vector<double>& mine, const Group& g);
 // sum(v, g) in the background: get() waits and returns the sums.
 struct PendingSum {
   at::Tensor t;

@@ -1,6 +1,6 @@
 // tests/tools/dist_check.cpp: test helper run under `slm launch -n N`: checks every comm/ verb
 // against values computed locally (sum, reduce-scatter, all-gather, broadcast, bf16 over Gloo,
-// scalar sum/max, async completion order, hierarchical / compressed / multi-channel all-reduce). Prints "rank R ok" or exits non-zero with the failure.
+// scalar sum/max/gather, async completion order, hierarchical / compressed / multi-channel all-reduce). Prints "rank R ok" or exits non-zero with the failure.
 #include <torch/torch.h>
 
 #include <chrono>
@@ -60,6 +60,10 @@ int main() {
   // Scalars.
   EXPECT_TRUE_OR_DIE(sum(1.5, g) == 1.5 * n);
   EXPECT_TRUE_OR_DIE(max(static_cast<double>(r), g) == n - 1);
+  // gather: every rank's values in rank order.
+  const std::vector<double> each = gather({static_cast<double>(r), 10.0 * r}, g);
+  EXPECT_TRUE_OR_DIE(each.size() == 2 * static_cast<size_t>(n));
+  for (int q = 0; q < n; ++q) EXPECT_TRUE_OR_DIE(each[2 * q] == q && each[2 * q + 1] == 10.0 * q);
   require_same("same text", g, "check");
   // WAN-aware all-reduce (comm/hierarchy.h) against the flat one, on the same random tensor of an
   // odd length: channels (3, tiny chunks) and, with an even world, hierarchical over sites of
