@@ -114,6 +114,17 @@ int64_t bytes_sent(const Group& g) {
   return n;
 }
 
+void count_sent(const Group& g, int64_t n) {
+  if (g.backend) g.backend->bytes_sent += n;
+}
+
+void abandon(const Group& g, const std::string& what, double timeout_s) {
+  if (g.backend) compat::abort_backend(*g.backend->pg);
+  const std::string who = g.backend && g.backend->health ? g.backend->health->lost_ranks() : "a peer";
+  throw PeerLost(fmt::format("{} in group {} ({} ranks) did not finish within {:.0f} s (dist.timeout_s); lost {}",
+                             what, g.name, g.size, timeout_s, who));
+}
+
 Pending send_async(const at::Tensor& t, int dst, int tag, const Group& g) {
   TORCH_CHECK(t.is_contiguous(), "send_async: tensor must be contiguous");
   return launch_on(g, "send", t, [&](std::vector<at::Tensor>& ts) { return g.backend->pg->send(ts, dst, tag); }, true);

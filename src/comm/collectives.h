@@ -66,6 +66,13 @@ bool matched_by_tag(const Group& g);
 // Payload bytes this rank has sent in g so far (ring all-reduce 2(n-1)/n of the tensor,
 // all-gather (n-1)/n of the result, broadcast and send the tensor); 0 for a group of size 1.
 int64_t bytes_sent(const Group& g);
+// Adds n bytes (negative: takes them back) to what g has sent: for collectives that a CUDA graph
+// replays, which the host does not see (train/step_graph.h).
+void count_sent(const Group& g, int64_t n);
+// Work on g that has not finished within timeout_s (`what`: e.g. "a replayed step"): aborts g's
+// communicators, so that device work waiting on a lost peer ends, and throws PeerLost naming the
+// lost rank(s).
+[[noreturn]] void abandon(const Group& g, const std::string& what, double timeout_s);
 
 // Scalars, for metrics and decisions every rank must agree on.
 std::vector<double> sum(std::vector<double> v, const Group& g);

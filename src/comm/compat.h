@@ -27,4 +27,14 @@ constexpr bool kGlooHasHalfTypes = SLM_TORCH_AT_LEAST(2, 15);
 // TCPStore client's requests to it never return (seen: Debian's 1.13 under PyPI's torchrun 2.15).
 constexpr bool kUsesAgentStore = SLM_TORCH_AT_LEAST(2, 0);
 
+// Ends a backend's communicators, so that device work waiting on a lost peer returns:
+// c10d::Backend::abort (2.4 on; earlier versions have nothing to call, and the process's exit ends them).
+inline void abort_backend(BackendBase& pg) {
+#if SLM_TORCH_AT_LEAST(2, 4)
+  pg.abort();
+#else
+  (void)pg;
+#endif
+}
+
 }  // namespace slm::comm::compat

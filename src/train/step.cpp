@@ -210,10 +210,14 @@ static void step_on_device(Trainer& t, const std::vector<parallel::pipeline::Mic
     s.comm_s += seconds_since(clock);
     return {loss, norm_sq};
   };
-  const auto say = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };  // one rank
+  const int rank = t.groups.world.rank;
+  const auto say = [rank](const std::string& line) {
+    std::fprintf(stderr, "%s%s\n", rank == 0 ? "" : fmt::format("rank {}: ", rank).c_str(), line.c_str());
+  };
   const std::vector<at::Tensor> out = t.graph ? run_graphed(*t.graph, run, batches, say) : run(batches);
   const double loading = prefetch_next(t);
   s.data_s += loading;
+  if (t.graph) await_replay(*t.graph);  // a replay's collectives: at most dist.timeout_s
   const auto [loss_sum, norm2] = read_back(out[0], out[1]);
   // The rest of the wall time is the step's kernels finishing (a replay's: all of it): compute.
   const double rest = std::chrono::duration<double>(Clock::now() - started).count() - loading -

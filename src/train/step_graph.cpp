@@ -1,34 +1,53 @@
-// train/step_graph.cpp: see step_graph.h.
+// train/step_graph.cpp: see step_graph.h. Host code only: the CUDA graph itself is in
+// cuda_graph_device.cpp.
 #include "train/step_graph.h"
 
 #include <torch/torch.h>
 
+#include <chrono>
+#include <stdexcept>
+#include <thread>
+
 #include <fmt/format.h>
 
 #include "util/error.h"
-#ifdef SLM_HAVE_CUDA_KERNELS
-#include <ATen/cuda/CUDAEvent.h>
-#include <ATen/cuda/CUDAGraph.h>
-#include <c10/cuda/CUDAGuard.h>
-#include <c10/cuda/CUDAStream.h>
-#include <cuda_runtime.h>
-#endif
 
 namespace slm::train {
 
 using parallel::pipeline::MicroBatch;
+
+// What keeps data parallelism out of a graph, "" where nothing does (graph_blocker's order).
+static std::string dp_blocker(const GraphFacts& f) {
+  if (f.dp == 1) return "";
+  if (f.dp_backend != "nccl")
+    return "data parallelism over Gloo copies CUDA tensors through the host (dist.backend = \"nccl\" is captured)";
+  if (f.dp_wan) return "the WAN-aware all-reduce (dist.wan) chains its collectives from the host";
+  if (f.zero == 3) return "ZeRO 3 gathers and frees the parameters from the host";
+  return "";
+}
 
 std::string graph_blocker(const GraphFacts& f) {
   if (f.device != "cuda") return "not a CUDA device";
   if (!f.cuda_build) return "this build has no CUDA graphs (it needs a CUDA LibTorch and nvcc)";
   if (f.pp > 1) return "pipeline stages exchange activations from the host";
   if (f.tp > 1) return "tensor parallelism's collectives run inside the model";
-  if (f.dp > 1) return "data parallelism's gradient hooks launch collectives from the host";
+  if (std::string dp = dp_blocker(f); !dp.empty()) return dp;
   if (f.dropout > 0) return "dropout draws random numbers in the step";
   if (f.recompute) return "activation recomputation reruns the forward from the backward";
   if (!f.update_on_device) return "the step's end reads the gradient norm on the host (system.device_update)";
   if (f.traced) return "log.trace_steps waits for the device at every span of the traced steps";
   return "";
+}
+
+bool graphs_apply(const std::string& setting, const GraphFacts& f, std::string* why) {
+  if (setting != "on" && setting != "auto") return false;
+  std::string blocker = graph_blocker(f);
+  if (blocker.empty() && setting == "auto" && f.dp > 1)
+    blocker = "graphs with data parallelism have not run on several GPUs yet (cuda_graphs = \"on\" takes them)";
+  if (blocker.empty()) return true;
+  if (setting == "on") throw UserError("system: cuda_graphs = \"on\" is not possible here: " + blocker);
+  if (why) *why = blocker;
+  return false;
 }
 
 BatchShapes batch_shapes(const std::vector<MicroBatch>& batches) {
@@ -40,7 +59,11 @@ BatchShapes batch_shapes(const std::vector<MicroBatch>& batches) {
 GraphStep next_graph_step(const GraphBook& b, const BatchShapes& shapes) {
   if (b.failed || b.warm_up_steps < kWarmupSteps) return GraphStep::warm_up;
   if (!b.captured) return GraphStep::capture;
-  return shapes == b.shapes ? GraphStep::replay : GraphStep::eager;
+  if (shapes == b.shapes) return GraphStep::replay;
+  if (b.collective)
+    throw std::logic_error("cuda graphs: a step's micro-batch shapes changed under data parallelism (the other "
+                           "ranks would replay their collectives); set system.cuda_graphs = \"off\"");
+  return GraphStep::eager;
 }
 
 void record_graph_step(GraphBook& b, GraphStep step, const BatchShapes& shapes, bool ok) {
@@ -50,72 +73,38 @@ void record_graph_step(GraphBook& b, GraphStep step, const BatchShapes& shapes, 
   if (ok) b.shapes = shapes;
 }
 
-bool graphs_apply(const std::string& setting, const GraphFacts& f, std::string* why) {
-  if (setting != "on" && setting != "auto") return false;
-  const std::string blocker = graph_blocker(f);
-  if (blocker.empty()) return true;
-  if (setting == "on") throw UserError("system: cuda_graphs = \"on\" is not possible here: " + blocker);
-  if (why) *why = blocker;
-  return false;
-}
-
-#ifdef SLM_HAVE_CUDA_KERNELS
-
-struct StepGraph {
-  GraphBook book;
-  std::unique_ptr<at::cuda::CUDAGraph> graph;
-  std::vector<MicroBatch> inputs;   // the static buffers the graph reads
-  std::vector<at::Tensor> outputs;  // the static tensors it writes
-};
-
-std::shared_ptr<StepGraph> make_step_graph() { return std::make_shared<StepGraph>(); }
-
 namespace {
 
-// `to` waits for the work queued on `from` so far.
-void wait_for(const c10::cuda::CUDAStream& from, const c10::cuda::CUDAStream& to) {
-  at::cuda::CUDAEvent done;
-  done.record(from);
-  done.block(to);
-}
-
-// Captures `run` over g.inputs on a side stream (capture needs one). False, with the reason in
-// `why`, where capture failed; the stream is then out of capture and the graph dropped.
-bool capture(StepGraph& g, const DeviceStep& run, std::string* why) {
-  const c10::cuda::CUDAStream main = c10::cuda::getCurrentCUDAStream();
-  const c10::cuda::CUDAStream side = c10::cuda::getStreamFromPool();
-  wait_for(main, side);
-  bool ok = true;
-  {
-    c10::cuda::CUDAStreamGuard on_side(side);
-    g.graph = std::make_unique<at::cuda::CUDAGraph>();
-    try {
-      g.graph->capture_begin();
-      g.outputs = run(g.inputs);
-      g.graph->capture_end();
-    } catch (const std::exception& e) {
-      *why = e.what();
-      ok = false;
-      cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-      if (cudaStreamIsCapturing(side.stream(), &status) == cudaSuccess && status != cudaStreamCaptureStatusNone) {
-        cudaGraph_t broken = nullptr;
-        cudaStreamEndCapture(side.stream(), &broken);
-        if (broken) cudaGraphDestroy(broken);
-      }
-      cudaGetLastError();  // the capture's error is not the next kernel's
-      try {
-        g.graph->reset();
-      } catch (const std::exception&) {
-      }
-      g.graph.reset();
-      g.outputs.clear();
-    }
-  }
-  wait_for(side, main);
-  return ok;
-}
-
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+// The first step after the warm-up: captured (on every rank, where the graph holds collectives:
+// they agree, and all replay or none), then replayed for this step's batches; eagerly where a
+// capture failed.
+std::vector<at::Tensor> capture_step(StepGraph& g, const DeviceStep& run, const std::vector<MicroBatch>& batches,
+                                     const std::function<void(const std::string&)>& log) {
+  const bool collective = static_cast<bool>(g.comm.all);
+  const int64_t before = collective ? g.comm.sent() : 0;
+  std::string why;
+  const bool mine = g.device.capture(run, batches, &why);
+  const int64_t counted = collective ? g.comm.sent() - before : 0;  // before the agreement's own bytes
+  const bool ok = collective ? g.comm.all(mine) : mine;
+  g.book.collective = collective;
+  record_graph_step(g.book, GraphStep::capture, batch_shapes(batches), ok);
+  if (!ok) {
+    if (collective) g.comm.add_sent(-counted);  // nothing of it was sent
+    if (mine) g.device.drop();
+    if (!mine) log(fmt::format("cuda graphs: capture failed ({}); the steps run eagerly", first_line(why)));
+    else if (g.speaks) log("cuda graphs: the capture failed on another rank; the steps run eagerly");
+    return run(batches);
+  }
+  g.book.replay_bytes = counted;
+  if (g.speaks)
+    log(fmt::format("cuda graphs: captured the step: forward, backward{} and update ({} micro-batch(es) of {} x {})",
+                    collective ? ", the gradients' all-reduce" : "", batches.size(), batches[0].x.size(0),
+                    batches[0].x.size(1)));
+  g.awaiting = collective;
+  return g.device.replay();
+}
 
 }  // namespace
 
@@ -123,41 +112,36 @@ std::vector<at::Tensor> run_graphed(StepGraph& g, const DeviceStep& run, const s
                                     const std::function<void(const std::string&)>& log) {
   const BatchShapes shapes = batch_shapes(batches);
   const GraphStep step = next_graph_step(g.book, shapes);
-  if (step == GraphStep::warm_up || step == GraphStep::eager) {
-    record_graph_step(g.book, step, shapes);
-    return run(batches);
-  }
-  if (step == GraphStep::capture) {
-    for (const MicroBatch& b : batches) g.inputs.push_back({b.x.clone(), b.y.clone()});
-    std::string why;
-    const bool ok = capture(g, run, &why);
-    record_graph_step(g.book, step, shapes, ok);
-    if (!ok) {
-      g.inputs.clear();
-      log(fmt::format("cuda graphs: capture failed ({}); the steps run eagerly", first_line(why)));
-      return run(batches);
-    }
-    log(fmt::format("cuda graphs: captured the step: forward, backward and update ({} micro-batch(es) of {} x {})",
-                    batches.size(), batches[0].x.size(0), batches[0].x.size(1)));
-  } else {
-    for (size_t i = 0; i < batches.size(); ++i) {
-      g.inputs[i].x.copy_(batches[i].x, /*non_blocking=*/true);
-      g.inputs[i].y.copy_(batches[i].y, /*non_blocking=*/true);
-    }
-  }
-  g.graph->replay();
-  return g.outputs;
+  if (step == GraphStep::capture) return capture_step(g, run, batches, log);
+  record_graph_step(g.book, step, shapes);
+  if (step != GraphStep::replay) return run(batches);
+  g.device.load(batches);
+  if (g.book.collective) g.comm.add_sent(g.book.replay_bytes), g.awaiting = true;
+  return g.device.replay();
 }
 
-#else
-
-struct StepGraph {};
-std::shared_ptr<StepGraph> make_step_graph() { return std::make_shared<StepGraph>(); }
-std::vector<at::Tensor> run_graphed(StepGraph&, const DeviceStep& run, const std::vector<MicroBatch>& batches,
-                                    const std::function<void(const std::string&)>&) {
-  return run(batches);  // graphs_apply never says yes in this build
+void await_replay(StepGraph& g) {
+  if (!g.awaiting) return;
+  g.awaiting = false;
+  if (!poll_until(g.device.finished, g.comm.timeout_s)) g.comm.timed_out();
 }
 
-#endif
+bool poll_until(const std::function<bool()>& ready, double timeout_s) {
+  using Clock = std::chrono::steady_clock;
+  const auto end = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
+  for (;;) {
+    if (ready()) return true;
+    if (Clock::now() >= end) return false;
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
+}
+
+std::shared_ptr<StepGraph> make_step_graph(GraphComm comm, bool speaks) {
+  auto g = std::make_shared<StepGraph>();
+  g->device = make_cuda_graph_device();
+  g->comm = std::move(comm);
+  g->speaks = speaks;
+  return g;
+}
 
 }  // namespace slm::train
