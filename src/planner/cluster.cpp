@@ -24,7 +24,30 @@ struct ProbedPair {
   int a = 0, b = 0;
   double alpha_s = 0, beta_Bps = 0;
   bool local = true;
+  std::vector<std::pair<double, double>> one_way;  // {bytes, seconds}: half of each size's round trip
 };
+
+// A pair's one-way times at the probe's sizes (its "rtt_s" against the file's "sizes"); none where
+// the file has neither or they do not match.
+std::vector<std::pair<double, double>> one_way_of(const nlohmann::json& p, const std::vector<double>& sizes) {
+  std::vector<std::pair<double, double>> out;
+  if (!p.contains("rtt_s") || p.at("rtt_s").size() != sizes.size()) return out;
+  for (size_t k = 0; k < sizes.size(); ++k) out.emplace_back(sizes[k], p.at("rtt_s").at(k).get<double>() / 2);
+  return out;
+}
+
+// Per size, the median of the pairs' one-way times; none unless every pair has the same sizes.
+std::vector<std::pair<double, double>> median_one_way(const std::vector<ProbedPair>& v) {
+  std::vector<std::pair<double, double>> out;
+  for (const ProbedPair& p : v)
+    if (p.one_way.size() < 2 || p.one_way.size() != v.front().one_way.size()) return out;
+  for (size_t k = 0; k < v.front().one_way.size(); ++k) {
+    std::vector<double> t;
+    for (const ProbedPair& p : v) t.push_back(p.one_way[k].second);
+    out.emplace_back(v.front().one_way[k].first, median(t));
+  }
+  return out;
+}
 
 // The topology file of `slm probe`, parsed once; UserError (one line) when it is not JSON.
 nlohmann::json parse_topology(const std::string& text, const std::string& where) {
@@ -38,11 +61,15 @@ nlohmann::json parse_topology(const std::string& text, const std::string& where)
 std::vector<ProbedPair> read_pairs(const nlohmann::json& j, const std::string& where, int* world) {
   try {
     *world = j.at("world").get<int>();
+    const std::vector<double> sizes = j.value("sizes", std::vector<double>{});
+    if (!std::is_sorted(sizes.begin(), sizes.end()) || (!sizes.empty() && sizes.front() < 0))
+      throw UserError(fmt::format("{}: the probe's message sizes are not ascending sizes in bytes", where));
     std::vector<ProbedPair> v;
     if (j.contains("pairs"))
       for (const auto& p : j.at("pairs"))
         v.push_back({p.at("a").get<int>(), p.at("b").get<int>(), p.at("alpha_s").get<double>(),
-                     p.at("beta_Bps").get<double>(), p.value("class", std::string("local")) == "local"});
+                     p.at("beta_Bps").get<double>(), p.value("class", std::string("local")) == "local",
+                     one_way_of(p, sizes)});
     for (const ProbedPair& p : v)
       if (p.a < 0 || p.b < 0 || p.a >= *world || p.b >= *world || p.a == p.b)
         throw UserError(fmt::format("{}: pair ({}, {}) is outside the probe's {} ranks", where, p.a, p.b, *world));
@@ -74,6 +101,7 @@ void set_links(Cluster& c, const std::vector<ProbedPair>& pairs) {
     const bool probe_fills = 2 * l.alpha_s * l.beta_Bps < kProbeMessageBytes / 4;
     if ((!l.rate_given || probe_fills) && !b.empty()) l.beta_Bps = median(b);
     else if (!l.rate_given) l.beta_Bps = kUnlimitedBps;
+    l.one_way = median_one_way(v);
     c.link[static_cast<size_t>(key.second)][static_cast<size_t>(key.first)] = l;
   }
   c.links_from = "probe (topology.json)";

@@ -62,8 +62,20 @@ double fit_hop_latency_s(bool all_reduce, int P, const Link& l, double bytes, do
   return std::max(l.alpha_s, (seconds - wire) / hops);
 }
 
+double one_way_s(const Link& l, double bytes) {
+  const auto& p = l.one_way;
+  if (p.size() < 2) return l.alpha_s + bytes / l.beta_Bps;
+  if (bytes <= p.front().first) return p.front().second;
+  for (size_t k = 1; k < p.size(); ++k)
+    if (bytes <= p[k].first) {
+      const double f = (bytes - p[k - 1].first) / (p[k].first - p[k - 1].first);
+      return p[k - 1].second + f * (p[k].second - p[k - 1].second);
+    }
+  return p.back().second + (bytes - p.back().first) / l.beta_Bps;
+}
+
 double p2p_s(const Link& l, double bytes, int flows) {
-  return l.alpha_s + bytes / share_Bps(l, flows);
+  return one_way_s(l, bytes) + bytes / share_Bps(l, flows) - bytes / l.beta_Bps;
 }
 
 double ring_all_reduce_s(int P, const Link& l, double bytes, int connections, int flows, double hop_s) {

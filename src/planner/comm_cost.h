@@ -45,8 +45,14 @@ double fit_hop_latency_s(bool all_reduce, int P, const Link& l, double bytes, do
 // One message of `bytes` from a to b when `flows` transfers share the link: α + flows·bytes / rate.
 // No Gloo window: a point-to-point send is one write of the whole buffer, which TCP's autotuned
 // window carries in one flight (measured on the testbed at 50 ms one way: 4 MiB arrived 1.5 ms
-// after 256 KiB; bench_collectives p2p), unlike the ring collectives' 1 MiB pieces.
+// after 256 KiB; bench_collectives p2p), unlike the ring collectives' 1 MiB pieces. Where the
+// probe timed the link (Link::one_way), a message takes the time measured at its size
+// (interpolated between the probe's sizes, and past the largest its bytes at β), plus the wait
+// for the other flows' bytes: over the testbed's 100 ms link a 256 KiB activation took 2α, not
+// the α + bytes/β of the fit (rtt100's pipelines came out 5-30% low with that; docs/planner.md).
 double p2p_s(const Link& l, double bytes, int flows = 1);
+// One message of `bytes` over l alone: the probe's measured times where it has them, else α + bytes/β.
+double one_way_s(const Link& l, double bytes);
 // A sum of a few bytes (the gradient norm's one double) over `ranks` (cluster ranks, in the
 // group's order), from the last rank's arrival to the last rank's finish, as Gloo runs it
 // (bench_collectives skew on the testbed: 2, 4 and 8 ranks in 2 sites, 4 ranks in 4 sites; the

@@ -14,6 +14,39 @@
 namespace slm::planner {
 namespace {
 
+// The probe's round trips at its sizes become each link's one-way times (the median over its rank
+// pairs), which a point-to-point message takes (comm_cost.h: p2p_s).
+TEST(Cluster, AProbesRoundTripsAtItsSizesBecomeTheLinksOneWayTimes) {
+  const std::string toml = "[[site]]\nname = \"a\"\nranks = 2\n[[site]]\nname = \"b\"\nranks = 2\n"
+                           "[[link]]\nsites = [\"a\", \"b\"]\ndelay_ms = 50\n";
+  const Cluster c = cluster_from_spec(testbed::parse_testbed(toml, "c.toml"), "c.toml");
+  const std::string probe = R"({"world": 4, "sizes": [4, 262144, 2097152], "pairs": [
+    {"a": 0, "b": 1, "alpha_s": 0.0001, "beta_Bps": 1e9, "class": "local", "rtt_s": [0.0002, 0.0004, 0.002]},
+    {"a": 0, "b": 2, "alpha_s": 0.05, "beta_Bps": 6e7, "class": "wide", "rtt_s": [0.100, 0.216, 0.214]},
+    {"a": 1, "b": 3, "alpha_s": 0.05, "beta_Bps": 6e7, "class": "wide", "rtt_s": [0.101, 0.220, 0.210]},
+    {"a": 0, "b": 3, "alpha_s": 0.05, "beta_Bps": 6e7, "class": "wide", "rtt_s": [0.102, 0.210, 0.218]}]})";
+  Cluster d = c;
+  apply_topology(d, probe, "t.json");
+  using P = std::vector<std::pair<double, double>>;
+  EXPECT_EQ(d.between(1, 2).one_way, (P{{4, 0.0505}, {262144, 0.108}, {2097152, 0.107}}));
+  EXPECT_EQ(d.between(0, 1).one_way, (P{{4, 0.0001}, {262144, 0.0002}, {2097152, 0.001}}));
+  EXPECT_NEAR(p2p_s(d.between(1, 2), 262144), 0.108, 1e-12);
+  // Without sizes (an older probe), or a pair without its round trips: the α-β line only.
+  Cluster e = c;
+  std::string older = probe;
+  older.erase(older.find(R"("sizes")"), std::string(R"("sizes": [4, 262144, 2097152], )").size());
+  apply_topology(e, older, "t.json");
+  EXPECT_TRUE(e.between(1, 2).one_way.empty());
+  std::string partial = probe;
+  partial.erase(partial.rfind(R"(, "rtt_s")"), std::string(R"(, "rtt_s": [0.102, 0.210, 0.218])").size());
+  apply_topology(e, partial, "t.json");
+  EXPECT_TRUE(e.between(1, 2).one_way.empty());
+  EXPECT_EQ(e.between(0, 1).one_way.size(), 3u);
+  std::string unsorted = probe;
+  unsorted.replace(unsorted.find("[4, 262144, 2097152]"), 20, "[4, 2097152, 262144]");
+  EXPECT_THROW(apply_topology(e, unsorted, "t.json"), UserError);
+}
+
 TEST(Cluster, FromTheTestbedFileWithDevicesAndAProbe) {
   const std::string toml =
       "[[site]]\nname = \"utah\"\nranks = 2\ndevice = \"T4\"\n"

@@ -30,6 +30,21 @@ TEST(CommCost, RingAllReduceMatchesTheWorkedExample) {
   EXPECT_EQ(ring_all_reduce_s(1, wan, 1e6), 0);
 }
 
+// Where the probe timed a link, a message takes the time measured at its size: over the testbed's
+// 100 ms link 256 KiB took 2α (108 ms), where the fit's α + bytes/β says 54 ms.
+TEST(CommCost, PointToPointTakesTheProbesMeasuredTimes) {
+  Link wan{0.05, 125e6};
+  EXPECT_NEAR(one_way_s(wan, 262144), 0.05 + 262144 / 125e6, 1e-12);  // not probed: the line
+  wan.one_way = {{4, 0.0502}, {262144, 0.108}, {2097152, 0.107}};
+  EXPECT_NEAR(p2p_s(wan, 1), 0.0502, 1e-12);  // below the smallest size: its time
+  EXPECT_NEAR(p2p_s(wan, 4), 0.0502, 1e-12);
+  EXPECT_NEAR(p2p_s(wan, (4 + 262144) / 2.0), (0.0502 + 0.108) / 2, 1e-12);  // between two sizes
+  EXPECT_NEAR(p2p_s(wan, 262144), 0.108, 1e-12);
+  EXPECT_NEAR(p2p_s(wan, 1179648), 0.1075, 1e-12);
+  EXPECT_NEAR(p2p_s(wan, 4194304), 0.107 + 2097152 / 125e6, 1e-12);  // past the largest: its bytes at β
+  EXPECT_NEAR(p2p_s(wan, 262144, 2), 0.108 + 262144 / 125e6, 1e-12);  // sharing: the other flow's bytes
+}
+
 TEST(CommCost, HopLatencyAsTheProbeMeasuredIt) {
   // A 4-rank ring over a 10 ms link at 125 MB/s: the probe's 1 MiB all-reduce took 133 ms, so a hop
   // cost (133 ms - 1.5 MiB at min(β, window / α)) / 6; its all-gather took 66 ms: (66 ms - 0.75 MiB
