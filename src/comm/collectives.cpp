@@ -118,11 +118,16 @@ void count_sent(const Group& g, int64_t n) {
   if (g.backend) g.backend->bytes_sent += n;
 }
 
-void abandon(const Group& g, const std::string& what, double timeout_s) {
-  if (g.backend) compat::abort_backend(*g.backend->pg);
-  const std::string who = g.backend && g.backend->health ? g.backend->health->lost_ranks() : "a peer";
-  throw PeerLost(fmt::format("{} in group {} ({} ranks) did not finish within {:.0f} s (dist.timeout_s); lost {}",
-                             what, g.name, g.size, timeout_s, who));
+void abandon(const std::vector<Group>& groups, const std::string& what, double timeout_s) {
+  std::vector<std::string> names;
+  std::string who = "a peer";
+  for (const Group& g : groups) {
+    if (g.backend) compat::abort_backend(*g.backend->pg);
+    names.push_back(fmt::format("{} ({} ranks)", g.name, g.size));
+    if (who == "a peer" && g.backend && g.backend->health) who = g.backend->health->lost_ranks();  // the job's
+  }
+  throw PeerLost(fmt::format("{} in group{} {} did not finish within {:.0f} s (dist.timeout_s); lost {}", what,
+                             names.size() == 1 ? "" : "s", fmt::join(names, " and "), timeout_s, who));
 }
 
 Pending send_async(const at::Tensor& t, int dst, int tag, const Group& g) {

@@ -69,10 +69,10 @@ int64_t bytes_sent(const Group& g);
 // Adds n bytes (negative: takes them back) to what g has sent: for collectives that a CUDA graph
 // replays, which the host does not see (train/step_graph.h).
 void count_sent(const Group& g, int64_t n);
-// Work on g that has not finished within timeout_s (`what`: e.g. "a replayed step"): aborts g's
-// communicators, so that device work waiting on a lost peer ends, and throws PeerLost naming the
-// lost rank(s).
-[[noreturn]] void abandon(const Group& g, const std::string& what, double timeout_s);
+// Work on `groups` that has not finished within timeout_s (`what`: e.g. "a replayed step"): aborts
+// their communicators, so that device work waiting on a lost peer ends, and throws PeerLost naming
+// the groups and the lost rank(s).
+[[noreturn]] void abandon(const std::vector<Group>& groups, const std::string& what, double timeout_s);
 
 // Scalars, for metrics and decisions every rank must agree on.
 std::vector<double> sum(std::vector<double> v, const Group& g);

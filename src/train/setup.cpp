@@ -237,26 +237,13 @@ static GraphFacts graph_facts(const Trainer& t) {
   f.device = t.device;
   f.cuda_build = model::own_cuda_kernels_built();
   f.pp = t.pipe->plan.pp, f.tp = t.groups.tp.size, f.dp = t.groups.dp.size;
-  f.dp_backend = t.world.backend;
+  f.backend = t.world.backend;
   f.dp_wan = t.groups.dp.wan != nullptr;
   f.zero = cfg.parallel.zero;
   f.dropout = cfg.model.dropout, f.recompute = cfg.model.recompute;
   f.update_on_device = t.update_on_device;
   f.traced = cfg.log.trace_steps > 0;
   return f;
-}
-
-// The graph's collectives: data parallelism's group (none on one GPU).
-static GraphComm graph_comm(const Trainer& t) {
-  GraphComm c;
-  const comm::Group dp = t.groups.dp;
-  if (dp.size == 1) return c;
-  c.all = [dp](bool mine) { return comm::sum(mine ? 0.0 : 1.0, dp) == 0; };
-  c.sent = [dp] { return comm::bytes_sent(dp); };
-  c.add_sent = [dp](int64_t n) { comm::count_sent(dp, n); };
-  c.timeout_s = t.cfg.dist.timeout_s;
-  c.timed_out = [dp, s = c.timeout_s] { comm::abandon(dp, "a replayed step (CUDA graph)", s); };
-  return c;
 }
 
 // The step's machinery around this rank's model: loss scaling, the model on its device, the
@@ -278,7 +265,7 @@ static void set_up_step(Trainer& t) {
   t.update_on_device = device_update_applies(cfg.system.device_update, t.device, cfg.optim.name, &t.update_reason);
   if (t.update_on_device) t.scalars = make_update_scalars(parallel::param_shard(*t.dp));
   if (graphs_apply(cfg.system.cuda_graphs, graph_facts(t), &t.graph_reason))
-    t.graph = make_step_graph(graph_comm(t), t.groups.world.rank == 0);
+    t.graph = make_step_graph(graph_comm(t.groups, cfg.dist.timeout_s), t.groups.world.rank == 0);
   t.outer = std::move(applied.outer);
   t.pipe->model = &t.model;
   if (t.outer && cfg.sync.by == "time") {

@@ -9,29 +9,31 @@
 #include <thread>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include "comm/collectives.h"
 #include "util/error.h"
 
 namespace slm::train {
 
 using parallel::pipeline::MicroBatch;
 
-// What keeps data parallelism out of a graph, "" where nothing does (graph_blocker's order).
-static std::string dp_blocker(const GraphFacts& f) {
-  if (f.dp == 1) return "";
-  if (f.dp_backend != "nccl")
-    return "data parallelism over Gloo copies CUDA tensors through the host (dist.backend = \"nccl\" is captured)";
+// What keeps the messages and collectives of pipeline, data and tensor parallelism out of a graph,
+// "" where nothing does (graph_blocker's order).
+static std::string collectives_blocker(const GraphFacts& f) {
+  if (f.pp == 1 && f.dp == 1 && f.tp == 1) return "";
+  if (f.backend != "nccl")
+    return fmt::format("{} over Gloo: it copies CUDA tensors through the host (dist.backend = \"nccl\" is captured)",
+                       f.pp > 1 ? "pipeline stages" : f.tp > 1 ? "tensor parallelism" : "data parallelism");
   if (f.dp_wan) return "the WAN-aware all-reduce (dist.wan) chains its collectives from the host";
-  if (f.zero == 3) return "ZeRO 3 gathers and frees the parameters from the host";
   return "";
 }
 
 std::string graph_blocker(const GraphFacts& f) {
   if (f.device != "cuda") return "not a CUDA device";
   if (!f.cuda_build) return "this build has no CUDA graphs (it needs a CUDA LibTorch and nvcc)";
-  if (f.pp > 1) return "pipeline stages exchange activations from the host";
-  if (f.tp > 1) return "tensor parallelism's collectives run inside the model";
-  if (std::string dp = dp_blocker(f); !dp.empty()) return dp;
+  if (std::string c = collectives_blocker(f); !c.empty()) return c;
+  if (f.zero == 3) return "ZeRO 3 gathers, frees and reruns the blocks from the host";
   if (f.dropout > 0) return "dropout draws random numbers in the step";
   if (f.recompute) return "activation recomputation reruns the forward from the backward";
   if (!f.update_on_device) return "the step's end reads the gradient norm on the host (system.device_update)";
@@ -42,8 +44,8 @@ std::string graph_blocker(const GraphFacts& f) {
 bool graphs_apply(const std::string& setting, const GraphFacts& f, std::string* why) {
   if (setting != "on" && setting != "auto") return false;
   std::string blocker = graph_blocker(f);
-  if (blocker.empty() && setting == "auto" && f.dp > 1)
-    blocker = "graphs with data parallelism have not run on several GPUs yet (cuda_graphs = \"on\" takes them)";
+  if (blocker.empty() && setting == "auto" && (f.pp > 1 || f.dp > 1 || f.tp > 1))
+    blocker = "graphs over several GPUs have not run yet (cuda_graphs = \"on\" takes them)";
   if (blocker.empty()) return true;
   if (setting == "on") throw UserError("system: cuda_graphs = \"on\" is not possible here: " + blocker);
   if (why) *why = blocker;
@@ -61,8 +63,9 @@ GraphStep next_graph_step(const GraphBook& b, const BatchShapes& shapes) {
   if (!b.captured) return GraphStep::capture;
   if (shapes == b.shapes) return GraphStep::replay;
   if (b.collective)
-    throw std::logic_error("cuda graphs: a step's micro-batch shapes changed under data parallelism (the other "
-                           "ranks would replay their collectives); set system.cuda_graphs = \"off\"");
+    throw std::logic_error("cuda graphs: a step's micro-batch shapes changed under pipeline, data or tensor "
+                           "parallelism (the other ranks would replay their collectives); set "
+                           "system.cuda_graphs = \"off\"");
   return GraphStep::eager;
 }
 
@@ -77,21 +80,28 @@ namespace {
 
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
+// a - b, group by group.
+std::vector<int64_t> minus(std::vector<int64_t> a, const std::vector<int64_t>& b) {
+  for (size_t i = 0; i < a.size(); ++i) a[i] -= b[i];
+  return a;
+}
+
 // The first step after the warm-up: captured (on every rank, where the graph holds collectives:
 // they agree, and all replay or none), then replayed for this step's batches; eagerly where a
 // capture failed.
 std::vector<at::Tensor> capture_step(StepGraph& g, const DeviceStep& run, const std::vector<MicroBatch>& batches,
                                      const std::function<void(const std::string&)>& log) {
   const bool collective = static_cast<bool>(g.comm.all);
-  const int64_t before = collective ? g.comm.sent() : 0;
+  const std::vector<int64_t> before = collective ? g.comm.sent() : std::vector<int64_t>{};
   std::string why;
   const bool mine = g.device.capture(run, batches, &why);
-  const int64_t counted = collective ? g.comm.sent() - before : 0;  // before the agreement's own bytes
+  // Before the agreement's own bytes.
+  const std::vector<int64_t> counted = collective ? minus(g.comm.sent(), before) : std::vector<int64_t>{};
   const bool ok = collective ? g.comm.all(mine) : mine;
   g.book.collective = collective;
   record_graph_step(g.book, GraphStep::capture, batch_shapes(batches), ok);
   if (!ok) {
-    if (collective) g.comm.add_sent(-counted);  // nothing of it was sent
+    if (collective) g.comm.add_sent(minus(std::vector<int64_t>(counted.size(), 0), counted));  // not sent after all
     if (mine) g.device.drop();
     if (!mine) log(fmt::format("cuda graphs: capture failed ({}); the steps run eagerly", first_line(why)));
     else if (g.speaks) log("cuda graphs: the capture failed on another rank; the steps run eagerly");
@@ -100,8 +110,7 @@ std::vector<at::Tensor> capture_step(StepGraph& g, const DeviceStep& run, const 
   g.book.replay_bytes = counted;
   if (g.speaks)
     log(fmt::format("cuda graphs: captured the step: forward, backward{} and update ({} micro-batch(es) of {} x {})",
-                    collective ? ", the gradients' all-reduce" : "", batches.size(), batches[0].x.size(0),
-                    batches[0].x.size(1)));
+                    collective ? ", " + g.comm.what : "", batches.size(), batches[0].x.size(0), batches[0].x.size(1)));
   g.awaiting = collective;
   return g.device.replay();
 }
@@ -134,6 +143,29 @@ bool poll_until(const std::function<bool()>& ready, double timeout_s) {
     if (Clock::now() >= end) return false;
     std::this_thread::sleep_for(std::chrono::microseconds(20));
   }
+}
+
+GraphComm graph_comm(const comm::ProcessGroups& pg, double timeout_s) {
+  GraphComm c;
+  std::vector<comm::Group> groups;
+  std::vector<std::string> what;
+  if (pg.pp.size > 1) groups.push_back(pg.pp), what.emplace_back("the stages' messages");
+  if (pg.tp.size > 1) groups.push_back(pg.tp), what.emplace_back("tensor parallelism's collectives");
+  if (pg.dp.size > 1) groups.push_back(pg.dp), what.emplace_back("the gradients' all-reduce");
+  if (groups.empty()) return c;
+  c.what = fmt::format("{}", fmt::join(what, ", "));
+  c.all = [site = pg.site](bool ok) { return comm::sum(ok ? 0.0 : 1.0, site) == 0; };
+  c.sent = [groups] {
+    std::vector<int64_t> n;
+    for (const comm::Group& g : groups) n.push_back(comm::bytes_sent(g));
+    return n;
+  };
+  c.add_sent = [groups](const std::vector<int64_t>& n) {
+    for (size_t i = 0; i < groups.size(); ++i) comm::count_sent(groups[i], n[i]);
+  };
+  c.timeout_s = timeout_s;
+  c.timed_out = [groups, timeout_s] { comm::abandon(groups, "a replayed step (CUDA graph)", timeout_s); };
+  return c;
 }
 
 std::shared_ptr<StepGraph> make_step_graph(GraphComm comm, bool speaks) {

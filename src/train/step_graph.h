@@ -2,7 +2,7 @@
 // kWarmupSteps eager steps (cuBLAS workspaces, the attention kernel's measurement, the allocator's
 // first blocks, NCCL's communicators), the step's device work is captured once and then replayed,
 // so that the hundreds of kernel launches of a step cost one: zeroing the gradients, the forward and
-// backward of every micro-batch, data parallelism's gradient all-reduces (NCCL captures them), the
+// backward of every micro-batch, the messages and collectives of the layout (NCCL captures them), the
 // gradient norm, clipping and the fused AdamW update with its overflow skip (device_update.h), which
 // reads the learning rate and the update's number from device tensors written before each replay,
 // as are the loss's factor and the gradients' unscaling (fp16's loss scale changes without a new
@@ -10,16 +10,18 @@
 // squared norm come out in its static output tensors, parameters, moments and gradients stay in
 // their flat buffers, static anyway. A capture that fails is said in one log line, and the run goes
 // on eagerly.
-// With data parallelism the graph holds collectives, and NCCL requires every rank of a
-// communicator to launch them the same way: the ranks agree on the capture (one all-reduce: all
+// With pipeline, data or tensor parallelism the graph holds messages and collectives (the stages'
+// activations, gradients, tied weights and norms; the gradients' all-reduces; tensor parallelism's
+// all-reduces, all-gathers and reduce-scatters inside the model and the loss), and NCCL requires
+// every rank of a communicator to launch them the same way: the ranks agree on the capture (all
 // replay, or all run eagerly), a step of other shapes is an error rather than a hang, a replay's
-// bytes are counted on the host as its capture counted them, and the host waits for a replay at
-// most dist.timeout_s (c10d's watchdog does not watch captured collectives) before it aborts the
-// group and says which peer is lost.
+// bytes are counted on the host, group by group, as its capture counted them, and the host waits
+// for a replay at most dist.timeout_s (c10d's watchdog does not watch captured work) before it
+// aborts the groups and says which peer is lost.
 // Owns: GraphFacts, graph_blocker and graphs_apply (whether a run can use graphs and why not);
-// GraphBook, next_graph_step and record_graph_step (which way each step goes); GraphComm (the
-// collectives' part), GraphDevice (the device's part: a CUDA graph, make_cuda_graph_device in
-// cuda_graph_device.cpp; a stand-in in tests), StepGraph, run_graphed and await_replay: the
+// GraphBook, next_graph_step and record_graph_step (which way each step goes); GraphComm and
+// graph_comm (the groups' part), GraphDevice (the device's part: a CUDA graph,
+// make_cuda_graph_device in cuda_graph_device.cpp; a stand-in in tests), StepGraph, run_graphed and await_replay: the
 // control flow, host code tested on the CPU.
 #pragma once
 #include <cstdint>
@@ -28,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/mesh.h"
 #include "parallel/pipeline/executor.h"
 
 namespace slm::train {
@@ -37,7 +40,7 @@ struct GraphFacts {
   std::string device;                 // "cpu" | "cuda"
   bool cuda_build = false;            // a CUDA build (a CUDA LibTorch and nvcc: model::own_cuda_kernels_built)
   int64_t pp = 1, tp = 1, dp = 1;     // the plan's degrees (dp: this rank's data-parallel group)
-  std::string dp_backend = "nccl";    // the dp group's backend (where dp > 1)
+  std::string backend = "nccl";       // the job's backend: its pp, tp and dp groups'
   bool dp_wan = false;                // the dp group takes the WAN-aware all-reduce (dist.wan)
   int64_t zero = 0;                   // parallel.zero
   double dropout = 0;                 // model.dropout
@@ -69,7 +72,7 @@ struct GraphBook {
   bool failed = false;      // its capture failed (here or on another rank): every step runs eagerly
   bool collective = false;  // the graph holds collectives (GraphComm)
   BatchShapes shapes;       // what it was captured for
-  int64_t replay_bytes = 0; // what the capture counted as sent: what each replay sends
+  std::vector<int64_t> replay_bytes;  // what the capture counted as sent, per group: what each replay sends
 };
 GraphStep next_graph_step(const GraphBook& b, const BatchShapes& shapes);
 // The book after `step`; `ok`: whether the capture succeeded (on every rank).
@@ -79,15 +82,22 @@ void record_graph_step(GraphBook& b, GraphStep step, const BatchShapes& shapes, 
 // and the squared gradient norm).
 using DeviceStep = std::function<std::vector<at::Tensor>(const std::vector<parallel::pipeline::MicroBatch>&)>;
 
-// Where the step's collectives are captured with it (data parallelism over NCCL). Empty (no `all`)
-// on one GPU.
+// Where the step's messages and collectives are captured with it (pipeline, data or tensor
+// parallelism over NCCL): the groups they run in. Empty (no `all`) on one GPU.
 struct GraphComm {
-  std::function<bool(bool)> all;          // whether every rank of the group says true (an eager collective)
-  std::function<int64_t()> sent;          // the group's bytes sent so far (comm::bytes_sent)
-  std::function<void(int64_t)> add_sent;  // counts bytes a replay sent (or takes back a failed capture's)
+  std::string what;                       // what they are, for the log ("the gradients' all-reduce")
+  std::function<bool(bool)> all;          // whether every rank says true (an eager collective)
+  std::function<std::vector<int64_t>()> sent;  // each group's bytes sent so far (comm::bytes_sent)
+  std::function<void(const std::vector<int64_t>&)> add_sent;  // counts bytes a replay sent, per group
+                                                              // (or takes back a failed capture's)
   double timeout_s = 0;                   // how long a replay may take (dist.timeout_s)
-  std::function<void()> timed_out;        // a replay took longer: aborts the group, throws comm::PeerLost
+  std::function<void()> timed_out;        // a replay took longer: aborts the groups, throws comm::PeerLost
 };
+// The messages and collectives of a step over this rank's pipeline, tensor and data parallelism
+// groups (pg.pp, pg.tp, pg.dp; one of size 1 holds none, and where all are: an empty GraphComm).
+// The ranks agree over pg.site: every rank whose work a graph here can wait for (the world; under
+// DiLoCo this rank's site).
+GraphComm graph_comm(const comm::ProcessGroups& pg, double timeout_s);
 
 // The device's part of a graph.
 struct GraphDevice {

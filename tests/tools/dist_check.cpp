@@ -1,6 +1,8 @@
 // tests/tools/dist_check.cpp: test helper run under `slm launch -n N`: checks every comm/ verb
 // against values computed locally (sum, reduce-scatter, all-gather, broadcast, bf16 over Gloo,
-// scalar sum/max/gather, async completion order, hierarchical / compressed / multi-channel all-reduce). Prints "rank R ok" or exits non-zero with the failure.
+// scalar sum/max/gather, async completion order, hierarchical / compressed / multi-channel all-reduce;
+// on 4 ranks, a CUDA graph's agreement and bytes over its groups). Prints "rank R ok" or exits
+// non-zero with the failure.
 #include <torch/torch.h>
 
 #include <chrono>
@@ -10,6 +12,7 @@
 #include "comm/collectives.h"
 #include "comm/mesh.h"
 #include "comm/world.h"
+#include "train/step_graph.h"
 
 #define EXPECT_TRUE_OR_DIE(cond)                                                       \
   do {                                                                                 \
@@ -18,6 +21,32 @@
       return 1;                                                                        \
     }                                                                                  \
   } while (0)
+
+// A CUDA graph's groups on 4 ranks as dp 2 x tp 2 and as pp 2 x tp 2 (train::graph_comm, here over
+// Gloo on the CPU): one rank's "no" to the capture reaches every rank; bytes are counted per group.
+static bool check_graph_agreement(slm::comm::World& w) {
+  using namespace slm::comm;
+  const int r = w.world.rank;
+  // `first`, `second`: the dimensions in the order graph_comm counts them (pp, tp, dp).
+  const auto check = [&](const MeshShape& shape, const std::string& what, const std::string& first,
+                         const std::string& second) {
+    ProcessGroups pg = make_process_groups(w, shape);
+    const auto group = [&pg](const std::string& name) { return name == "pp" ? pg.pp : name == "tp" ? pg.tp : pg.dp; };
+    pg.site = w.world;
+    const slm::train::GraphComm c = slm::train::graph_comm(pg, 60);
+    bool ok = c.all(true);
+    for (int no = 0; no < 4; ++no) ok = ok && !c.all(r != no);
+    const std::vector<int64_t> before = c.sent();
+    c.add_sent({5, 7});
+    const std::vector<int64_t> after = c.sent();
+    ok = ok && c.what == what && after.size() == 2 && after[0] - before[0] == 5 && after[1] - before[1] == 7 &&
+         after[0] == bytes_sent(group(first)) && after[1] == bytes_sent(group(second));
+    if (!ok) std::fprintf(stderr, "rank %d: a graph's agreement or bytes over %s are wrong\n", r, what.c_str());
+    return ok;
+  };
+  return check({{"dp", "tp"}, {2, 2}}, "tensor parallelism's collectives, the gradients' all-reduce", "tp", "dp") &&
+         check({{"pp", "tp"}, {2, 2}}, "the stages' messages, tensor parallelism's collectives", "pp", "tp");
+}
 
 int main() {
   using namespace slm::comm;
@@ -93,6 +122,7 @@ int main() {
     EXPECT_TRUE_OR_DIE(compare({n / 2, true, 1, 4, "", {}}, 1e-2));
     EXPECT_TRUE_OR_DIE(compare({n / 2, false, 3, 0, "", {1e-4, 1e3}}, 1e-5));  // hierarchical, chunked across
   }
+  if (n == 4 && !check_graph_agreement(w)) return 1;
   barrier(g);
   std::printf("rank %d ok\n", r);
   return 0;

@@ -1,14 +1,17 @@
 // tests/train/step_graph_test.cpp: when a step can be captured as a CUDA graph (train/step_graph.h)
 // and what the log ("auto") and the error ("on") say where it cannot: every blocker, each on its
-// own; run_graphed's control flow over a stand-in device and group (warm-up, capture, replay, a
-// failed capture here or on another rank, the replays' bytes, a replay that never ends). The
-// capture and replay themselves run on a GPU only (bench/gpu/gpu_kernels.sh).
+// own; run_graphed's control flow over a stand-in device and groups (warm-up, capture, replay, a
+// failed capture here or on another rank, the replays' bytes per group, a replay that never ends).
+// The capture and replay themselves run on a GPU only (bench/gpu/gpu_kernels.sh); graph_comm over
+// real ranks in tests/tools/dist_check.cpp.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
 #include <chrono>
 #include <stdexcept>
 #include <utility>
+
+#include <fmt/format.h>
 
 #include "comm/collectives.h"
 
@@ -39,11 +42,14 @@ TEST(StepGraph, EachBlockerIsNamed) {
   const std::vector<std::pair<std::function<void(GraphFacts&)>, std::string>> cases = {
       {[](GraphFacts& f) { f.device = "cpu"; }, "not a CUDA device"},
       {[](GraphFacts& f) { f.cuda_build = false; }, "no CUDA graphs"},
-      {[](GraphFacts& f) { f.pp = 2; }, "pipeline"},
-      {[](GraphFacts& f) { f.tp = 2; }, "tensor parallelism"},
-      {[](GraphFacts& f) { f.dp = 4, f.dp_backend = "gloo"; }, "data parallelism over Gloo"},
+      {[](GraphFacts& f) { f.pp = 2, f.backend = "gloo"; }, "pipeline stages over Gloo"},
+      {[](GraphFacts& f) { f.pp = 2, f.tp = 2, f.dp = 2, f.backend = "gloo"; }, "pipeline stages over Gloo"},
+      {[](GraphFacts& f) { f.tp = 2, f.backend = "gloo"; }, "tensor parallelism over Gloo"},
+      {[](GraphFacts& f) { f.dp = 4, f.tp = 2, f.backend = "gloo"; }, "tensor parallelism over Gloo"},
+      {[](GraphFacts& f) { f.dp = 4, f.backend = "gloo"; }, "data parallelism over Gloo"},
       {[](GraphFacts& f) { f.dp = 4, f.dp_wan = true; }, "WAN-aware all-reduce"},
       {[](GraphFacts& f) { f.dp = 4, f.zero = 3; }, "ZeRO 3"},
+      {[](GraphFacts& f) { f.zero = 3; }, "ZeRO 3"},  // one GPU: its blocks rerun in backward all the same
       {[](GraphFacts& f) { f.dropout = 0.1; }, "dropout"},
       {[](GraphFacts& f) { f.recompute = true; }, "recomputation"},
       {[](GraphFacts& f) { f.update_on_device = false; }, "system.device_update"},
@@ -67,16 +73,21 @@ TEST(StepGraph, EachBlockerIsNamed) {
   }
 }
 
-// Data parallelism over NCCL is captured with ZeRO 0-2, but only where asked for ("on"): it has not
-// run on several GPUs yet.
-TEST(StepGraph, DataParallelismOverNcclIsCapturedWhenAskedFor) {
-  for (int64_t zero : {0, 1, 2}) {
+// Pipeline, data and tensor parallelism over NCCL are captured with ZeRO 0-2, each alone and
+// together, but only where asked for ("on"): they have not run on several GPUs yet.
+TEST(StepGraph, PipelineDataAndTensorParallelismOverNcclAreCapturedWhenAskedFor) {
+  struct Case {
+    int64_t pp, dp, tp, zero;
+  };
+  for (const Case& c : std::vector<Case>{{1, 2, 1, 0}, {1, 2, 1, 1}, {1, 2, 1, 2}, {1, 1, 2, 0}, {1, 2, 2, 2},
+                                         {1, 4, 2, 1}, {2, 1, 1, 0}, {4, 2, 1, 1}, {2, 2, 2, 2}}) {
     GraphFacts f = capturable();
-    f.dp = 2, f.zero = zero;
-    EXPECT_EQ(graph_blocker(f), "") << zero;
-    EXPECT_TRUE(graphs_apply("on", f)) << zero;
+    f.pp = c.pp, f.dp = c.dp, f.tp = c.tp, f.zero = c.zero;
+    const std::string at = fmt::format("pp {} dp {} tp {} zero {}", c.pp, c.dp, c.tp, c.zero);
+    EXPECT_EQ(graph_blocker(f), "") << at;
+    EXPECT_TRUE(graphs_apply("on", f)) << at;
     std::string why;
-    EXPECT_FALSE(graphs_apply("auto", f, &why)) << zero;
+    EXPECT_FALSE(graphs_apply("auto", f, &why)) << at;
     EXPECT_NE(why.find("several GPUs"), std::string::npos) << why;
   }
 }
@@ -128,8 +139,8 @@ TEST(StepGraph, AnotherShapeIsAnErrorWhereTheGraphHoldsCollectives) {
 struct Seen {
   int eager_runs = 0, captures = 0, drops = 0, loads = 0, replays = 0;
   bool capture_ok = true, others_ok = true, finished = true;
-  int64_t sent = 0;                 // the group's counter
-  int64_t capture_sends = 300;      // what a capture's collectives count on the host
+  std::vector<int64_t> sent{0, 0};             // the groups' counters (tp, dp)
+  std::vector<int64_t> capture_sends{100, 300};  // what a capture's collectives count on the host
   std::vector<std::string> lines;
 };
 
@@ -140,7 +151,7 @@ GraphDevice stand_in_device(Seen& seen) {
   d.capture = [&seen](const DeviceStep& run, const std::vector<parallel::pipeline::MicroBatch>& b, std::string* why) {
     seen.captures += 1;
     run(b);
-    seen.sent += seen.capture_sends;
+    for (size_t i = 0; i < seen.sent.size(); ++i) seen.sent[i] += seen.capture_sends[i];
     if (!seen.capture_ok) *why = "operation not permitted when stream is capturing\nmore";
     return seen.capture_ok;
   };
@@ -154,11 +165,15 @@ GraphDevice stand_in_device(Seen& seen) {
   return d;
 }
 
-GraphComm stand_in_group(Seen& seen, double timeout_s = 5) {
+// Two groups, as tensor and data parallelism's.
+GraphComm stand_in_groups(Seen& seen, double timeout_s = 5) {
   GraphComm c;
+  c.what = "the groups' collectives";
   c.all = [&seen](bool mine) { return mine && seen.others_ok; };
   c.sent = [&seen] { return seen.sent; };
-  c.add_sent = [&seen](int64_t n) { seen.sent += n; };
+  c.add_sent = [&seen](const std::vector<int64_t>& n) {
+    for (size_t i = 0; i < n.size(); ++i) seen.sent[i] += n[i];
+  };
   c.timeout_s = timeout_s;
   c.timed_out = [] { throw comm::PeerLost("a replayed step did not finish"); };
   return c;
@@ -167,7 +182,7 @@ GraphComm stand_in_group(Seen& seen, double timeout_s = 5) {
 StepGraph stand_in_graph(Seen& seen, bool collective, bool speaks = true) {
   StepGraph g;
   g.device = stand_in_device(seen);
-  if (collective) g.comm = stand_in_group(seen);
+  if (collective) g.comm = stand_in_groups(seen);
   g.speaks = speaks;
   return g;
 }
@@ -213,16 +228,17 @@ TEST(StepGraph, AFailedCaptureSaysWhyInOneLineAndRunsEagerly) {
 }
 
 // With collectives in the graph: the capture's bytes count once for its own step and again for
-// each replay, as the eager steps count theirs.
+// each replay, group by group, as the eager steps count theirs.
 TEST(StepGraph, ReplaysCountTheBytesTheCaptureCounted) {
   Seen seen;
   StepGraph g = stand_in_graph(seen, /*collective=*/true);
   run_steps(g, seen, 5);
   EXPECT_EQ(seen.replays, 3);
-  EXPECT_EQ(g.book.replay_bytes, 300);
-  EXPECT_EQ(seen.sent, 3 * 300);
+  EXPECT_EQ(g.book.replay_bytes, (std::vector<int64_t>{100, 300}));
+  EXPECT_EQ(seen.sent, (std::vector<int64_t>{3 * 100, 3 * 300}));
   ASSERT_EQ(seen.lines.size(), 1u);
-  EXPECT_NE(seen.lines[0].find("the gradients' all-reduce"), std::string::npos) << seen.lines[0];
+  EXPECT_EQ(seen.lines[0], "cuda graphs: captured the step: forward, backward, the groups' collectives and update "
+                           "(2 micro-batch(es) of 4 x 8)");
 }
 
 // Another rank's capture failed: this rank drops its graph and runs eagerly too (NCCL needs every
@@ -235,7 +251,7 @@ TEST(StepGraph, AnotherRanksFailedCaptureKeepsEveryRankEager) {
     EXPECT_EQ(run_steps(g, seen, 4), (std::vector<double>{1, 1, 1, 1}));
     EXPECT_EQ(seen.drops, 1);
     EXPECT_EQ(seen.replays, 0);
-    EXPECT_EQ(seen.sent, 0);
+    EXPECT_EQ(seen.sent, (std::vector<int64_t>{0, 0}));
     EXPECT_TRUE(g.book.failed);
     if (speaks) EXPECT_EQ(seen.lines, std::vector<std::string>{"cuda graphs: the capture failed on another rank; the steps run eagerly"});
     else EXPECT_TRUE(seen.lines.empty());
@@ -257,17 +273,29 @@ TEST(StepGraph, AReplayThatNeverEndsTimesOut) {
   EXPECT_LT(waited, 2.0);
 }
 
-// What the run says when a replay times out (comm::abandon, which GraphComm.timed_out calls).
-TEST(StepGraph, AnAbandonedReplaySaysTheGroupAndTheTimeout) {
-  comm::Group dp;
-  dp.name = "dp";
-  try {
-    comm::abandon(dp, "a replayed step (CUDA graph)", 60);
-    ADD_FAILURE() << "abandon returned";
-  } catch (const comm::PeerLost& e) {
-    EXPECT_EQ(std::string(e.what()),
-              "a replayed step (CUDA graph) in group dp (1 ranks) did not finish within 60 s (dist.timeout_s); lost a peer");
-  }
+// What the run says when a replay times out (comm::abandon, which graph_comm's timed_out calls).
+TEST(StepGraph, AnAbandonedReplaySaysTheGroupsAndTheTimeout) {
+  comm::Group dp, tp;
+  dp.name = "dp", tp.name = "tp";
+  const auto said = [](const std::vector<comm::Group>& groups) -> std::string {
+    try {
+      comm::abandon(groups, "a replayed step (CUDA graph)", 60);
+    } catch (const comm::PeerLost& e) {
+      return e.what();
+    }
+    return "abandon returned";
+  };
+  EXPECT_EQ(said({dp}),
+            "a replayed step (CUDA graph) in group dp (1 ranks) did not finish within 60 s (dist.timeout_s); lost a peer");
+  EXPECT_EQ(said({tp, dp}), "a replayed step (CUDA graph) in groups tp (1 ranks) and dp (1 ranks) did not finish "
+                            "within 60 s (dist.timeout_s); lost a peer");
+}
+
+// One GPU's step holds no collectives: graph_comm gives nothing to agree on or count.
+TEST(StepGraph, GraphCommOnOneRankHoldsNoCollectives) {
+  const GraphComm c = graph_comm(comm::ProcessGroups{}, 60);
+  EXPECT_FALSE(static_cast<bool>(c.all));
+  EXPECT_TRUE(c.what.empty());
 }
 
 TEST(StepGraph, PollUntilReturnsAtOnceWhenReadyAndFalseAfterTheTimeout) {
