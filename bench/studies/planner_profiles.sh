@@ -11,12 +11,9 @@ W=$(mktemp -d); trap 'rm -rf "$W"; "$SLM" testbed down "$W/c.toml" 2>/dev/null |
 export HOME=$W  # no cached profile
 . "$(dirname "$0")/planner_setup.sh"
 study_model "$DATA"
-declare -A RTT=([rtt0]=0 [rtt20]=20 [rtt100]=100 [het20]=20 [gpu20]=20 [mem20]=20)
-declare -A RATE=([rtt0]=1000 [rtt20]=1000 [rtt100]=1000 [het20]=1000 [gpu20]=250 [mem20]=1000)
-declare -A CPUS_B=([het20]=0.5)
 for sc in "${@:-rtt0 rtt20 rtt100 het20 gpu20 mem20}"; do
   for s in $sc; do
-    study_cluster "$W/c.toml" "${RTT[$s]}" "${RATE[$s]}" "${CPUS_B[$s]:-0}"
+    study_scenario "$s" "$W/c.toml"
     "$SLM" testbed run "$W/c.toml" -- "$SLM" profile "${MODEL[@]}" --micro-batches 1,2,4,8 --no-cache -o "$OUT/$s.json" \
       > "$W/log" 2>&1 || { cat "$W/log"; exit 1; }
     echo "$s: $(python3 -c "import json,sys; r=json.load(open(sys.argv[1]))['ranks']; print('own', [round(q['comm_cpu_s_per_byte']*1e9,2) for q in r], 'machine extra', [round(q.get('machine_extra_cpu_s_per_byte',0)*1e9,2) for q in r], 'ns/B')" "$OUT/$s.json")"

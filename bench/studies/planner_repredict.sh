@@ -16,12 +16,8 @@
 set -euo pipefail
 SLM=$(readlink -f "$1") DATA=$(readlink -f "$2") DIR=$(readlink -f "$3")
 W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
-MODEL=(-c /dev/null --set data.dir="$DATA" --set model.n_layer=24 --set model.n_head=16 --set model.n_embd=256
-       --set model.block_size=128 --set batch.batch_size=8 --set batch.micro_batch=2 --set optim.lr=1e-3
-       --set system.precision=fp32)
-declare -A FLAGS=([dp]="" [zero2]="--zero 2" [pipeshard]="--pp 2 --tp 2" [pp2-dp2]="--pp 2"
-                  [hier-dp]="--set dist.ranks_per_site=2" [zero3]="--zero 3" [pp4]="--pp 4"
-                  [pp2-dp2-rc]="--pp 2 --set model.recompute=true")
+. "$(dirname "$0")/planner_setup.sh"
+study_model "$DATA"
 declare -A RTT=([rtt0]=0 [rtt20]=20 [rtt100]=100 [het20]=20 [gpu20]=20 [mem20]=20)
 declare -A RATE=([rtt0]=1000 [rtt20]=1000 [rtt100]=1000 [het20]=1000 [gpu20]=250 [mem20]=1000)
 declare -A CPUS_B=([het20]=0.5)
@@ -50,7 +46,7 @@ while IFS='|' read -r _ sc l _ m rounds _; do
   [ -f "$DIR/planner_study_${sc}_profile.json" ] && [ "$m" != nan ] || continue
   printf '[[site]]\nname = "a"\nranks = 2\n[[site]]\nname = "b"\nranks = 2\n[[link]]\nsites = ["a", "b"]\ndelay_ms = %s\nrate_mbit = %s\n' \
     "$(python3 -c "print(${RTT[$sc]} / 2)")" "${RATE[$sc]}" > "$W/c.toml"
-  read -r -a f <<< "${FLAGS[$l]}"
+  read -r -a f <<< "${PRESET_FLAGS[$l]}"
   # Each round's median, each predicted from its own profile where the study kept it; else the
   # pooled median from the first profile.
   if [[ $rounds =~ ^[0-9.]+( / [0-9.]+)+$ ]]; then read -r -a med <<< "${rounds// \/ / }"; else med=("$m"); fi

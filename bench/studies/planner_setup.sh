@@ -1,7 +1,7 @@
 # bench/studies/planner_setup.sh: what the planner's studies share (sourced by planner_study.sh,
 # planner_picks.sh and planner_profiles.sh): the model they train (the latency study's: GPT-2-medium
-# depth and heads at 256 channels, T = 128, global batch 8 of micro-batches of 2, fp32) and their
-# testbed of 2 sites x 2 ranks.
+# depth and heads at 256 channels, T = 128, global batch 8 of micro-batches of 2, fp32), their
+# testbed of 2 sites x 2 ranks, its named scenarios and the preset layouts measured on it.
 # study_model DATA_DIR: sets MODEL, the `slm train` / `slm profile` / `slm plan` options of the model.
 study_model() {
   MODEL=(-c /dev/null --set data.dir="$1" --set model.n_layer=24 --set model.n_head=16 --set model.n_embd=256
@@ -30,3 +30,26 @@ delay_ms = $(python3 -c "print($2 / 2)")
 rate_mbit = $3
 TOML
 }
+# study_scenario NAME FILE: the cluster file of a named scenario (planner_study.sh says what each is).
+study_scenario() {
+  case $1 in
+    rtt0) study_cluster "$2" 0 1000 0 ;;
+    rtt20) study_cluster "$2" 20 1000 0 ;;
+    rtt100) study_cluster "$2" 100 1000 0 ;;
+    het20) study_cluster "$2" 20 1000 0.5 ;;
+    gpu20) study_cluster "$2" 20 250 0 ;;
+    mem20) study_cluster "$2" 20 1000 0 0.55 ;;
+    *) echo "unknown scenario $1 (rtt0, rtt20, rtt100, het20, gpu20, mem20)" >&2; return 2 ;;
+  esac
+}
+# The preset layouts by name: their `slm train` / `slm plan make` options.
+declare -A PRESET_FLAGS=(
+  [dp]=""
+  [zero2]="--zero 2"
+  [zero3]="--zero 3"
+  [pipeshard]="--pp 2 --tp 2"
+  [pp2-dp2]="--pp 2"
+  [pp2-dp2-rc]="--pp 2 --set model.recompute=true"
+  [pp4]="--pp 4"
+  [hier-dp]="--set dist.ranks_per_site=2"
+)

@@ -30,16 +30,6 @@ W=$(mktemp -d); trap 'rm -rf "$W"; "$SLM" testbed down "$W/c.toml" 2>/dev/null |
 export HOME=$W  # a profile cache of its own
 . "$(dirname "$0")/planner_setup.sh"
 study_model "$DATA"
-declare -A FLAGS=(
-  [dp]=""
-  [zero2]="--zero 2"
-  [pipeshard]="--pp 2 --tp 2"
-  [pp2-dp2]="--pp 2"
-  [hier-dp]="--set dist.ranks_per_site=2"
-  [zero3]="--zero 3"
-  [pp4]="--pp 4"
-  [pp2-dp2-rc]="--pp 2 --set model.recompute=true"
-)
 read -r -a ALL_LAYOUTS <<< "${LAYOUTS-dp zero2 pipeshard pp2-dp2 hier-dp}"  # LAYOUTS="" : only the two picks
 read -r -a MEM_LAYOUTS <<< "${MEM_LAYOUTS-dp zero3 pipeshard pp2-dp2-rc pp4}"  # mem20's (refused ones are listed)
 read -r -a ORDER <<< "${SCENARIOS:-rtt0 rtt100 het20 gpu20}"
@@ -78,20 +68,12 @@ predict() {  # layout round -> what `slm plan make/check` says of it with that r
   case $1 in
     auto) "$SLM" plan check "$W/auto.toml" "${MODEL[@]}" --world 4 "${P[@]}" 2>&1 >/dev/null ;;
     heuristic) "$SLM" plan check "$W/heur.toml" "${MODEL[@]}" --world 4 "${P[@]}" 2>&1 >/dev/null ;;
-    *) read -r -a f <<< "${FLAGS[$1]}"; "$SLM" plan make "${MODEL[@]}" --world 4 "${f[@]}" "${P[@]}" 2>&1 >/dev/null || true ;;
+    *) read -r -a f <<< "${PRESET_FLAGS[$1]}"; "$SLM" plan make "${MODEL[@]}" --world 4 "${f[@]}" "${P[@]}" 2>&1 >/dev/null || true ;;
   esac
 }
 seconds() { grep -o "predicted [0-9.]* s per step" | awk '{print $2}' || true; }
 for sc in "${ORDER[@]}"; do
-  case $sc in
-    rtt0) study_cluster "$W/c.toml" 0 1000 0 ;;
-    rtt20) study_cluster "$W/c.toml" 20 1000 0 ;;
-    rtt100) study_cluster "$W/c.toml" 100 1000 0 ;;
-    het20) study_cluster "$W/c.toml" 20 1000 0.5 ;;
-    gpu20) study_cluster "$W/c.toml" 20 250 0 ;;
-    mem20) study_cluster "$W/c.toml" 20 1000 0 0.55 ;;
-    *) echo "unknown scenario $sc" >&2; exit 2 ;;
-  esac
+  study_scenario "$sc" "$W/c.toml" || exit 2
   profile 1
   # The links as `slm probe` measures them on the running testbed (as on a real cluster).
   "$SLM" testbed run "$W/c.toml" -- "$SLM" probe -o "$W/topo.json" > "$W/probe.log" 2>&1 || { cat "$W/probe.log"; exit 1; }
@@ -108,7 +90,7 @@ for sc in "${ORDER[@]}"; do
     case $l in
       auto) FL[$l]="--set parallel.plan=$W/auto.toml" ;;
       heuristic) FL[$l]="--set parallel.plan=$W/heur.toml" ;;
-      *) FL[$l]=${FLAGS[$l]} ;;
+      *) FL[$l]=${PRESET_FLAGS[$l]} ;;
     esac
     pred=$(predict "$l" 1)
     PRED[$l,1]=$(seconds <<< "$pred")
