@@ -143,10 +143,10 @@ rc=0; "$SLM" launch -n 1 --max-restarts 2 --restart-delay 0 -- "$SLM" train "${C
 # A restart whose rank dies again before the job resumed (here: rank 1 before rendezvous, every
 # time) is recorded by the launcher in RUN/events.jsonl, and so is giving up (there was no file).
 cat > die1.sh <<'SH'
-if [ "$RANK" = 1 ]; then sleep 5; exit 5; fi  # rank 0 is in rendezvous by then
+if [ "$RANK" = 1 ]; then sleep 3; exit 5; fi  # rank 0 is in rendezvous by then
 exec "$@"
 SH
-rc=0; "$SLM" launch -n 2 --max-restarts 1 --restart-delay 0 --grace 5 -- sh die1.sh "$SLM" train "${COMMON[@]}" --dp 2 \
+rc=0; "$SLM" launch -n 2 --max-restarts 1 --restart-delay 0 --grace 1 -- sh die1.sh "$SLM" train "${COMMON[@]}" --dp 2 \
   --set run.dir=dies > dies.log 2>&1 || rc=$?
 [ $rc -eq 5 ] && grep -q "giving up after 1 restarts (last: rank 1 exited with code 5)" dies.log || { cat dies.log; fail "dies: exit $rc"; }
 python3 - dies/events.jsonl <<'PY' || fail "the failed restart and giving up are not in events.jsonl"

@@ -1,10 +1,10 @@
 # tests/e2e/testbed.sh: the wide-area testbed on this machine (needs root, network namespaces,
 # iptables-legacy and slm-delayer; skipped otherwise).
 #  1. Two sites x 2 ranks, 20 ms one-way between the sites (RTT 40 ms), 500 Mbit/s: `slm probe`
-#     under `slm testbed run` measures every cross-site round trip within 10% of 40 ms, the
-#     inside-site ones below 5 ms, and finds two link classes; the topology file is written. Each
-#     cross-site pair's bandwidth is at least 70% of the link's rate (pairs timed at once that
-#     cross the link share it: two at a time measured 33 MB/s each of its 62.5).
+#     (pairs only) under `slm testbed run` measures every cross-site round trip within 10% of
+#     40 ms, the inside-site ones below 5 ms, and finds two link classes; the topology file is
+#     written. Each cross-site pair's bandwidth is at least 70% of the link's rate (pairs timed at
+#     once that cross the link share it: two at a time measured 33 MB/s each of its 62.5).
 #  2. Data-parallel training runs across the testbed (2 steps); DiLoCo's steps are agreed in blocks
 #     that grow with the link's latency, with the losses of a local run.
 #  3. Teardown: nothing is left behind after a run, after a failing command, and after `down`.
@@ -32,7 +32,7 @@ left_behind() {
   for _ in 1 2 3 4 5 6 7 8 9 10; do pgrep -x slm-delayer >/dev/null || return 0; sleep 0.2; done
   fail "slm-delayer left running ($1)"
 }
-"$SLM" testbed run geo.toml -- "$SLM" probe -o topo.json > probe.log 2>&1 || { cat probe.log; fail "probe on the testbed"; }
+"$SLM" testbed run geo.toml -- "$SLM" probe --no-collectives -o topo.json > probe.log 2>&1 || { cat probe.log; fail "probe on the testbed"; }
 cat probe.log
 python3 - topo.json <<'PY' || fail "probed RTTs do not match the testbed"
 import json, sys
