@@ -31,20 +31,40 @@ std::string cpu_model_name() {
   return "unknown CPU";
 }
 
-// Best of a few n x n matmuls in the run's precision on the device.
+int64_t next_gemm_size(int64_t n, double seconds, int64_t max_n) {
+  constexpr double kMaxMatmulS = 0.25;  // the next size does 8x the work
+  return n < max_n && 8 * seconds <= kMaxMatmulS ? 2 * n : 0;
+}
+
+// One matmul of a and b, in seconds (the device synchronised around it).
+static double time_matmul(const at::Tensor& a, const at::Tensor& b) {
+  const bool cuda = a.is_cuda();
+  if (cuda) torch::cuda::synchronize();
+  const auto t0 = std::chrono::steady_clock::now();
+  at::Tensor c = at::matmul(a, b);
+  if (cuda) torch::cuda::synchronize();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Best of a few n x n matmuls in the run's precision on the device, at the largest n up to 2048
+// (CPU) or 8192 (GPU) whose matmul takes at most ~0.25 s: a slow path (bf16 on a CPU without bf16
+// instructions: ATen's reference GEMM, ~1 GFLOP/s) is timed in a second, not in minutes.
 static double measure_gemm_flops(const std::string& device, const std::string& precision) {
-  const int64_t n = device == "cpu" ? 2048 : 8192;
-  auto opts = torch::TensorOptions().device(device).dtype(precision == "bf16" ? torch::kBFloat16 : torch::kFloat);
+  const int64_t max_n = device == "cpu" ? 2048 : 8192;
+  const auto opts = torch::TensorOptions().device(device).dtype(precision == "bf16" ? torch::kBFloat16 : torch::kFloat);
+  int64_t n = 256;
   at::Tensor a = torch::randn({n, n}, opts), b = torch::randn({n, n}, opts);
-  double best = 0;
-  for (int i = 0; i < 6; ++i) {
-    if (device != "cpu") torch::cuda::synchronize();
-    auto t0 = std::chrono::steady_clock::now();
-    at::Tensor c = at::matmul(a, b);
-    if (device != "cpu") torch::cuda::synchronize();
-    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (i > 0) best = std::max(best, 2.0 * n * n * n / s);  // first run warms up
+  for (int64_t next = n; next != 0;) {
+    time_matmul(a, b);  // warm-up
+    next = next_gemm_size(n, time_matmul(a, b), max_n);
+    if (next != 0) {
+      n = next;
+      a = torch::randn({n, n}, opts);
+      b = torch::randn({n, n}, opts);
+    }
   }
+  double best = 0;
+  for (int i = 0; i < 5; ++i) best = std::max(best, 2.0 * n * n * n / time_matmul(a, b));
   return best;
 }
 

@@ -26,3 +26,15 @@ TEST(Peak, CachedPerBuild) {
   EXPECT_EQ(again.peak_source, "cached");
   EXPECT_EQ(again.peak_flops, first.peak_flops);
 }
+
+// The peak's GEMM grows from 256 while the next size would take at most ~0.25 s: a fast path is
+// timed at the largest size (2048 on a CPU), a slow one (bf16 through ATen's reference GEMM on a
+// CPU without bf16 instructions: minutes at 2048) at a small one.
+TEST(Peak, GemmSizeStopsBeforeASlowMatmul) {
+  using slm::host::next_gemm_size;
+  EXPECT_EQ(next_gemm_size(256, 0.0004, 2048), 512);
+  EXPECT_EQ(next_gemm_size(1024, 0.021, 2048), 2048);  // fp32 on 2 EPYC cores: 0.17 s at 2048
+  EXPECT_EQ(next_gemm_size(2048, 0.17, 2048), 0);      // the largest size
+  EXPECT_EQ(next_gemm_size(256, 0.033, 2048), 0);      // ~1 GFLOP/s: 0.27 s at 512
+  EXPECT_EQ(next_gemm_size(4096, 0.0002, 8192), 8192);
+}
