@@ -53,15 +53,14 @@ static double measure_gemm_flops(const std::string& device, const std::string& p
   const int64_t max_n = device == "cpu" ? 2048 : 8192;
   const auto opts = torch::TensorOptions().device(device).dtype(precision == "bf16" ? torch::kBFloat16 : torch::kFloat);
   int64_t n = 256;
-  at::Tensor a = torch::randn({n, n}, opts), b = torch::randn({n, n}, opts);
-  for (int64_t next = n; next != 0;) {
+  at::Tensor a, b;
+  for (;;) {
+    a = torch::randn({n, n}, opts);
+    b = torch::randn({n, n}, opts);
     time_matmul(a, b);  // warm-up
-    next = next_gemm_size(n, time_matmul(a, b), max_n);
-    if (next != 0) {
-      n = next;
-      a = torch::randn({n, n}, opts);
-      b = torch::randn({n, n}, opts);
-    }
+    const int64_t next = next_gemm_size(n, time_matmul(a, b), max_n);
+    if (next == 0) break;
+    n = next;
   }
   double best = 0;
   for (int i = 0; i < 5; ++i) best = std::max(best, 2.0 * n * n * n / time_matmul(a, b));
