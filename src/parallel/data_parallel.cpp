@@ -105,7 +105,6 @@ void validate(const ParallelConfig& c) {
   if (c.bucket_mb <= 0) throw UserError(fmt::format("parallel: bucket_mb {} must be positive", c.bucket_mb));
   if (c.dp == 0 || c.dp < -1) throw UserError(fmt::format("parallel: dp {} must be -1 or positive", c.dp));
   if (c.tp < 1) throw UserError(fmt::format("parallel: tp {} must be >= 1", c.tp));
-  if (c.pp > 1 && c.zero == 3) throw UserError("parallel: zero 3 does not combine with pp > 1 (use zero <= 2)");
   if (c.pp < 1 || c.virtual_stages < 1) throw UserError("parallel: pp and virtual_stages must be >= 1");
   if (c.micro_batches < 0) throw UserError("parallel: micro_batches must be >= 0 (0 = from batch_size)");
   if (c.zero_scope != "dp" && c.zero_scope != "site")
@@ -159,15 +158,18 @@ std::shared_ptr<DataParallel> apply_data_parallel(model::GPT2& m, const Parallel
 }
 
 at::Tensor forward_loss(DataParallel& d, const at::Tensor& idx, const at::Tensor& targets, bool train) {
-  if (d.cfg.zero == 3) return zero3_forward_loss(d, idx, targets, train);
-  if (d.tp.size > 1) return tensor::forward_loss(*d.model, idx, targets, d.tp, d.cfg.sequence_parallel, train);
-  return model::forward_loss(*d.model, idx, targets, train);
+  model::GPT2 view;
+  const model::GPT2& m = d.cfg.zero == 3 ? (view = zero3_model(d, {}, sequence_parallel(d) ? idx.size(1) : 0)) : *d.model;
+  if (d.tp.size > 1) return tensor::forward_loss(m, idx, targets, d.tp, d.cfg.sequence_parallel, train);
+  return model::forward_loss(m, idx, targets, train);
 }
 
 void zero_grads(DataParallel& d) {
   if (d.grad_flat.defined()) d.grad_flat.zero_();
   if (d.grad_own.defined()) d.grad_own.zero_();
   if (d.own.defined() && d.own.grad().defined()) d.own.mutable_grad().zero_();
+  d.kept.clear();  // ZeRO 3: gathered before the last update
+  d.in_step = d.cfg.zero == 3;
 }
 
 void begin_backward(DataParallel& d, bool last) {
@@ -207,6 +209,7 @@ static void sum_replicated_over_tp(DataParallel& d) {
 }
 
 void finish_grads(DataParallel& d) {
+  if (d.cfg.zero == 3) reduce_kept_units(d);
   if (d.last || d.cfg.zero == 2)
     for (Bucket& b : d.buckets)  // buckets with a parameter that got no gradient
       if (!b.launched) launch(d, b);
@@ -258,6 +261,16 @@ at::Tensor grad_shard(DataParallel& d) {
     return d.own.grad();
   }
   return d.cfg.zero == 2 ? d.grad_own : d.grad_flat.narrow(0, d.shard.offset, d.shard.size);
+}
+
+at::Tensor tied_embedding(DataParallel& d) {
+  return d.cfg.zero == 3 ? zero3_tied_embedding(d) : d.model->wte.detach();
+}
+
+void add_tied_embedding_grad(DataParallel& d, const at::Tensor& g) {
+  if (d.cfg.zero == 3) return zero3_add_tied_embedding_grad(d, g);
+  at::Tensor& mine = d.model->wte.mutable_grad();
+  mine.defined() ? mine.add_(g) : (mine = g);
 }
 
 at::Tensor full_params(DataParallel& d) {

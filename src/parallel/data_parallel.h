@@ -11,11 +11,14 @@
 //     flight), its autograd gradients are freed, and it is reduced; each rank adds its part to
 //     a shard-sized gradient buffer. Gradient memory: shard + two buckets instead of everything.
 //  zero 3 (parallel/zero3.cpp): parameters sharded too. Units (embeddings, each block, final
-//     LayerNorm) are split evenly across ranks; a block's parameters are all-gathered just before
-//     its forward (the next block's gather is prefetched) and freed after it, gathered again in
-//     backward (prefetching the previous block) where the block is recomputed, and its gradient
-//     is reduce-scattered straight to the owners. Embeddings and final LayerNorm stay gathered
-//     from forward to backward (they are used at both ends: tied LM head).
+//     LayerNorm: those of this rank's pipeline stage) are split evenly across ranks; a block's
+//     parameters are all-gathered just before its forward (the next block's gather is prefetched)
+//     and freed after it, gathered again in backward (prefetching the previous block) where the
+//     block is recomputed, and its gradient is reduce-scattered straight to the owners. The
+//     embeddings and final LayerNorm are gathered once per step and kept to its end (used at both
+//     ends of every micro-batch: tied LM head); their gradients add up over the micro-batches and
+//     are reduce-scattered in finish_grads. A pipeline's last stage keeps its copy of the tied
+//     head whole (it is not a parameter there: pipeline/tied_embedding.h).
 // Hybrid sharding (zero_scope = "site", with dist.ranks_per_site): the state is split over the
 // ranks of each site and replicated across sites, like FSDP's HYBRID_SHARD / ZeRO++ hpZ. Gradients
 // are still summed over the whole dp group (hierarchically: only a 1/L shard crosses sites), but
@@ -50,6 +53,24 @@ std::shared_ptr<DataParallel> apply_data_parallel(model::GPT2& m, const Parallel
 
 // Mean next-token loss of the model on idx/targets (B, T), whatever the stage.
 at::Tensor forward_loss(DataParallel& d, const at::Tensor& idx, const at::Tensor& targets, bool train);
+
+// ZeRO 3: the model as a forward pass over part of it runs it (a pipeline chunk from block h[begin],
+// with the embeddings if `first`, the final LayerNorm if `last`): each block gathered around its
+// use (run_block: a tp block where d has a tp group, `sp_seq_len` its sequence parallelism's T, 0 =
+// off), the embeddings and final LayerNorm gathered once per training step (between zero_grads and
+// finish_grads) or for this call outside one, the last stage's head as it is. The gather of
+// h[begin] starts at once.
+struct ModelPart {
+  size_t begin = 0;
+  bool first = true, last = true;
+};
+model::GPT2 zero3_model(DataParallel& d, const ModelPart& part, int64_t sp_seq_len);
+
+// The token embedding (wte) as this step's forward passes use it (ZeRO 3: the step's gathered
+// copy, or one gathered now outside a step), for a pipeline's tied head; and adding the head's
+// gradient to its gradient in this step (before the final backward that uses wte).
+at::Tensor tied_embedding(DataParallel& d);
+void add_tied_embedding_grad(DataParallel& d, const at::Tensor& g);
 
 void zero_grads(DataParallel& d);
 // Before each micro-batch's backward; `last` = the optimizer step follows (DDP reduces then).

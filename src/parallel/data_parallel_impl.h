@@ -53,14 +53,22 @@ struct DataParallel {
   bool last = true;                 // reducing in this backward
   std::vector<compat::NodePtr> accumulators;  // keep hooks alive
   // ZeRO 3
-  std::vector<Unit> units;          // embeddings, blocks 0..L-1, final LayerNorm
+  std::vector<Unit> units;          // [embeddings], this rank's blocks in order, [final LayerNorm]
+  int emb_unit = -1, lnf_unit = -1;  // their indices (-1: a pipeline stage without them)
+  size_t first_block_unit = 0;      // the unit of h[0]
   at::Tensor own;                   // (sum of pieces) leaf with requires_grad: this rank's pieces
   std::map<size_t, std::pair<at::Tensor, comm::Pending>> prefetched;  // unit -> gathered buffer
+  bool in_step = false;             // between zero_grads and finish_grads (a training step)
+  std::map<size_t, at::Tensor> kept;  // embeddings / final LayerNorm gathered for the step: leaves
+                                      // whose gradients add up over the micro-batches
 };
 
 // zero3.cpp
 void setup_zero3(DataParallel& d, model::GPT2& m);
-at::Tensor zero3_forward_loss(DataParallel& d, const at::Tensor& idx, const at::Tensor& targets, bool train);
 std::vector<Segment> zero3_segments(const DataParallel& d);
+// The step's gathered embeddings and final LayerNorm: their gradients reduce-scattered into own's.
+void reduce_kept_units(DataParallel& d);
+at::Tensor zero3_tied_embedding(DataParallel& d);
+void zero3_add_tied_embedding_grad(DataParallel& d, const at::Tensor& g);
 
 }  // namespace slm::parallel

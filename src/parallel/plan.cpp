@@ -84,7 +84,7 @@ std::vector<PlanFlags> even_presets(const PlanFlags& f, int64_t world, int64_t n
     PlanFlags g = f;
     g.tp = tp, g.pp = pp, g.dp = -1, g.micro_batches = 0;
     if (pp == 1 || pp * g.virtual_stages > n_layer) g.virtual_stages = 1;
-    if (pp > 1 && g.zero == 3) g.zero = 2;
+    if (rest / pp == 1 && g.zero == 3) g.zero = 2;  // one replica: nothing to shard, only gathers to add
     if (g.pp != f.pp || g.virtual_stages != f.virtual_stages) g.schedule = "auto";
     out.push_back(g);
   }
@@ -230,7 +230,6 @@ void validate_plan(const Plan& p, const ModelShape& m, int job_world) {
   need(p.dp >= 1 && static_cast<int>(p.micro_batch.size()) == p.dp, "micro_batch needs one entry per replica");
   for (int64_t b : p.micro_batch) need(b >= 1, fmt::format("micro_batch {} must be >= 1", b));
   need(p.zero >= 0 && p.zero <= 3, fmt::format("zero {} is not 0, 1, 2 or 3", p.zero));
-  need(p.zero < 3 || p.stages.size() == 1, "zero 3 does not combine with pipeline stages (use zero <= 2)");
   pipeline::validate_schedule(p.schedule, p.pp, static_cast<int>(p.micro_batches), p.virtual_stages);
   int64_t layer = 0;
   std::vector<int> seen(static_cast<size_t>(world), -1);
@@ -374,11 +373,15 @@ MemoryEstimate estimate_memory(const Plan& p, const ModelShape& m, int64_t seq_l
       half * b * T * C * (outside + 24.0 / tp + (m.attention_matrix ? 5 * H * T / (C * tp) : 0.0));
   const double per_layer = m.recompute ? b * T * C * 4 / (sp ? tp : 1) : full_layer;  // recomputed: its input
   e.activations = most * (per_layer * layers / p.virtual_stages + b * T * C * 4) + logits;
-  if (p.zero == 3) {  // parallel/zero3.cpp (one stage): parameters sharded, gathered around their use
-    const double block = 12 * C * C / tp + 7 * C / tp + 6 * C;                     // one block's (tp slice's) parameters
-    const double kept = V * C / tp + static_cast<double>(m.block_size) * C + 2 * C;  // embeddings + final LN: kept
-    e.params = 4 * (trained / dp + kept + 2 * block);  // own shard + kept units + a block in use and one prefetched
-    e.grads = 4 * (trained / dp + std::max(block, kept));  // + one unit's full gradient before its reduce-scatter
+  if (p.zero == 3) {  // parallel/zero3.cpp: parameters sharded, gathered around their use
+    const double block = 12 * C * C / tp + 7 * C / tp + 6 * C;  // one block's (tp slice's) parameters
+    double kept = 0;  // embeddings (first stage) and final LayerNorm (last): gathered for the step
+    for (int k : role.stages) kept += (k == 0 ? V * C / tp + static_cast<double>(m.block_size) * C : 0) +
+                                      (k == static_cast<int>(S) - 1 ? 2 * C : 0);
+    // Own shard + the kept units + a block in use and one prefetched (+ a last stage's tied head);
+    // the kept units' gradients add up over the step, a block's is whole until its reduce-scatter.
+    e.params = 4 * (trained / dp + kept + 2 * block + head_copy);
+    e.grads = 4 * (trained / dp + kept + block + head_copy);
     // Blocks keep only their inputs (this rank's rows under sequence parallelism) and are recomputed
     // in backward, one at a time.
     e.activations = most * (b * T * C * 4 / (sp ? tp : 1) * (layers + 1) + full_layer) + logits;

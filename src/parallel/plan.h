@@ -78,9 +78,9 @@ Plan plan_from_flags(const PlanFlags& f, int64_t n_layer, int world, int64_t bat
 // After an elastic restart onto `world` ranks: f itself when its degrees fit the world and `fits`
 // (the memory caps; it is also asked whether a layout is valid at all), else the nearest even preset
 // that does: tp the largest common divisor of tp and world (so it still divides the heads), pp the
-// largest divisor of world / tp up to pp, then deeper pipelines (less memory per rank; ZeRO 3
-// becomes 2 with stages), dp the rest, the micro-batch count from the batch size (so the global
-// batch stays), virtual stages kept while they fit the layers. When nothing fits the memory, the
+// largest divisor of world / tp up to pp, then deeper pipelines (less memory per rank), dp the
+// rest (ZeRO 3 becomes 2 where it is 1), the micro-batch count from the batch size (so the global batch stays), virtual stages kept
+// while they fit the layers. When nothing fits the memory, the
 // nearest preset that fits the world (the memory check then names the shortfall). `changed` says
 // what moved and why ("" when f stays).
 PlanFlags fit_to_world(const PlanFlags& f, int world, int64_t n_layer, const std::function<bool(const PlanFlags&)>& fits,
@@ -125,8 +125,9 @@ struct MemoryEstimate {
 // by dp where ZeRO shards them) plus activations of the micro-batches the schedule keeps in flight
 // (Korthikanti et al.'s per-layer formula at m.activation_bytes, without the attention-matrix term
 // when m.attention_matrix is false; recomputation keeps block inputs only).
-// ZeRO-3 shards the parameters too, keeps the gathered embeddings and one or two gathered blocks,
-// and recomputes every block in backward (parallel/zero3.cpp).
+// ZeRO-3 shards the parameters too, keeps the gathered embeddings and final LayerNorm (with their
+// gradients) and one or two gathered blocks, and recomputes every block in backward
+// (parallel/zero3.cpp).
 MemoryEstimate estimate_memory(const Plan& p, const ModelShape& m, int64_t seq_len, int rank);
 // How many ranks split `rank`'s ZeRO state: its dp replicas, or with zero_ranks_per_site those in
 // its site when every site holds the same number of them (as comm/hierarchy.cpp then shards).

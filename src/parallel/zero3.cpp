@@ -1,15 +1,16 @@
 // parallel/zero3.cpp: ZeRO stage 3 (see data_parallel.h): parameters sharded by unit, gathered
 // per block around its forward and its recomputed backward, gradients reduce-scattered.
-// The collectives sit in two autograd Functions:
-//   GatherUnit:   forward all-gather of a unit's pieces,  backward reduce-scatter of its gradient
-//                 (embeddings and final LayerNorm: kept from forward to backward);
-//   ShardedBlock: forward gather + block + free;  backward gather + recompute + reduce-scatter.
-// With tensor parallelism the units are this tp rank's slices (the layout is the tp-split model's),
-// sharded over its dp group; the blocks run as tp blocks (their collectives rerun in backward), and
-// the embedding and head are the vocabulary-parallel ones (parallel/tensor/model.h).
+// The blocks' collectives sit in an autograd Function, ShardedBlock: forward gather + block +
+// free; backward gather + recompute + reduce-scatter. The embeddings and final LayerNorm are
+// gathered once per training step into leaves (`kept`) whose gradients finish_grads
+// reduce-scatters. With tensor parallelism the units are this tp rank's slices (the layout is the
+// tp-split model's), sharded over its dp group; the blocks run as tp blocks (their collectives
+// rerun in backward), and the embedding and head are the vocabulary-parallel ones
+// (parallel/tensor/model.h). With pipeline stages the units are those of this rank's stage.
 #include <torch/torch.h>
 
-#include <fmt/format.h>
+#include <algorithm>
+#include <utility>
 
 #include "model/recompute.h"
 #include "parallel/data_parallel_impl.h"
@@ -44,8 +45,16 @@ at::Tensor take_gathered(DataParallel& d, size_t u) {
   return g.first.narrow(0, 0, d.units[u].numel);
 }
 
+// Starts gathering unit u (a block's) unless it is started already.
 void prefetch(DataParallel& d, size_t u) {
   if (u < d.units.size() && d.units[u].block >= 0 && !d.prefetched.count(u)) d.prefetched[u] = start_gather(d, u);
+}
+// The same for the block that runs after unit `from`'s in this direction (+1 forward, -1
+// backward), if it is in the same pipeline chunk (the next layer): what follows a chunk's end may
+// run after the step's update.
+void prefetch_next(DataParallel& d, size_t from, int dir) {
+  const size_t u = from + static_cast<size_t>(dir);
+  if (u < d.units.size() && d.units[u].block == d.units[from].block + dir) prefetch(d, u);
 }
 
 // This rank's piece of the sum over ranks of grad (numel of unit u).
@@ -74,19 +83,6 @@ model::Block block_views(DataParallel& d, const at::Tensor& flat, size_t u) {
   return model::block_of(ps);
 }
 
-struct GatherUnit : torch::autograd::Function<GatherUnit> {
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& piece, int64_t dp_ptr, int64_t u) {
-    ctx->saved_data["dp"] = dp_ptr;
-    ctx->saved_data["u"] = u;
-    return take_gathered(*reinterpret_cast<DataParallel*>(dp_ptr), static_cast<size_t>(u));
-  }
-  static variable_list backward(AutogradContext* ctx, variable_list grad) {
-    DataParallel& d = *state_of(ctx);
-    return {reduce_scatter_unit(d, static_cast<size_t>(ctx->saved_data["u"].toInt()), grad[0]), at::Tensor(),
-            at::Tensor()};
-  }
-};
-
 // How a block runs: block_forward (tp 1) or a tp block (`run` with its `context`, model/recompute.h).
 struct BlockRunSpec {
   model::BlockRun run = nullptr;
@@ -107,7 +103,7 @@ struct ShardedBlock : torch::autograd::Function<ShardedBlock> {
     ctx->saved_data["gpu_autocast"] = ac.gpu;
     ctx->save_for_backward({x});
     at::Tensor flat = take_gathered(d, static_cast<size_t>(u));
-    prefetch(d, static_cast<size_t>(u) + 1);
+    prefetch_next(d, static_cast<size_t>(u), +1);
     torch::NoGradGuard no_grad;
     return model::forward_block(block_views(d, flat, static_cast<size_t>(u)), x, d.model->cfg, train,
                                 reinterpret_cast<model::BlockRun>(run), context);
@@ -117,7 +113,7 @@ struct ShardedBlock : torch::autograd::Function<ShardedBlock> {
     DataParallel& d = *state_of(ctx);
     const size_t u = static_cast<size_t>(ctx->saved_data["u"].toInt());
     at::Tensor flat = take_gathered(d, u).detach().requires_grad_(true);
-    prefetch(d, u - 1);
+    prefetch_next(d, u, -1);
     at::Tensor x = ctx->get_saved_variables()[0].detach().requires_grad_(true);
     at::Tensor y;
     {
@@ -132,16 +128,46 @@ struct ShardedBlock : torch::autograd::Function<ShardedBlock> {
   }
 };
 
-// Block i on x: in training through ShardedBlock; in evaluation gathered, run and freed.
+// Block h[i] on x: in training through ShardedBlock; in evaluation gathered, run and freed.
 at::Tensor sharded_block(DataParallel& d, size_t i, const at::Tensor& x, bool train, const BlockRunSpec& how) {
-  const size_t u = i + 1;
+  const size_t u = d.first_block_unit + i;
   if (!at::GradMode::is_enabled()) {
     at::Tensor flat = take_gathered(d, u);
-    prefetch(d, u + 1);
+    prefetch_next(d, u, +1);
     return model::forward_block(block_views(d, flat, u), x, d.model->cfg, train, how.run, how.context);
   }
   return ShardedBlock::apply(x, own_piece(d, u), reinterpret_cast<int64_t>(&d), static_cast<int64_t>(u), train,
                              reinterpret_cast<int64_t>(how.run), how.context);
+}
+
+// Unit u gathered: for the step (kept, a leaf whose gradient the micro-batches add to) or, outside
+// one, for this use.
+at::Tensor kept_unit(DataParallel& d, size_t u) {
+  if (!d.in_step) return take_gathered(d, u);
+  at::Tensor& t = d.kept[u];
+  if (!t.defined()) t = take_gathered(d, u).detach().requires_grad_(true);
+  return t;
+}
+
+// Points v's embeddings or final LayerNorm (per their names) at unit u, gathered.
+void view_kept(DataParallel& d, size_t u, model::GPT2& v) {
+  const at::Tensor flat = kept_unit(d, u);
+  const FlatLayout& l = d.layout;
+  for (size_t i = 0; i < l.names.size(); ++i) {
+    const int64_t off = l.offsets[i] - d.units[u].begin;
+    if (off < 0 || off >= d.units[u].numel) continue;
+    const std::string& n = l.names[i];
+    (n == "wte.weight" ? v.wte : n == "wpe.weight" ? v.wpe : n == "ln_f.weight" ? v.ln_f_w : v.ln_f_b) =
+        flat.narrow(0, off, l.numels[i]).view(l.shapes[i]);
+  }
+}
+
+// wte's place in the embeddings unit: {offset, numel}.
+std::pair<int64_t, int64_t> wte_in_unit(const DataParallel& d) {
+  TORCH_CHECK(d.emb_unit >= 0, "zero3: no embeddings on this rank");
+  const FlatLayout& l = d.layout;
+  const auto i = static_cast<size_t>(std::find(l.names.begin(), l.names.end(), "wte.weight") - l.names.begin());
+  return {l.offsets.at(i) - d.units[static_cast<size_t>(d.emb_unit)].begin, l.numels[i]};
 }
 
 }  // namespace
@@ -150,16 +176,21 @@ void setup_zero3(DataParallel& d, model::GPT2& m) {
   if (m.cfg.dropout != 0.0)
     throw UserError("parallel: zero 3 recomputes each block in backward and needs model.dropout = 0");
   const FlatLayout& l = d.layout;
-  // Units: [wte, wpe], each block "h.i", [ln_f]: contiguous ranges of the flat vector.
+  // Units: [wte, wpe], each block "h.i", [ln_f] (those of this rank's pipeline stage):
+  // contiguous ranges of the flat vector.
   std::string key;
   for (size_t i = 0; i < l.names.size(); ++i) {
     const std::string& name = l.names[i];
     const bool block = name.rfind("h.", 0) == 0;
     std::string k = block ? name.substr(0, name.find('.', 2)) : name.rfind("ln_f", 0) == 0 ? "ln_f" : "emb";
-    if (d.units.empty() || k != key) d.units.push_back({l.offsets[i], 0, 0, 0, block ? std::stoi(k.substr(2)) : -1});
+    if (d.units.empty() || k != key) {
+      if (!block) (k == "emb" ? d.emb_unit : d.lnf_unit) = static_cast<int>(d.units.size());
+      d.units.push_back({l.offsets[i], 0, 0, 0, block ? std::stoi(k.substr(2)) : -1});
+    }
     key = k;
     d.units.back().numel += l.numels[i];
   }
+  d.first_block_unit = d.emb_unit == 0 ? 1 : 0;
   const int n = d.zg.size;
   int64_t local = 0;
   for (Unit& u : d.units) {
@@ -168,11 +199,11 @@ void setup_zero3(DataParallel& d, model::GPT2& m) {
     local += u.piece;
   }
   // This rank's pieces of the initial parameters (copied straight from the model's tensors, no
-  // full flat copy); the model then keeps none.
-  d.own = at::zeros({local}, m.wte.options().requires_grad(false));
+  // full flat copy); the model then keeps none (a last stage keeps its tied head).
+  const auto named = model::named_parameters(m);
+  d.own = at::zeros({local}, named.front().second.options().requires_grad(false));
   {
     torch::NoGradGuard no_grad;
-    const auto named = model::named_parameters(m);
     for (const Segment& s : zero3_segments(d))
       for (size_t i = 0; i < named.size(); ++i) {
         const int64_t lo = std::max(s.global, l.offsets[i]), hi = std::min(s.global + s.size, l.offsets[i] + l.numels[i]);
@@ -184,9 +215,11 @@ void setup_zero3(DataParallel& d, model::GPT2& m) {
   const int64_t layers = static_cast<int64_t>(m.h.size());
   model::GPT2Config cfg = m.cfg;
   const std::vector<int64_t> ids = m.layer_ids;
+  const at::Tensor head = m.head;
   m = model::GPT2{};
   m.cfg = cfg;
   m.layer_ids = ids;
+  m.head = head;
   m.h.resize(static_cast<size_t>(layers));
 }
 
@@ -199,35 +232,47 @@ std::vector<Segment> zero3_segments(const DataParallel& d) {
   return out;
 }
 
-at::Tensor zero3_forward_loss(DataParallel& d, const at::Tensor& idx, const at::Tensor& targets, bool train) {
-  const auto ptr = reinterpret_cast<int64_t>(&d);
+model::GPT2 zero3_model(DataParallel& d, const ModelPart& part, int64_t sp_seq_len) {
   model::GPT2 view;
   view.cfg = d.model->cfg;
   view.layer_ids = d.model->layer_ids;
   view.h.resize(d.model->h.size());
-  // Embeddings (unit 0) and final LayerNorm (last unit) stay gathered through backward.
-  const size_t last = d.units.size() - 1;
-  at::Tensor emb = GatherUnit::apply(own_piece(d, 0), ptr, 0);
-  at::Tensor lnf = GatherUnit::apply(own_piece(d, last), ptr, static_cast<int64_t>(last));
-  const FlatLayout& l = d.layout;
-  auto view_of = [&](const at::Tensor& flat, int64_t base, size_t i) {
-    return flat.narrow(0, l.offsets[i] - base, l.numels[i]).view(l.shapes[i]);
-  };
-  view.wte = view_of(emb, d.units[0].begin, 0);
-  view.wpe = view_of(emb, d.units[0].begin, 1);
-  view.ln_f_w = view_of(lnf, d.units[last].begin, l.names.size() - 2);
-  view.ln_f_b = view_of(lnf, d.units[last].begin, l.names.size() - 1);
-  if (d.tp.size == 1) {
-    view.run_block = [&d](size_t i, const at::Tensor& x, bool tr) { return sharded_block(d, i, x, tr, {}); };
-    prefetch(d, 1);
-    return model::forward_loss(view, idx, targets, train);
+  view.head = d.model->head;
+  if (part.first && d.emb_unit >= 0) view_kept(d, static_cast<size_t>(d.emb_unit), view);
+  if (part.last && d.lnf_unit >= 0) view_kept(d, static_cast<size_t>(d.lnf_unit), view);
+  BlockRunSpec how;
+  if (d.tp.size > 1) {
+    const tensor::TpSplit split(d.tp, sp_seq_len);
+    how = {tensor::tp_block_run(), tensor::tp_block_context(split)};  // d.tp outlives backward
   }
-  const tensor::TpSplit split(d.tp, sequence_parallel(d) ? idx.size(1) : 0, train);
-  const BlockRunSpec how{tensor::tp_block_run(), tensor::tp_block_context(split)};  // d.tp outlives backward
-  at::Tensor x = tensor::embed(view, idx, split);
-  prefetch(d, 1);
-  for (size_t i = 0; i < view.h.size(); ++i) x = sharded_block(d, i, x, train, how);
-  return tensor::head_loss(view, x, targets, split);
+  view.run_block = [&d, how](size_t i, const at::Tensor& x, bool train) { return sharded_block(d, i, x, train, how); };
+  if (part.begin < view.h.size()) prefetch(d, d.first_block_unit + part.begin);
+  return view;
+}
+
+void reduce_kept_units(DataParallel& d) {
+  torch::NoGradGuard no_grad;
+  for (auto& [u, t] : d.kept) {  // in unit order: the same on every rank
+    const at::Tensor g = t.grad().defined() ? t.grad() : at::zeros_like(t);
+    grad_shard(d).narrow(0, d.units[u].local, d.units[u].piece).add_(reduce_scatter_unit(d, u, g));
+  }
+  d.kept.clear();
+  d.in_step = false;
+}
+
+
+at::Tensor zero3_tied_embedding(DataParallel& d) {
+  const auto [off, n] = wte_in_unit(d);
+  at::Tensor flat = kept_unit(d, static_cast<size_t>(d.emb_unit)).detach();
+  return flat.narrow(0, off, n).view({-1, d.model->cfg.n_embd});
+}
+
+void zero3_add_tied_embedding_grad(DataParallel& d, const at::Tensor& g) {
+  const auto [off, n] = wte_in_unit(d);
+  const at::Tensor& leaf = d.kept.at(static_cast<size_t>(d.emb_unit));
+  at::Tensor& mine = leaf.mutable_grad();
+  if (!mine.defined()) mine = at::zeros_like(leaf);
+  mine.narrow(0, off, n).add_(g.reshape({-1}));
 }
 
 }  // namespace slm::parallel

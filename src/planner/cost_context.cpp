@@ -49,12 +49,20 @@ Ctx make_ctx(const Candidate& c, const CostInputs& in) {
              static_cast<double>(in.model.vocab_padded), {}, {}, {}};
 }
 
-double stage_params(const Ctx& x, const StagePlan& s, size_t k, size_t stages) {
-  const double t = s.tp, L = static_cast<double>(s.end - s.first), C = x.C;
-  double n = L * (12 * C * C / t + 7 * C / t + 6 * C);
-  if (k == 0) n += x.V * C / t + static_cast<double>(x.in.model.block_size) * C;
-  if (k + 1 == stages) n += 2 * C;
+double block_params(const Ctx& x, int tp) {
+  const double t = tp, C = x.C;
+  return 12 * C * C / t + 7 * C / t + 6 * C;
+}
+
+double kept_params(const Ctx& x, const StagePlan& s, size_t k, size_t stages) {
+  double n = 0;
+  if (k == 0) n += x.V * x.C / s.tp + static_cast<double>(x.in.model.block_size) * x.C;
+  if (k + 1 == stages) n += 2 * x.C;
   return n;
+}
+
+double stage_params(const Ctx& x, const StagePlan& s, size_t k, size_t stages) {
+  return static_cast<double>(s.end - s.first) * block_params(x, s.tp) + kept_params(x, s, k, stages);
 }
 
 std::vector<int> dp_group(const Plan& p, int k, int j) {

@@ -122,8 +122,12 @@ struct Ctx {
 
 Ctx make_ctx(const Candidate& c, const CostInputs& in);
 
-// Parameters of a stage held by one of its tp ranks (as parallel::estimate_memory counts them).
+// Parameters of a stage held by one of its tp ranks (as parallel::estimate_memory counts them);
+// of one block (a tp rank's slice); a stage's outside its blocks (embeddings, final LayerNorm:
+// what ZeRO 3 gathers once per step).
 double stage_params(const Ctx& x, const StagePlan& s, size_t k, size_t stages);
+double block_params(const Ctx& x, int tp);
+double kept_params(const Ctx& x, const StagePlan& s, size_t k, size_t stages);
 // Members of the group of plan ranks holding (stage k, tp rank j) in every replica.
 std::vector<int> dp_group(const Plan& p, int k, int j);
 // The hierarchical split of a dp group, as comm::make_wan_group makes it: L ranks in each of S

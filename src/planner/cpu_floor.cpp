@@ -34,7 +34,7 @@ Sent bytes_sent(const Ctx& x, int k, int rep) {
   }
   for (int n : {k - 1, k + 1})  // to the previous / next stage
     if (n >= 0 && static_cast<size_t>(n) < S) add(M * act / t, x.site(parallel::rank_at(p, n, rep, 0)) != x.site(me) ? 1 : 0);
-  const double G = p.dp, params = stage_params(x, s, K, S), block = (12 * x.C * x.C / t + 7 * x.C / t + 6 * x.C) * 4;
+  const double G = p.dp, params = stage_params(x, s, K, S), block = block_params(x, s.tp) * 4;
   const std::vector<int> dp = dp_group(p, k, 0);
   const double dp_across = ring_across(dp);
   if (p.dp > 1 && p.zero < 3) {  // flat ring, or hierarchical: site sum, cross-site shard, site gather
@@ -45,7 +45,10 @@ Sent bytes_sent(const Ctx& x, int k, int rep) {
     else add(n * (2 * (L - 1) / L * B + (L - 1) / L * B), 0), add(n * cross, 1);
   }
   if (p.dp > 1 && (p.zero == 1 || p.zero == 2)) add((G - 1) / G * 4 * params, x.c.zero_site ? 0 : dp_across);  // the updated shards
-  if (p.dp > 1 && p.zero == 3) add(L * (2 * (G - 1) / G + 2 * (G - 1) / G) * block, dp_across);
+  if (p.dp > 1 && p.zero == 3) {  // per micro-batch each block gathered twice and reduced; the kept units once
+    add(M * L * (2 * (G - 1) / G + 2 * (G - 1) / G) * block, dp_across);
+    add(((G - 1) / G + 2 * (G - 1) / G) * 4 * kept_params(x, s, K, S), dp_across);
+  }
   if (S > 1 && (K == 0 || K + 1 == S))
     add(x.V * x.C * 4 / t, x.site(parallel::rank_at(p, 0, rep, 0)) != x.site(parallel::rank_at(p, static_cast<int>(S) - 1, rep, 0)));
   return out;

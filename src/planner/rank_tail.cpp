@@ -118,30 +118,33 @@ RankTail rank_tail(const Ctx& x, int r, double last_bwd) {
   const Candidate& c = x.c;
   const Plan& p = c.plan;
   const StagePlan& s = p.stages[static_cast<size_t>(r)];
-  double params = 0;
+  double params = 0, kept = 0;
   for (int ck = 0; ck < p.virtual_stages; ++ck) {
     const size_t k = static_cast<size_t>(ck * p.pp + r);
     params += stage_params(x, p.stages[k], k, p.stages.size());
+    kept += kept_params(x, p.stages[k], k, p.stages.size());
   }
   const std::vector<int> group = c.diloco_steps > 0 ? in_site(x, dp_group(p, r, 0)) : dp_group(p, r, 0);
   const double bytes = 4 * params;
+  // What is reduced after the schedule and gathered after the update: everything (ZeRO 0-2), or
+  // ZeRO 3's embeddings and final LayerNorm, reduced after the last backward and gathered once per
+  // step (its blocks' gathers and reductions are in the stage times).
+  const double tail = p.zero == 3 ? 4 * kept : bytes;
   RankTail t;
-  if (p.zero < 3) {
-    bool overlap = true;
-    for (int q : group) overlap = overlap && !x.prof(q).shares_cores;
-    t.reduce = reduce_grads(x, group, bytes, last_bwd, s.tp, overlap);
-    const auto M = static_cast<double>(p.micro_batches);
-    if (p.zero == 2) t.reduce.exposed_s *= M, t.reduce.cross_bytes *= M;  // ZeRO-2 reduces every micro-batch
-  }
+  bool overlap = p.zero < 3;
+  for (int q : group) overlap = overlap && !x.prof(q).shares_cores;
+  t.reduce = reduce_grads(x, group, tail, last_bwd, s.tp, overlap);
+  const auto M = static_cast<double>(p.micro_batches);
+  if (p.zero == 2) t.reduce.exposed_s *= M, t.reduce.cross_bytes *= M;  // ZeRO-2 reduces every micro-batch
   const Hier h = hierarchy_of(x, group);
   const int shards = p.zero >= 1 ? (c.zero_site && h.S > 0 ? h.L : static_cast<int>(group.size())) : 1;
-  if ((p.zero == 1 || p.zero == 2) && shards > 1) {
+  if (p.zero >= 1 && shards > 1) {
     std::vector<int> zg = group;
     if (c.zero_site && h.S > 0) zg.resize(static_cast<size_t>(h.L));  // the site's ranks
     const RingLinks ring = ring_links(x.cl, x.to_cluster(zg));
-    t.gather = ring_all_gather_s(shards, x.ag_link(ring), bytes, 1, ring.crosses_sites ? s.tp : 1,
-                                 x.ag_hop(ring.slowest, ring.crosses_sites, bytes));
-    t.reduce.cross_bytes += ring.site_edges * (shards - 1.0) / shards * bytes * s.tp;
+    t.gather = ring_all_gather_s(shards, x.ag_link(ring), tail, 1, ring.crosses_sites ? s.tp : 1,
+                                 x.ag_hop(ring.slowest, ring.crosses_sites, tail));
+    t.reduce.cross_bytes += ring.site_edges * (shards - 1.0) / shards * tail * s.tp;
   }
   for (int pr : s.ranks) t.optim = std::max(t.optim, params / shards * x.prof(pr).optim_s_per_param);
   if (c.diloco_steps > 0) t.outer = outer_sync(x, dp_group(p, r, 0), bytes, s.tp);

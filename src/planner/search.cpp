@@ -98,13 +98,19 @@ struct Searcher {
   std::vector<Ranked> all;  // every prediction that was made
   int64_t evaluated = 0;
 
-  void evaluate(const Candidate& c) {
+  // Whether it fits the ranks' memory.
+  bool evaluate(const Candidate& c) {
     ++evaluated;
     all.push_back({c, predict(c, in)});
+    return all.back().p.fits;
   }
 
-  // Every reduction/ZeRO variant of one structural candidate.
-  void variants(Candidate base) {
+  // ZeRO 3 moves more bytes than ZeRO 2 and recomputes every block: with pipeline stages (many
+  // structures) it is costed only where no ZeRO 2 variant of the structure fits.
+  static bool zero3_wanted(const Plan& p, bool zero2_fits) { return p.pp == 1 || !zero2_fits; }
+
+  // Every reduction/ZeRO variant of one structural candidate (ZeRO from min_zero on).
+  void variants(Candidate base, int min_zero = 0) {
     const Plan& p = base.plan;
     // Does a dp group span sites with equal ranks in each (hierarchical possible)?
     std::vector<int> g;
@@ -120,22 +126,25 @@ struct Searcher {
       wans.push_back({per_site.begin()->second, false});
       if (o.allow_lossy) wans.push_back({per_site.begin()->second, true});
     }
-    const int max_zero = p.pp == 1 ? 3 : 2;
-    if (o.allow_lossy && ring.crosses_sites && even) diloco_variants(base, per_site.begin()->second, static_cast<int>(per_site.size()), max_zero);
-    for (int z = 0; z <= (p.dp > 1 ? max_zero : 0); ++z)
+    if (o.allow_lossy && ring.crosses_sites && even)
+      diloco_variants(base, per_site.begin()->second, static_cast<int>(per_site.size()), min_zero);
+    bool zero2_fits = false;
+    for (int z = min_zero; z <= (p.dp > 1 ? 3 : 0); ++z) {
+      if (z == 3 && !zero3_wanted(p, zero2_fits)) break;
       for (auto [rps, bf16] : wans)
         for (bool site_scope : {false, true}) {
           if (site_scope && (z == 0 || rps == 0)) continue;
           Candidate c = base;
           c.plan.zero = z, c.ranks_per_site = rps, c.compress = bf16, c.zero_site = site_scope;
-          evaluate(c);
+          const bool fits = evaluate(c);
+          zero2_fits = zero2_fits || (z == 2 && fits);
         }
+    }
   }
 
   // DiLoCo across the sites (lossy): the same structure with replicas laid out site by site (when
-  // every site holds whole replicas), ZeRO 0-2 inside each site, and 3 for one-stage replicas
-  // (as in step mode).
-  void diloco_variants(Candidate base, int64_t ranks_per_site, int sites, int max_zero) {
+  // every site holds whole replicas), ZeRO 0-3 inside each site (as in step mode).
+  void diloco_variants(Candidate base, int64_t ranks_per_site, int sites, int min_zero) {
     base.plan = parallel::replica_major(base.plan);
     try {
       parallel::replica_sites(base.plan, ranks_per_site);
@@ -143,11 +152,13 @@ struct Searcher {
       return;  // a replica would span sites
     }
     base.ranks_per_site = ranks_per_site, base.diloco_steps = o.diloco_steps, base.channels = 1;
-    if (base.plan.dp <= sites) max_zero = 0;  // one replica per site: nothing to shard inside it
-    for (int z = 0; z <= max_zero; ++z) {
+    const int max_zero = base.plan.dp <= sites ? 0 : 3;  // one replica per site: nothing to shard inside it
+    bool zero2_fits = false;
+    for (int z = min_zero; z <= max_zero; ++z) {
+      if (z == 3 && !zero3_wanted(base.plan, zero2_fits)) break;
       Candidate c = base;
       c.plan.zero = z;
-      evaluate(c);
+      zero2_fits = evaluate(c) && z == 2;
     }
   }
 
@@ -195,23 +206,30 @@ struct Searcher {
           variants(c);
           continue;
         }
-        // 1F1B with the layer split that balances the stages within their memory.
+        // 1F1B with the layer split that balances the stages within their memory: ZeRO 2's (the
+        // least without recomputing), else ZeRO 3's (whose split balances the recomputing stages).
         Candidate probe = c;
-        probe.plan.zero = 2;  // the least memory a pipeline stage can get (ZeRO-3 does not combine)
         const std::vector<int> rep_of = representative_of(probe, in);
-        const std::vector<int64_t> cuts = split_layers(L, pp, [&](int s, int64_t a, int64_t e) {
-          auto& st = probe.plan.stages[static_cast<size_t>(s)];
-          st.first = a, st.end = e;
-          if (stage_memory_over(probe, in, s) > 0) return std::numeric_limits<double>::infinity();
-          double t = 0;
-          for (int r = 0; r < dp; ++r)
-            if (rep_of[static_cast<size_t>(r)] == r) t = std::max(t, stage_compute_s(probe, in, s, r));
-          return t;
-        });
+        std::vector<int64_t> cuts;
+        for (int z = 2; z <= (dp > 1 ? 3 : 2) && cuts.empty(); ++z) {
+          probe.plan.zero = z;
+          std::map<std::pair<int, int64_t>, double> known;  // a stage's cost depends on its layer count
+          cuts = split_layers(L, pp, [&](int s, int64_t a, int64_t e) {
+            const auto [it, fresh] = known.try_emplace({s, e - a}, 0.0);
+            if (!fresh) return it->second;
+            auto& st = probe.plan.stages[static_cast<size_t>(s)];
+            st.first = a, st.end = e;
+            double t = 0;
+            if (stage_memory_over(probe, in, s) > 0) t = std::numeric_limits<double>::infinity();
+            for (int r = 0; r < dp && t < std::numeric_limits<double>::infinity(); ++r)
+              if (rep_of[static_cast<size_t>(r)] == r) t = std::max(t, stage_compute_s(probe, in, s, r));
+            return it->second = t;
+          });
+        }
         if (!cuts.empty()) {
           Candidate d = c;
           d.plan = make_plan(pp, tp, dp, 1, cuts, M, mb, "1f1b");
-          variants(d);
+          variants(d, probe.plan.zero == 3 ? 3 : 0);  // a split only ZeRO 3 fits: ZeRO 0-2 cannot
         }
         if (M % pp == 0 && L >= 2 * pp) {  // interleaved, 2 chunks per rank, even layers
           Candidate d = c;

@@ -152,7 +152,7 @@ void add_zero3_comm(const Ctx& x, int k, const StageAt& a, double rest_f, double
   const double L = a.L, t = a.s.tp;
   const std::vector<int> g = dp_group(p, k, 0);
   const RingLinks ring = ring_links(x.cl, x.to_cluster(g));
-  const double block_bytes = (12 * x.C * x.C / t + 7 * x.C / t + 6 * x.C) * 4, P = p.dp;
+  const double block_bytes = block_params(x, a.s.tp) * 4, P = p.dp;
   const bool cross = ring.crosses_sites;
   const int share = cross ? a.s.tp : 1;  // the tp ranks' dp rings share the site link
   const double gather =

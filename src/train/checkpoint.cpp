@@ -462,7 +462,7 @@ void load_checkpoint(Trainer& t, const std::string& dir) {
     for (const parallel::Segment& g : segs) dst.narrow(0, g.local, g.size).copy_(full.narrow(0, g.global, g.size));
   }
   parallel::gather_params(*t.dp);  // ZeRO 1-2: every rank's parameters from the owners' shards
-  parallel::pipeline::sync_tied_weights(*t.pipe);
+  parallel::pipeline::sync_tied_weights(*t.pipe, *t.dp);
   t.adam.step = state.at("adam_step").get<int64_t>();
   if (t.scaler.enabled && state.contains("loss_scale")) {
     t.scaler.scale = state.at("loss_scale").at("scale").get<double>();

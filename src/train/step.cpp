@@ -308,7 +308,7 @@ StepStats train_step(Trainer& t) {
     }
     s.outer_merged = parallel::after_inner_step(*t.outer, t.step);
     if (t.step == t.cfg.schedule.max_steps) s.outer_merged += parallel::finish_outer(*t.outer, t.step);  // one model
-    if (s.outer_merged > 0) parallel::pipeline::sync_tied_weights(*t.pipe);
+    if (s.outer_merged > 0) parallel::pipeline::sync_tied_weights(*t.pipe, *t.dp);
     if (!t.round_steps.empty() && t.cfg.sync.site_speeds.empty() && t.step % H == 0) next_round(t);
     s.outer_s = seconds_since(clock);
   }

@@ -2,8 +2,8 @@
 # Gloo over loopback, fp32, global batch 16, `slm launch`:
 #  - exactness: with inner_steps 1, outer lr 1, momentum 0 and a linear inner optimizer (SGD,
 #    no clipping), DiLoCo is data parallelism: 2 sites x 1 rank, 2 sites x 2 ranks, and sites
-#    with pp 2, tp 2, ZeRO 3 or dp 2 x tp 2 with ZeRO 3 inside each reproduce the single-process
-#    losses (TOL) and final model (TOL_LOGITS); with clipping, pp 2 inside the sites trains what
+#    with pp 2, tp 2, ZeRO 3, dp 2 x tp 2 or pp 2 x dp 2 with ZeRO 3 inside each reproduce the
+#    single-process losses (TOL) and final model (TOL_LOGITS); with clipping, pp 2 inside the sites trains what
 #    plain sites do (each site clips by its own norm); one site with AdamW and inner_steps 3 is ordinary training, gradient norms too;
 #  - compression: bf16 and int8 send 1/2 and ~1/4 of fp32's cross-site bytes, and end within
 #    LOSS_TOL of the uncompressed run's loss; 2 fragments send half the bytes per sync, at
@@ -60,7 +60,8 @@ train 4 s2pp "${SGD[@]}" "${EXACT[@]}" --set dist.ranks_per_site=2 --set paralle
 train 4 s2tp "${SGD[@]}" "${EXACT[@]}" --set dist.ranks_per_site=2 --set parallel.tp=2
 train 4 s2z3 "${SGD[@]}" "${EXACT[@]}" --set dist.ranks_per_site=2 --set parallel.zero=3
 train 8 s2tpz3 "${SGD[@]}" "${EXACT[@]}" --set dist.ranks_per_site=4 --set parallel.tp=2 --set parallel.zero=3
-for r in s2x1 s2x2 s2pp s2tp s2z3 s2tpz3; do
+train 8 s2ppz3 "${SGD[@]}" "${EXACT[@]}" --set dist.ranks_per_site=4 --set parallel.pp=2 --set parallel.zero=3
+for r in s2x1 s2x2 s2pp s2tp s2z3 s2tpz3 s2ppz3; do
   same_loss_only ref $r $TOL
   same_logits "$DUMP" ref $r "final model"
 done

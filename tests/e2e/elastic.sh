@@ -118,7 +118,7 @@ HALF=(--set schedule.max_steps=40 --set checkpoint.every=20)
 shrink_to_two fit "dp 2 x tp 1 x pp 2 does not fit 2 ranks; going on with dp 1 x tp 1 x pp 2 (the even preset" \
   "${COMMON[@]}" "${HALF[@]}" --dp 2 --pp 2
 # 1c. ... and within the memory caps: dp 4 with ZeRO 3 under a 2 MiB cap, where dp 2 would need
-# ~2.2 MiB per rank: a 2-stage pipeline (~1.8 MiB; ZeRO 2, since ZeRO 3 does not combine with stages).
+# ~2.2 MiB per rank: a 2-stage pipeline (~1.8 MiB; ZeRO 2, since one replica has nothing to shard).
 shrink_to_two mem "dp 4 x tp 1 x pp 1, ZeRO 3 does not fit 2 ranks; going on with dp 1 x tp 1 x pp 2, ZeRO 2 (the even preset that fits the memory caps" \
   "${COMMON[@]}" "${HALF[@]}" --dp 4 --zero 3 --set batch.micro_batch=2 --set parallel.memory_cap_gb=0.00195
 

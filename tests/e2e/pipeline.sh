@@ -7,12 +7,15 @@
 #     every step's loss within TOL and gradient norm within GTOL (relative) of the single-process
 #     run (fp32, same global batch and seed). The metrics carry bubble and bytes per link type.
 #     The heterogeneous and interleaved plans again with SLM_P2P_IN_ORDER (NCCL's message order).
+#     ZeRO 3 inside the stages: pp 2 x dp 2, the heterogeneous plan with sequence parallelism,
+#     interleaved in NCCL's order.
 #  3. Checkpoints across plans: pp 2 stopped at step 6 and continued as one process and under the
-#     heterogeneous plan; dp 2 / ZeRO 2 continued as pp 2 x tp 2; a pipeline checkpoint read whole
+#     heterogeneous plan; dp 2 / ZeRO 2 continued as pp 2 x tp 2; pp 2 x dp 2 / ZeRO 3 continued as
+#     pp 4; a pipeline checkpoint read whole
 #     by the single-process tools gives the reference logits (1e-4).
 #  4. Memory cap: a model that does not fit parallel.memory_cap_gb under data parallelism is
 #     refused in one line, and trains under a pipeshard plan.
-#  5. One-line errors: bad plan files, batch mismatch, interleaved with M % pp != 0, ZeRO 3 + pp.
+#  5. One-line errors: bad plan files, batch mismatch, interleaved with M % pp != 0.
 source "$(dirname "$0")/lib.sh"
 DUMP=$3
 TOL=1e-5
@@ -134,6 +137,13 @@ train_as het_sp 8 --set parallel.plan=het.toml --set parallel.sequence_parallel=
 # (the head's gradient received when needed, the gradient norm exchanged after the schedule).
 SLM_P2P_IN_ORDER=1 train_as het_in_order 8 --set parallel.plan=het.toml
 SLM_P2P_IN_ORDER=1 train_as interleaved_in_order 2 --pp 2 --virtual-stages 2
+# ZeRO 3 inside the stages: each stage's dp group shards the stage's blocks, embeddings and final
+# LayerNorm (the last stage's tied head stays whole).
+train_as pp2dp2z3 4 --pp 2 --zero 3
+sed 's/^zero = 2/zero = 3/' het.toml > het_z3.toml
+train_as het_z3 8 --set parallel.plan=het_z3.toml --set parallel.sequence_parallel=true
+grep -q "ZeRO 3" het_z3.log || fail "het_z3: not under ZeRO 3"
+SLM_P2P_IN_ORDER=1 train_as interleaved_z3_in_order 4 --pp 2 --virtual-stages 2 --zero 3
 python3 -c "
 import json; r = [json.loads(l) for l in open('het/metrics.jsonl') if '\"loss\"' in l][-1]
 assert r['bytes_pp'] > 0 and r['bytes_tp'] > 0 and r['bytes_dp'] > 0 and len(r['peak_mem_per_rank']) == 8, r" \
@@ -153,6 +163,11 @@ close_to_ref rs1
 "$SLM" launch -n 4 -- "$SLM" train "${COMMON[@]}" --pp 2 --tp 2 --set run.dir=rs2 --resume > rs2_b.log 2>&1 \
   || { cat rs2_b.log; fail "resume dp 2 as pp 2 x tp 2"; }
 close_to_ref rs2
+"$SLM" launch -n 4 -- "$SLM" train "${COMMON[@]}" --pp 2 --zero 3 --set run.dir=rs3 --stop-at 6 > rs3.log 2>&1 \
+  || { cat rs3.log; fail "pp 2 x dp 2 ZeRO 3 stop at 6"; }
+"$SLM" launch -n 4 -- "$SLM" train "${COMMON[@]}" --pp 4 --set run.dir=rs3 --resume > rs3_b.log 2>&1 \
+  || { cat rs3_b.log; fail "resume pp 2 x dp 2 ZeRO 3 as pp 4"; }
+close_to_ref rs3
 same_logits "$DUMP" ref het pipeline
 
 # 4. memory cap: 8 layers x 256 channels need ~0.11 GiB per rank under DP; pp 4 needs ~0.04
@@ -168,7 +183,6 @@ launch_error "plan: micro_batches(4) x sum of micro_batch \[3, 1\] = 16 sequence
   2 "${COMMON[@]}" --set parallel.plan=het.toml --set batch.batch_size=32
 launch_error "parallel: interleaved needs micro_batches (3) to be a multiple of pp (2)" \
   2 "${COMMON[@]}" --pp 2 --virtual-stages 2 --micro-batches 3 --set batch.batch_size=12
-expect_error "parallel: zero 3 does not combine with pp > 1" "$SLM" train "${COMMON[@]}" --pp 2 --zero 3
 expect_error "parallel: give either a plan file (parallel.plan) or dp/tp/pp" \
   "$SLM" train "${COMMON[@]}" --pp 2 --set parallel.plan=het.toml
 echo "pipeline parallelism and pipeshard match the single-process run"

@@ -85,7 +85,7 @@ TEST(Plan, FitToWorldAfterAnElasticRestart) {
   EXPECT_EQ(g.pp, 3);
   EXPECT_EQ(plan_from_flags(g, 8, 3, 12, 4).stages.size(), 6u);
   // Memory: dp 4 with ZeRO 3 comes back on 2 ranks; dp 2 would not fit, so the pipeline deepens
-  // (ZeRO 3 becomes 2: it does not combine with stages).
+  // (ZeRO 3 becomes 2: one replica has nothing to shard).
   f = PlanFlags{};
   f.dp = 4, f.zero = 3;
   const auto deep = [](const PlanFlags& p) { return p.pp >= 2; };
@@ -174,9 +174,6 @@ TEST(Plan, OneLineErrors) {
   q = p;
   q.stages[1].end = 7;
   EXPECT_EQ(error_of(q, 2), "plan: the stages cover 7 layers, the model has 8");
-  q = p;
-  q.zero = 3;
-  EXPECT_EQ(error_of(q, 2), "plan: zero 3 does not combine with pipeline stages (use zero <= 2)");
 }
 
 TEST(Plan, MemoryEstimateFollowsZeroAndStages) {
@@ -202,7 +199,7 @@ TEST(Plan, MemoryEstimateFollowsZeroAndStages) {
   MemoryEstimate e3 = estimate_memory(dp, kModel, 64, 0);
   const double block = 12.0 * 64 * 64 + 13 * 64, kept = 512 * 64 + 64 * 64 + 2 * 64;
   EXPECT_DOUBLE_EQ(e3.params, 4 * (P / 4 + kept + 2 * block));
-  EXPECT_DOUBLE_EQ(e3.grads, 4 * (P / 4 + std::max(block, kept)));
+  EXPECT_DOUBLE_EQ(e3.grads, 4 * (P / 4 + kept + block));  // the kept units' gradients for the step
   EXPECT_LT(e3.activations, e2.activations);  // blocks are recomputed in backward
   dp.zero = 0;
   f = {};
@@ -224,10 +221,28 @@ TEST(Plan, ZeroThreeWithTpShardsTheTpSlices) {
   const double trained = 8 * block + kept;  // this rank's tp slice of every parameter
   const MemoryEstimate e = estimate_memory(p, kModel, 64, 0);
   EXPECT_DOUBLE_EQ(e.params, 4 * (trained / 2 + kept + 2 * block));
-  EXPECT_DOUBLE_EQ(e.grads, 4 * (trained / 2 + std::max(block, kept)));
+  EXPECT_DOUBLE_EQ(e.grads, 4 * (trained / 2 + kept + block));
   EXPECT_DOUBLE_EQ(e.optimizer, 8 * trained / 2);
   p.zero = 2;
   EXPECT_LT(e.total(), estimate_memory(p, kModel, 64, 0).total());
+}
+
+// ZeRO 3 with pipeline stages: each stage's dp group shards the stage's parameters; the first stage
+// also holds its gathered embeddings, the last its final LayerNorm and its whole copy of the tied
+// head (not a parameter there, gradient included).
+TEST(Plan, ZeroThreeWithStagesShardsEachStage) {
+  PlanFlags f;
+  f.dp = 2, f.pp = 2, f.zero = 3;
+  Plan p = plan_from_flags(f, 8, 4, 16, 4);
+  EXPECT_EQ(error_of(p, 4), "");
+  const double C = 64, V = 512, block = 12 * C * C + 13 * C, emb = V * C + 64 * C;
+  const double first = 4 * block + emb, last = 4 * block + 2 * C;  // what each stage trains
+  const MemoryEstimate e0 = estimate_memory(p, kModel, 64, 0), e1 = estimate_memory(p, kModel, 64, 2);
+  EXPECT_DOUBLE_EQ(e0.params, 4 * (first / 2 + emb + 2 * block));
+  EXPECT_DOUBLE_EQ(e0.grads, 4 * (first / 2 + emb + block));
+  EXPECT_DOUBLE_EQ(e1.params, 4 * (last / 2 + 2 * C + 2 * block + V * C));
+  EXPECT_DOUBLE_EQ(e1.grads, 4 * (last / 2 + 2 * C + block + V * C));
+  EXPECT_DOUBLE_EQ(e1.optimizer, 8 * last / 2);
 }
 
 // Sequence parallelism splits the LayerNorms' inputs, 4 of the 10 bytes per token and channel that

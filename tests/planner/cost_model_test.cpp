@@ -60,10 +60,12 @@ TEST(CostModel, ZeroThreeGathersHiddenReductionsBlocking) {
   // forward: head 0.2 + 2 blocks of 0.1; backward: head 0.4 + 2 x (0.2 + 0.1 recomputed + reduce)
   EXPECT_NEAR(predict(k, in).pipeline_s, 0.4 + 0.4 + 2 * (0.3 + reduce), 1e-9);
   // Across two sites the ring's two edges cross: per block, a gather forward and one backward
-  // ((P-1)/P of it each) and the all-reduce (2(P-1)/P), counted once for the group, not per replica.
+  // ((P-1)/P of it each) and the all-reduce (2(P-1)/P), counted once for the group, not per replica;
+  // the embeddings and final LayerNorm (V = 128, T = 16) once per step: reduced and gathered.
   const Cluster two = make_cluster({1, 1}, l, l);
   in.cluster = &two;
-  EXPECT_NEAR(predict(k, in).cross_site_bytes, 2 * 2 * block * (0.5 + 0.5 + 1), 1e-6);
+  const double kept = (128 * 64 + 16 * 64 + 2 * 64) * 4.0;
+  EXPECT_NEAR(predict(k, in).cross_site_bytes, 2 * 2 * block * (0.5 + 0.5 + 1) + 2 * kept * (1 + 0.5), 1e-6);
   // With the probe's hop latencies for that link, each gather and reduction pays them per hop.
   Cluster timed = two;
   timed.hops = {l.alpha_s, {0.002, 0.004}, {0.003, 0.003}};
@@ -96,8 +98,10 @@ TEST(CostModel, ZeroThreeWithTpGathersEachRanksSliceAroundTpBlocks) {
   const double fwd = 0.1 + ar + 3 * loss_ar + 2 * bf, bwd = 0.2 + 2 * (bf + bb + reduce);  // + head, embedding
   EXPECT_NEAR(predict(k, in).pipeline_s, fwd + bwd, 1e-9);
   // Across the sites: per block each rank's gathers forward and backward and its reduction, for
-  // both tp ranks' rings, counted once per ring.
-  EXPECT_NEAR(predict(k, in).cross_site_bytes, 2 * 2 * 2 * block * (0.5 + 0.5 + 1), 1e-6);
+  // both tp ranks' rings, counted once per ring; the same once per step for each rank's slice of
+  // the embeddings and final LayerNorm.
+  const double kept = (128 * C / 2 + 16 * C + 2 * C) * 4;
+  EXPECT_NEAR(predict(k, in).cross_site_bytes, 2 * 2 * 2 * block * (0.5 + 0.5 + 1) + 2 * 2 * kept * (1 + 0.5), 1e-6);
 }
 
 TEST(CostModel, GathersAcrossSitesAtTheProbesAllGatherRate) {
@@ -164,8 +168,8 @@ TEST(CostModel, ZeroThreesRerunForwardIsCpuWorkOnSharedCores) {
   k.ranks = std::vector<int>{0, 1};
   k.plan = parallel::plan_from_flags({.dp = 2, .zero = 3}, 2, 2, 2, 1);
   const Prediction p = predict(k, in);
-  const double block = (12 * 64 * 64 + 13 * 64) * 4.0;
-  const double compute = 0.4 + (0.4 + 2 * (0.2 + 0.1)), sent = 2 * (2 * 0.5 + 2 * 0.5) * block;
+  const double block = (12 * 64 * 64 + 13 * 64) * 4.0, kept = (128 * 64 + 16 * 64 + 2 * 64) * 4.0;
+  const double compute = 0.4 + (0.4 + 2 * (0.2 + 0.1)), sent = 2 * (2 * 0.5 + 2 * 0.5) * block + (0.5 + 1) * kept;
   EXPECT_NEAR(p.cpu_bound_s, 2 * ((compute + p.optimizer_s) / 2 + 1e-9 * 2 * sent), 1e-9);
   // The same plan with recomputation reruns each block once, not twice.
   k.recompute = true;

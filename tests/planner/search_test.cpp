@@ -118,6 +118,34 @@ TEST(Search, OffersZeroThreeWithTp) {
   EXPECT_TRUE(found);
 }
 
+// With pipeline stages ZeRO 3 is costed where no ZeRO 2 variant fits: under a cap between what
+// pp 2 x dp 4 needs per rank with ZeRO 3 and with ZeRO 2 (32 layers: each stage shards 16 blocks),
+// it is among the candidates, and pp 2 x dp 4 with ZeRO 2 is not.
+TEST(Search, OffersZeroThreeWithStagesWhereZeroTwoDoesNotFit) {
+  const Cluster c = make_cluster({8}, {1e-4, 1e9}, {});
+  const ComputeProfile prof = make_profile(8, 0.01);
+  const parallel::ModelShape m = make_model(32);
+  CostInputs in{&c, &prof, m, 16, 25, 0, {}};
+  parallel::Plan p = parallel::plan_from_flags({.dp = 4, .pp = 2}, 32, 8, 8, 1);
+  double z2 = 0, z3 = 0;  // the stages' largest needs
+  for (int r : {0, 7}) {
+    p.zero = 2, z2 = std::max(z2, parallel::estimate_memory(p, m, 16, r).total());
+    p.zero = 3, z3 = std::max(z3, parallel::estimate_memory(p, m, 16, r).total());
+  }
+  ASSERT_LT(z3, z2 * 0.8);
+  in.memory_cap_gb = z3 * 1.05 / (1024.0 * 1024 * 1024);
+  SearchOptions o = opts(8);
+  o.top = 1000;
+  bool zero3 = false, zero2 = false;
+  for (const Ranked& k : search_plans(in, o).top) {
+    if (k.c.plan.pp != 2 || k.c.plan.dp != 4 || !k.p.fits) continue;
+    zero3 = zero3 || k.c.plan.zero == 3;
+    zero2 = zero2 || k.c.plan.zero == 2;
+  }
+  EXPECT_TRUE(zero3);
+  EXPECT_FALSE(zero2);
+}
+
 TEST(Search, SlowerSiteGetsLessWork) {
   // Site b computes 3x slower; fast links. Whatever the layout, b's share must shrink.
   const Cluster c = make_cluster({1, 1}, {1e-4, 1e9}, {1e-4, 1e9});

@@ -158,7 +158,7 @@ ScheduleResult run_actions(Pipeline& p, DataParallel& d, const std::vector<Actio
   std::map<std::pair<int, int>, Live> live;  // (micro, chunk) between its forward and backward
   const auto [final_b, final_first_b] = final_backwards(p, actions);
   Messages msg(p, actions, batches);
-  TiedExchange tied(p, train, msg.sends);
+  TiedExchange tied(p, d, train, msg.sends);
   tied.start([&] { msg.post_first(); });
   const std::function<void()> before_head = [&] { tied.before_head(); };
   for (size_t i = 0; i < actions.size(); ++i) {
@@ -207,12 +207,12 @@ ScheduleResult run_actions(Pipeline& p, DataParallel& d, const std::vector<Actio
   return r;
 }
 
-void sync_tied_weights(Pipeline& p) {
+void sync_tied_weights(Pipeline& p, DataParallel& d) {
   if (holds_first(p) == holds_last(p)) return;  // no pipeline, or a middle stage
   torch::NoGradGuard no_grad;
   const int S = num_stages(p);
   if (holds_first(p)) {
-    at::Tensor w = p.model->wte.detach().contiguous();
+    at::Tensor w = tied_embedding(d).contiguous();
     comm::send_async(w, rank_at(p.plan, S - 1, p.role.replica, p.role.tp_rank), kTiedWeightTag, p.p2p).wait();
   } else {
     at::Tensor w = at::empty_like(p.model->head);

@@ -69,7 +69,7 @@ ScheduleResult run_actions(Pipeline& p, DataParallel& d, const std::vector<Actio
 // After a load or an outer (DiLoCo) update: the first stage's wte goes to the last stage's head
 // (no-op without pipeline stages). run_actions does the same at its start, so training steps need
 // no call.
-void sync_tied_weights(Pipeline& p);
+void sync_tied_weights(Pipeline& p, DataParallel& d);
 
 // Squared global gradient norm over every stage: d's norm, summed across this replica's pipeline
 // ranks point to point (every replica has the same stage norms after its dp reduction). The

@@ -35,15 +35,18 @@ std::vector<Chunk> split_pipeline(model::GPT2& m, const Plan& p, const RankRole&
   return chunks;
 }
 
-at::Tensor chunk_forward(DataParallel& d, const model::GPT2& m, const Chunk& c, const at::Tensor& input,
+at::Tensor chunk_forward(DataParallel& d, const model::GPT2& held, const Chunk& c, const at::Tensor& input,
                          const at::Tensor& targets, const comm::Group& tp, bool train,
                          const std::function<void()>& before_head) {
   if (c.first && c.last) return forward_loss(d, input, targets, train);
+  // Sequence parallel: this rank's token rows inside the chunk; the activations between stages
+  // stay whole (and equal on every tp rank), as without it.
+  const bool sp = tp.size > 1 && sequence_parallel(d);
+  model::GPT2 view;  // ZeRO 3: the chunk's parameters gathered around their use
+  const model::GPT2& m =
+      zero_stage(d) == 3 ? (view = zero3_model(d, {c.begin, c.first, c.last}, sp ? targets.size(1) : 0)) : held;
   at::Tensor x;
   if (tp.size > 1) {
-    // Sequence parallel: this rank's token rows inside the chunk; the activations between stages
-    // stay whole (and equal on every tp rank), as without it.
-    const bool sp = sequence_parallel(d);
     const tensor::TpSplit split(tp, sp ? targets.size(1) : 0, train);
     x = c.first ? tensor::embed(m, input, split) : sp ? tensor::split_rows(input, tp) : input;
     x = tensor::run_blocks(m, x, c.begin, c.end, split);

@@ -33,10 +33,11 @@ bool holds_layer(const Plan& p, const RankRole& role, int64_t layer);
 std::vector<Chunk> split_pipeline(model::GPT2& m, const Plan& p, const RankRole& role);
 
 // input: idx (B, T) for a first chunk, else activations (B, T, C). Returns activations (B, T, C),
-// or the mean loss for a last chunk. A chunk that is the whole model goes through d (ZeRO 3 etc.).
-// before_head: called in a last chunk right before the head is used (the executor takes the tied
-// weights there).
-at::Tensor chunk_forward(DataParallel& d, const model::GPT2& m, const Chunk& c, const at::Tensor& input,
+// or the mean loss for a last chunk. `held`: this rank's model; a chunk that is the whole model
+// goes through d's forward_loss, and under ZeRO 3 a chunk's parameters are gathered around their
+// use (zero3_model). before_head: called in a last chunk right before the head is used (the
+// executor takes the tied weights there).
+at::Tensor chunk_forward(DataParallel& d, const model::GPT2& held, const Chunk& c, const at::Tensor& input,
                          const at::Tensor& targets, const comm::Group& tp, bool train,
                          const std::function<void()>& before_head = {});
 

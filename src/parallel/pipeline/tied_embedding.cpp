@@ -14,13 +14,13 @@ int first_of_mine(const Pipeline& p) { return rank_at(p.plan, 0, p.role.replica,
 int last_of_mine(const Pipeline& p) { return rank_at(p.plan, last_stage(p), p.role.replica, p.role.tp_rank); }
 }  // namespace
 
-TiedExchange::TiedExchange(Pipeline& p_, bool train_, std::vector<comm::Pending>& sends_)
-    : p(p_), train(train_), by_tag(comm::matched_by_tag(p_.p2p)),
+TiedExchange::TiedExchange(Pipeline& p_, DataParallel& d_, bool train_, std::vector<comm::Pending>& sends_)
+    : p(p_), d(d_), train(train_), by_tag(comm::matched_by_tag(p_.p2p)),
       out(p_.chunks.front().first && !p_.chunks.back().last), in(p_.chunks.back().last && !p_.chunks.front().first),
       sends(sends_) {}
 
 void TiedExchange::post_head_grad() {
-  head_grad = at::empty_like(p.model->wte);
+  head_grad = at::empty_like(tied_embedding(d));
   head_grad_in = comm::recv_async(head_grad, rank_at(p.plan, last_stage(p), p.role.replica,
                                                      p.role.tp_rank % p.plan.stages.back().tp),
                                   kTiedGradTag, p.p2p);
@@ -44,7 +44,7 @@ void TiedExchange::start(const std::function<void()>& post_first) {
 void TiedExchange::after_forward() {
   if (!out || sent) return;
   sent = true;
-  sends.push_back(comm::send_async(p.model->wte.detach().contiguous(), last_of_mine(p), kTiedWeightTag, p.p2p));
+  sends.push_back(comm::send_async(tied_embedding(d).contiguous(), last_of_mine(p), kTiedWeightTag, p.p2p));
 }
 
 void TiedExchange::before_head() {
@@ -65,8 +65,7 @@ void TiedExchange::add_head_grad() {
   if (!head_grad.defined()) post_head_grad();
   trace::Span span("wait tied gradient", trace::kWait);
   head_grad_in.wait();
-  at::Tensor& g = p.model->wte.mutable_grad();
-  g.defined() ? g.add_(head_grad) : (g = head_grad);
+  add_tied_embedding_grad(d, head_grad);
 }
 
 void TiedExchange::finish() {

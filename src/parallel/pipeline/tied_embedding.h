@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "comm/collectives.h"
+#include "parallel/data_parallel.h"
 #include "parallel/pipeline/executor.h"
 
 namespace slm::parallel::pipeline {
@@ -27,8 +28,9 @@ namespace slm::parallel::pipeline {
 constexpr int kTiedGradTag = 1 << 30, kTiedWeightTag = (1 << 30) + 1;
 
 struct TiedExchange {
-  // `sends` collects this exchange's sends (waited for with the list's others).
-  TiedExchange(Pipeline& p, bool train, std::vector<comm::Pending>& sends);
+  // `sends` collects this exchange's sends (waited for with the list's others). wte and its
+  // gradient are d's (tied_embedding: under ZeRO 3 the step's gathered copy).
+  TiedExchange(Pipeline& p, DataParallel& d, bool train, std::vector<comm::Pending>& sends);
   // At the list's start. `post_first` posts the first actions' activation receives (the last
   // stage orders them around the weights' receive, above).
   void start(const std::function<void()>& post_first);
@@ -41,6 +43,7 @@ struct TiedExchange {
 
  private:
   Pipeline& p;
+  DataParallel& d;
   bool train, by_tag, out, in, sent = false;
   std::vector<comm::Pending>& sends;
   at::Tensor head_grad, weights;

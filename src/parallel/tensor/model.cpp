@@ -69,6 +69,10 @@ std::vector<int64_t> tp_block_context(const TpSplit& split) {
 }
 
 at::Tensor run_blocks(const model::GPT2& m, at::Tensor x, size_t begin, size_t end, const TpSplit& tp) {
+  if (m.run_block) {  // ZeRO 3: gathered around the tp block (parallel/zero3.cpp)
+    for (size_t i = begin; i < end; ++i) x = m.run_block(i, x, tp.train);
+    return x;
+  }
   if (m.cfg.recompute && x.requires_grad()) {  // each block keeps its input; its collectives rerun in backward
     for (size_t i = begin; i < end; ++i)
       x = model::block_forward_recompute(m.h[i], x, m.cfg, tp.train, tp_block_run(), tp_block_context(tp));
