@@ -72,6 +72,12 @@ at::Tensor reduce_scatter_unit(DataParallel& d, size_t u, const at::Tensor& grad
   return mine;
 }
 
+// Adds unit u's piece of the reduced gradient to this rank's gradient.
+void add_to_own_grad(DataParallel& d, size_t u, const at::Tensor& piece) {
+  torch::NoGradGuard no_grad;
+  grad_shard(d).narrow(0, d.units[u].local, d.units[u].piece).add_(piece);
+}
+
 model::Block block_views(DataParallel& d, const at::Tensor& flat, size_t u) {
   std::vector<at::Tensor> ps;
   const int64_t base = d.units[u].begin;
@@ -124,7 +130,10 @@ struct ShardedBlock : torch::autograd::Function<ShardedBlock> {
                              ctx->saved_data["context"].toIntVector());
     }
     variable_list g = torch::autograd::grad({y}, {x, flat}, {grad_out[0]});
-    return {g[0], reduce_scatter_unit(d, u, g[1]), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+    // Added to own's gradient here: returned for the piece (a narrow of own), autograd would
+    // spread it over a zero tensor the size of all of own and add that, for every block.
+    add_to_own_grad(d, u, reduce_scatter_unit(d, u, g[1]));
+    return {g[0], at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
@@ -253,8 +262,7 @@ model::GPT2 zero3_model(DataParallel& d, const ModelPart& part, int64_t sp_seq_l
 void reduce_kept_units(DataParallel& d) {
   torch::NoGradGuard no_grad;
   for (auto& [u, t] : d.kept) {  // in unit order: the same on every rank
-    const at::Tensor g = t.grad().defined() ? t.grad() : at::zeros_like(t);
-    grad_shard(d).narrow(0, d.units[u].local, d.units[u].piece).add_(reduce_scatter_unit(d, u, g));
+    add_to_own_grad(d, u, reduce_scatter_unit(d, u, t.grad().defined() ? t.grad() : at::zeros_like(t)));
   }
   d.kept.clear();
   d.in_step = false;
