@@ -55,7 +55,6 @@ struct DataParallel {
   // ZeRO 3
   std::vector<Unit> units;          // [embeddings], this rank's blocks in order, [final LayerNorm]
   int emb_unit = -1, lnf_unit = -1;  // their indices (-1: a pipeline stage without them)
-  size_t first_block_unit = 0;      // the unit of h[0]
   at::Tensor own;                   // (sum of pieces) leaf with requires_grad: this rank's pieces
   std::map<size_t, std::pair<at::Tensor, comm::Pending>> prefetched;  // unit -> gathered buffer
   bool in_step = false;             // between zero_grads and finish_grads (a training step)

@@ -137,9 +137,12 @@ struct ShardedBlock : torch::autograd::Function<ShardedBlock> {
   }
 };
 
+// The unit of h[i]: the blocks follow the embeddings where this rank holds them.
+size_t block_unit(const DataParallel& d, size_t i) { return (d.emb_unit >= 0 ? 1 : 0) + i; }
+
 // Block h[i] on x: in training through ShardedBlock; in evaluation gathered, run and freed.
 at::Tensor sharded_block(DataParallel& d, size_t i, const at::Tensor& x, bool train, const BlockRunSpec& how) {
-  const size_t u = d.first_block_unit + i;
+  const size_t u = block_unit(d, i);
   if (!at::GradMode::is_enabled()) {
     at::Tensor flat = take_gathered(d, u);
     prefetch_next(d, u, +1);
@@ -158,9 +161,9 @@ at::Tensor kept_unit(DataParallel& d, size_t u) {
   return t;
 }
 
-// Points v's embeddings or final LayerNorm (per their names) at unit u, gathered.
-void view_kept(DataParallel& d, size_t u, model::GPT2& v) {
-  const at::Tensor flat = kept_unit(d, u);
+// Points v's embeddings or final LayerNorm (per their names) at `flat`, unit u's values (gathered)
+// or gradient.
+void view_unit(const DataParallel& d, size_t u, const at::Tensor& flat, model::GPT2& v) {
   const FlatLayout& l = d.layout;
   for (size_t i = 0; i < l.names.size(); ++i) {
     const int64_t off = l.offsets[i] - d.units[u].begin;
@@ -169,14 +172,6 @@ void view_kept(DataParallel& d, size_t u, model::GPT2& v) {
     (n == "wte.weight" ? v.wte : n == "wpe.weight" ? v.wpe : n == "ln_f.weight" ? v.ln_f_w : v.ln_f_b) =
         flat.narrow(0, off, l.numels[i]).view(l.shapes[i]);
   }
-}
-
-// wte's place in the embeddings unit: {offset, numel}.
-std::pair<int64_t, int64_t> wte_in_unit(const DataParallel& d) {
-  TORCH_CHECK(d.emb_unit >= 0, "zero3: no embeddings on this rank");
-  const FlatLayout& l = d.layout;
-  const auto i = static_cast<size_t>(std::find(l.names.begin(), l.names.end(), "wte.weight") - l.names.begin());
-  return {l.offsets.at(i) - d.units[static_cast<size_t>(d.emb_unit)].begin, l.numels[i]};
 }
 
 }  // namespace
@@ -199,7 +194,6 @@ void setup_zero3(DataParallel& d, model::GPT2& m) {
     key = k;
     d.units.back().numel += l.numels[i];
   }
-  d.first_block_unit = d.emb_unit == 0 ? 1 : 0;
   const int n = d.zg.size;
   int64_t local = 0;
   for (Unit& u : d.units) {
@@ -242,20 +236,16 @@ std::vector<Segment> zero3_segments(const DataParallel& d) {
 }
 
 model::GPT2 zero3_model(DataParallel& d, const ModelPart& part, int64_t sp_seq_len) {
-  model::GPT2 view;
-  view.cfg = d.model->cfg;
-  view.layer_ids = d.model->layer_ids;
-  view.h.resize(d.model->h.size());
-  view.head = d.model->head;
-  if (part.first && d.emb_unit >= 0) view_kept(d, static_cast<size_t>(d.emb_unit), view);
-  if (part.last && d.lnf_unit >= 0) view_kept(d, static_cast<size_t>(d.lnf_unit), view);
+  model::GPT2 view = *d.model;  // its configuration, layer ids and a last stage's head
+  for (const auto& [u, wanted] : {std::pair{d.emb_unit, part.first}, std::pair{d.lnf_unit, part.last}})
+    if (wanted && u >= 0) view_unit(d, static_cast<size_t>(u), kept_unit(d, static_cast<size_t>(u)), view);
   BlockRunSpec how;
   if (d.tp.size > 1) {
     const tensor::TpSplit split(d.tp, sp_seq_len);
     how = {tensor::tp_block_run(), tensor::tp_block_context(split)};  // d.tp outlives backward
   }
   view.run_block = [&d, how](size_t i, const at::Tensor& x, bool train) { return sharded_block(d, i, x, train, how); };
-  if (part.begin < view.h.size()) prefetch(d, d.first_block_unit + part.begin);
+  if (part.begin < view.h.size()) prefetch(d, block_unit(d, part.begin));
   return view;
 }
 
@@ -268,19 +258,20 @@ void reduce_kept_units(DataParallel& d) {
   d.in_step = false;
 }
 
-
 at::Tensor zero3_tied_embedding(DataParallel& d) {
-  const auto [off, n] = wte_in_unit(d);
-  at::Tensor flat = kept_unit(d, static_cast<size_t>(d.emb_unit)).detach();
-  return flat.narrow(0, off, n).view({-1, d.model->cfg.n_embd});
+  const auto u = static_cast<size_t>(d.emb_unit);
+  model::GPT2 v;
+  view_unit(d, u, kept_unit(d, u).detach(), v);
+  return v.wte;
 }
 
 void zero3_add_tied_embedding_grad(DataParallel& d, const at::Tensor& g) {
-  const auto [off, n] = wte_in_unit(d);
-  const at::Tensor& leaf = d.kept.at(static_cast<size_t>(d.emb_unit));
-  at::Tensor& mine = leaf.mutable_grad();
-  if (!mine.defined()) mine = at::zeros_like(leaf);
-  mine.narrow(0, off, n).add_(g.reshape({-1}));
+  const auto u = static_cast<size_t>(d.emb_unit);
+  const at::Tensor& leaf = d.kept.at(u);
+  if (!leaf.grad().defined()) leaf.mutable_grad() = at::zeros_like(leaf);
+  model::GPT2 v;
+  view_unit(d, u, leaf.grad(), v);
+  v.wte.add_(g);
 }
 
 }  // namespace slm::parallel
