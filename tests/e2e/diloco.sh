@@ -3,8 +3,8 @@
 #  - exactness: with inner_steps 1, outer lr 1, momentum 0 and a linear inner optimizer (SGD,
 #    no clipping), DiLoCo is data parallelism: 2 sites x 1 rank, 2 sites x 2 ranks, and sites
 #    with pp 2, tp 2, ZeRO 3, dp 2 x tp 2 or pp 2 x dp 2 with ZeRO 3 inside each reproduce the
-#    single-process losses (TOL) and final model (TOL_LOGITS); with clipping, pp 2 inside the sites trains what
-#    plain sites do (each site clips by its own norm); one site with AdamW and inner_steps 3 is ordinary training, gradient norms too;
+#    single-process losses (TOL) and final model (TOL_LOGITS); with clipping, pp 2 inside the
+#    sites trains what plain sites do (each site clips by its own norm); one site with AdamW and inner_steps 3 is ordinary training, gradient norms too;
 #  - compression: bf16 and int8 send 1/2 and ~1/4 of fp32's cross-site bytes, and end within
 #    LOSS_TOL of the uncompressed run's loss; 2 fragments send half the bytes per sync, at
 #    staggered steps;

@@ -11,8 +11,8 @@
 #     interleaved in NCCL's order.
 #  3. Checkpoints across plans: pp 2 stopped at step 6 and continued as one process and under the
 #     heterogeneous plan; dp 2 / ZeRO 2 continued as pp 2 x tp 2; pp 2 x dp 2 / ZeRO 3 continued as
-#     pp 4; a pipeline checkpoint read whole
-#     by the single-process tools gives the reference logits (1e-4).
+#     pp 4; a pipeline checkpoint read whole by the single-process tools gives the reference
+#     logits (1e-4).
 #  4. Memory cap: a model that does not fit parallel.memory_cap_gb under data parallelism is
 #     refused in one line, and trains under a pipeshard plan.
 #  5. One-line errors: bad plan files, batch mismatch, interleaved with M % pp != 0.
