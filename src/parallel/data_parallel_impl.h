@@ -57,6 +57,7 @@ struct DataParallel {
   int emb_unit = -1, lnf_unit = -1;  // their indices (-1: a pipeline stage without them)
   at::Tensor own;                   // (sum of pieces) leaf with requires_grad: this rank's pieces
   std::map<size_t, std::pair<at::Tensor, comm::Pending>> prefetched;  // unit -> gathered buffer
+  std::vector<at::Tensor> buffers;  // unit-sized buffers for gathers and reductions, reused
   bool in_step = false;             // between zero_grads and finish_grads (a training step)
   std::map<size_t, at::Tensor> kept;  // embeddings / final LayerNorm gathered for the step: leaves
                                       // whose gradients add up over the micro-batches

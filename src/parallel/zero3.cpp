@@ -29,9 +29,21 @@ DataParallel* state_of(AutogradContext* ctx) {
 
 at::Tensor own_piece(DataParallel& d, size_t u) { return d.own.narrow(0, d.units[u].local, d.units[u].piece); }
 
-// Starts gathering unit u into a fresh (ranks * piece) buffer.
+// A (ranks * piece) buffer for unit u: one of d.buffers that no tensor views any more, else a new
+// one kept there. Allocated afresh for every gather and reduction, block-sized buffers leave
+// holes all over glibc's heap, which keeps them (the malloc thresholds are set for speed):
+// measured, the main arena grew ~300 MB more and peak RSS ~150 MiB (docs/benchmarks.md).
+at::Tensor unit_buffer(DataParallel& d, size_t u) {
+  const int64_t n = d.units[u].piece * d.zg.size;
+  for (const at::Tensor& b : d.buffers)
+    if (b.storage().use_count() == 1 && b.numel() >= n) return b.narrow(0, 0, n);
+  d.buffers.push_back(at::empty({n}, d.own.options().requires_grad(false)));
+  return d.buffers.back();
+}
+
+// Starts gathering unit u into a (ranks * piece) buffer.
 std::pair<at::Tensor, comm::Pending> start_gather(DataParallel& d, size_t u) {
-  at::Tensor full = at::empty({d.units[u].piece * d.zg.size}, d.own.options().requires_grad(false));
+  at::Tensor full = unit_buffer(d, u);
   comm::Pending p = comm::all_gather_into_async(full, own_piece(d, u).detach(), d.zg);
   return {full, p};
 }
@@ -57,12 +69,13 @@ void prefetch_next(DataParallel& d, size_t from, int dir) {
   if (u < d.units.size() && d.units[u].block == d.units[from].block + dir) prefetch(d, u);
 }
 
-// This rank's piece of the sum over ranks of grad (numel of unit u).
-at::Tensor reduce_scatter_unit(DataParallel& d, size_t u, const at::Tensor& grad) {
+// A zeroed buffer for unit u's gradient, padded to ranks * piece for the reduce-scatter.
+at::Tensor padded_grad(DataParallel& d, size_t u) { return unit_buffer(d, u).zero_(); }
+
+// This rank's piece of the sum over ranks of `flat` (unit u's gradient, padded).
+at::Tensor reduce_scatter_unit(DataParallel& d, size_t u, at::Tensor flat) {
   const Unit& un = d.units[u];
-  at::Tensor flat = at::zeros({un.piece * d.zg.size}, grad.options());
-  flat.narrow(0, 0, un.numel).copy_(grad.reshape({-1}));
-  at::Tensor mine = at::empty({un.piece}, grad.options());
+  at::Tensor mine = at::empty({un.piece}, flat.options());
   if (d.zg.size == d.dp.size) {
     comm::reduce_scatter_sum(mine, flat, d.dp);
   } else {  // hybrid: the sum over every site, of which this rank keeps its site's piece
@@ -78,7 +91,8 @@ void add_to_own_grad(DataParallel& d, size_t u, const at::Tensor& piece) {
   grad_shard(d).narrow(0, d.units[u].local, d.units[u].piece).add_(piece);
 }
 
-model::Block block_views(DataParallel& d, const at::Tensor& flat, size_t u) {
+// Block unit u's parameters: views of `flat` (its gathered values or its gradient), in order.
+std::vector<at::Tensor> block_params(const DataParallel& d, const at::Tensor& flat, size_t u) {
   std::vector<at::Tensor> ps;
   const int64_t base = d.units[u].begin;
   for (size_t i = 0; i < d.layout.names.size(); ++i) {
@@ -86,7 +100,11 @@ model::Block block_views(DataParallel& d, const at::Tensor& flat, size_t u) {
     if (off >= 0 && off < d.units[u].numel) ps.push_back(flat.narrow(0, off, d.layout.numels[i]).view(d.layout.shapes[i]));
   }
   TORCH_CHECK(ps.size() == 12, "zero3: block unit with ", ps.size(), " tensors");
-  return model::block_of(ps);
+  return ps;
+}
+
+model::Block block_views(const DataParallel& d, const at::Tensor& flat, size_t u) {
+  return model::block_of(block_params(d, flat, u));
 }
 
 // How a block runs: block_forward (tp 1) or a tp block (`run` with its `context`, model/recompute.h).
@@ -118,21 +136,32 @@ struct ShardedBlock : torch::autograd::Function<ShardedBlock> {
   static variable_list backward(AutogradContext* ctx, variable_list grad_out) {
     DataParallel& d = *state_of(ctx);
     const size_t u = static_cast<size_t>(ctx->saved_data["u"].toInt());
-    at::Tensor flat = take_gathered(d, u).detach().requires_grad_(true);
+    // The parameters as leaves of their own: a gradient for views of one flat tensor would come
+    // back through each view's backward as a zero tensor of the whole block, 12 per block.
+    std::vector<at::Tensor> ps = block_params(d, take_gathered(d, u), u);
+    for (at::Tensor& p : ps) p = p.detach().requires_grad_(true);
     prefetch_next(d, u, -1);
     at::Tensor x = ctx->get_saved_variables()[0].detach().requires_grad_(true);
     at::Tensor y;
     {
-      torch::AutoGradMode grad_on(true);  // the parameter views of `flat` must be recorded too
-      y = model::rerun_block(block_views(d, flat, u), x, d.model->cfg, ctx->saved_data["train"].toBool(),
+      torch::AutoGradMode grad_on(true);
+      y = model::rerun_block(model::block_of(ps), x, d.model->cfg, ctx->saved_data["train"].toBool(),
                              {ctx->saved_data["cpu_autocast"].toBool(), ctx->saved_data["gpu_autocast"].toBool()},
                              reinterpret_cast<model::BlockRun>(ctx->saved_data["run"].toInt()),
                              ctx->saved_data["context"].toIntVector());
     }
-    variable_list g = torch::autograd::grad({y}, {x, flat}, {grad_out[0]});
+    std::vector<at::Tensor> inputs{x};
+    inputs.insert(inputs.end(), ps.begin(), ps.end());
+    variable_list g = torch::autograd::grad({y}, inputs, {grad_out[0]}, /*retain_graph=*/false, false, /*allow_unused=*/true);
+    ps.clear();  // the gathered block is free from here
+    at::Tensor flat = padded_grad(d, u);
+    std::vector<at::Tensor> slots = block_params(d, flat, u);
+    for (size_t i = 0; i < slots.size(); ++i)
+      if (g[i + 1].defined()) slots[i].copy_(g[i + 1]);
+    g.resize(1);
     // Added to own's gradient here: returned for the piece (a narrow of own), autograd would
     // spread it over a zero tensor the size of all of own and add that, for every block.
-    add_to_own_grad(d, u, reduce_scatter_unit(d, u, g[1]));
+    add_to_own_grad(d, u, reduce_scatter_unit(d, u, flat));
     return {g[0], at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
@@ -252,7 +281,9 @@ model::GPT2 zero3_model(DataParallel& d, const ModelPart& part, int64_t sp_seq_l
 void reduce_kept_units(DataParallel& d) {
   torch::NoGradGuard no_grad;
   for (auto& [u, t] : d.kept) {  // in unit order: the same on every rank
-    add_to_own_grad(d, u, reduce_scatter_unit(d, u, t.grad().defined() ? t.grad() : at::zeros_like(t)));
+    at::Tensor flat = padded_grad(d, u);
+    if (t.grad().defined()) flat.narrow(0, 0, t.numel()).copy_(t.grad());
+    add_to_own_grad(d, u, reduce_scatter_unit(d, u, flat));
   }
   d.kept.clear();
   d.in_step = false;
