@@ -140,9 +140,12 @@ void add_tp_comm(const Ctx& x, StageAt& a, StageTime& st) {
   st.cross_bytes += ring.site_edges * 2.0 * (a.s.tp - 1) / a.s.tp * act * (4 * L + (a.first ? 1 : 0));
 }
 
-// ZeRO-3: each block's parameters gathered before its forward and again before its backward
-// (prefetched: hidden behind the neighbouring block's compute), its gradient reduced after,
-// blocking (parallel/zero3.cpp: the backward returns the reduced shard), behind the prefetch. With
+// ZeRO-3: each block's parameters gathered before its forward (prefetched behind the block before
+// it) and again before its backward, its gradient reduced after, blocking (parallel/zero3.cpp: the
+// backward returns the reduced shard). The backward's gather starts as the block after it begins
+// its backward, so it runs beside that block's recomputation, backward and reduction (Gloo runs
+// two collectives at once, on its two worker threads) and is waited for only where it takes
+// longer than all three. With
 // tp, a rank's block is its slice (12C²/t + 7C/t + 6C parameters), its dp group one of the t
 // concurrent ones, and a block's forward and backward include tp's all-reduces (the backward's:
 // the rerun forward's too, StageAt::rerun, and its compute is compute on shared cores). `rest_f`,
@@ -162,7 +165,7 @@ void add_zero3_comm(const Ctx& x, int k, const StageAt& a, double rest_f, double
   const double bf = (st.fwd - rest_f - a.tp_outside_f) / L;  // a block's forward, tp's all-reduces included
   const double fb = (st.bwd - rest_b) / L;  // its rerun forward and backward
   st.fwd = rest_f + a.tp_outside_f + L * std::max(bf, gather);
-  st.bwd = rest_b + L * (std::max(fb, gather) + reduce);  // every block recomputed in backward
+  st.bwd = rest_b + L * std::max(fb + reduce, gather);  // every block recomputed in backward
   // The dp group's ring is shared by the P replicas (their bytes are summed): each carries 1/P.
   st.cross_bytes += t * ring.site_edges * L * block_bytes * ((P - 1) / P * 2 + 2 * (P - 1) / P) / P;
 }

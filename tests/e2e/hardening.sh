@@ -153,11 +153,16 @@ expect_exit 1 "rendezvous at 127.0.0.1:29846: a job already runs there (all its 
   --set dist.join_timeout_s=30
 [ $(( $(date +%s) - start )) -lt 15 ] || fail "the stray rank waited (for its 30 s join timeout?)"
 kill -INT $(jobs -p) 2>/dev/null; wait
-python3 -c 'import socket, time; s = socket.socket(); s.bind(("127.0.0.1", 29843)); s.listen(); time.sleep(8)' &
+# The taken port: one the system hands out (a fixed one may be another job's on a shared machine).
+python3 -c 'import socket, sys, time
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen()
+print(s.getsockname()[1], flush=True); sys.stdout.close(); time.sleep(30)' > taken.port &
 holder=$!
-sleep 0.5
-expect_exit 1 "rendezvous: port 29843 on 127.0.0.1 is already in use" \
-  env RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29843 "${DIST[@]}" --set run.dir=port
+for _ in $(seq 50); do [ -s taken.port ] && break; sleep 0.1; done
+taken=$(cat taken.port)
+[ -n "$taken" ] || fail "no port from the holder"
+expect_exit 1 "rendezvous: port $taken on 127.0.0.1 is already in use" \
+  env RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$taken "${DIST[@]}" --set run.dir=port
 kill $holder 2>/dev/null || true
 
 # A slow BLAS behind LibTorch (Debian's reference libblas3 loaded ahead, as a carried libblas.so.3

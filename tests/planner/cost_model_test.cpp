@@ -75,6 +75,17 @@ TEST(CostModel, ZeroThreeGathersHiddenReductionsBlocking) {
   ASSERT_LT(g2, 0.1);
   EXPECT_NEAR(predict(k, in).pipeline_s, 0.4 + 0.4 + 2 * (0.3 + r2), 1e-9);
   EXPECT_GT(r2, reduce);
+  // Gathers slower than the compute: forward waits for each; in backward a block's gather runs
+  // beside the block after it (its recomputation, backward and reduction) and waits the rest.
+  timed.hops.all_gather = {0.5, 0.5};
+  const double g3 = ring_all_gather_s(2, l, block, 1, 1, 0.5);
+  ASSERT_GT(g3, 0.3 + r2);
+  EXPECT_NEAR(predict(k, in).pipeline_s, 0.2 + 2 * g3 + 0.4 + 2 * g3, 1e-9);
+  timed.hops.all_gather = {0.305, 0.305};  // longer than the block's compute, not with its reduction
+  const double g4 = ring_all_gather_s(2, l, block, 1, 1, 0.305);
+  ASSERT_GT(g4, 0.3);
+  ASSERT_LT(g4, 0.3 + r2);
+  EXPECT_NEAR(predict(k, in).pipeline_s, 0.2 + 2 * g4 + 0.4 + 2 * (0.3 + r2), 1e-9);
 }
 
 TEST(CostModel, ZeroThreeWithTpGathersEachRanksSliceAroundTpBlocks) {
