@@ -32,7 +32,7 @@ at::Tensor own_piece(DataParallel& d, size_t u) { return d.own.narrow(0, d.units
 // A (ranks * piece) buffer for unit u: one of d.buffers that no tensor views any more, else a new
 // one kept there. Allocated afresh for every gather and reduction, block-sized buffers leave
 // holes all over glibc's heap, which keeps them (the malloc thresholds are set for speed):
-// measured, the main arena grew ~300 MB more and peak RSS ~150 MiB (docs/benchmarks.md).
+// measured, the main arena ended a step ~360 MB larger (docs/benchmarks.md, ZeRO memory).
 at::Tensor unit_buffer(DataParallel& d, size_t u) {
   const int64_t n = d.units[u].piece * d.zg.size;
   for (const at::Tensor& b : d.buffers)
@@ -144,7 +144,7 @@ struct ShardedBlock : torch::autograd::Function<ShardedBlock> {
     at::Tensor x = ctx->get_saved_variables()[0].detach().requires_grad_(true);
     at::Tensor y;
     {
-      torch::AutoGradMode grad_on(true);
+      torch::AutoGradMode grad_on(true);  // off in a backward: the rerun is recorded for grad()
       y = model::rerun_block(model::block_of(ps), x, d.model->cfg, ctx->saved_data["train"].toBool(),
                              {ctx->saved_data["cpu_autocast"].toBool(), ctx->saved_data["gpu_autocast"].toBool()},
                              reinterpret_cast<model::BlockRun>(ctx->saved_data["run"].toInt()),
@@ -152,13 +152,14 @@ struct ShardedBlock : torch::autograd::Function<ShardedBlock> {
     }
     std::vector<at::Tensor> inputs{x};
     inputs.insert(inputs.end(), ps.begin(), ps.end());
-    variable_list g = torch::autograd::grad({y}, inputs, {grad_out[0]}, /*retain_graph=*/false, false, /*allow_unused=*/true);
+    variable_list g = torch::autograd::grad({y}, inputs, {grad_out[0]}, /*retain_graph=*/false,
+                                            /*create_graph=*/false, /*allow_unused=*/true);
     ps.clear();  // the gathered block is free from here
     at::Tensor flat = padded_grad(d, u);
     std::vector<at::Tensor> slots = block_params(d, flat, u);
     for (size_t i = 0; i < slots.size(); ++i)
       if (g[i + 1].defined()) slots[i].copy_(g[i + 1]);
-    g.resize(1);
+    g.resize(1);  // the parameters' gradients are free from here, before the reduction
     // Added to own's gradient here: returned for the piece (a narrow of own), autograd would
     // spread it over a zero tensor the size of all of own and add that, for every block.
     add_to_own_grad(d, u, reduce_scatter_unit(d, u, flat));

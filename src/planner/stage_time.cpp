@@ -145,11 +145,11 @@ void add_tp_comm(const Ctx& x, StageAt& a, StageTime& st) {
 // backward returns the reduced shard). The backward's gather starts as the block after it begins
 // its backward, so it runs beside that block's recomputation, backward and reduction (Gloo runs
 // two collectives at once, on its two worker threads) and is waited for only where it takes
-// longer than all three. With
-// tp, a rank's block is its slice (12C²/t + 7C/t + 6C parameters), its dp group one of the t
-// concurrent ones, and a block's forward and backward include tp's all-reduces (the backward's:
-// the rerun forward's too, StageAt::rerun, and its compute is compute on shared cores). `rest_f`,
-// `rest_b`: the stage's compute outside its blocks (tp's all-reduces there are in a.tp_outside_f).
+// longer than all three. With tp, a rank's block is its slice (12C²/t + 7C/t + 6C parameters),
+// its dp group one of the t concurrent ones, and a block's forward and backward include tp's
+// all-reduces (the backward's: the rerun forward's too, StageAt::rerun, and its compute is
+// compute on shared cores). `rest_f`, `rest_b`: the stage's compute outside its blocks (tp's
+// all-reduces there are in a.tp_outside_f).
 void add_zero3_comm(const Ctx& x, int k, const StageAt& a, double rest_f, double rest_b, StageTime& st) {
   const Plan& p = x.c.plan;
   const double L = a.L, t = a.s.tp;
