@@ -83,7 +83,8 @@ std::vector<Check> hardware_checks(const host::MachineFacts& m) {
   return c;
 }
 
-// The GEMM peaks (MFU's denominator) and the precision `auto` picks for the configuration's step.
+// The GEMM peaks (MFU's denominator: measured again, the higher of that and the cached one kept) and
+// the precision `auto` picks for the configuration's step.
 std::vector<Check> speed_checks(const train::Config& cfg) {
   std::vector<Check> c;
   const std::string device = host::resolve_device(cfg.system.device, cfg.dist.backend);
@@ -97,7 +98,7 @@ std::vector<Check> speed_checks(const train::Config& cfg) {
                                       threads),
                           "rebuild with scripts/setup.sh --build"});
   for (const char* p : {"fp32", "bf16"}) {
-    const host::DeviceInfo d = host::describe_device(device, p, host::cpu_threads(), 0, 0);
+    const host::DeviceInfo d = host::describe_device(device, p, host::cpu_threads(), 0, 0, host::PeakCache::kRefresh);
     c.push_back({std::string(p) + " peak", "ok",
                  fmt::format("{:.3f} TFLOP/s on {} (matmul, {})", d.peak_flops / 1e12, d.name, d.peak_source), ""});
   }

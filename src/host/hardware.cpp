@@ -2,8 +2,10 @@
 #include "host/hardware.h"
 
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <fmt/format.h>
@@ -46,10 +48,18 @@ static double time_matmul(const at::Tensor& a, const at::Tensor& b) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// CPU seconds this process has used, on all its threads.
+static double process_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
 // Best of a few n x n matmuls in the run's precision on the device, at the largest n up to 2048
 // (CPU) or 8192 (GPU) whose matmul takes at most ~0.25 s: a slow path (bf16 on a CPU without bf16
-// instructions: ATen's reference GEMM, ~1 GFLOP/s) is timed in a second, not in minutes.
-static double measure_gemm_flops(const std::string& device, const std::string& precision) {
+// instructions: ATen's reference GEMM, ~1 GFLOP/s) is timed in a second, not in minutes. On a CPU,
+// with the share of its threads' time the process had while the best-of ran.
+static PeakTiming measure_gemm_flops(const std::string& device, const std::string& precision) {
   const int64_t max_n = device == "cpu" ? 2048 : 8192;
   const auto opts = torch::TensorOptions().device(device).dtype(precision == "bf16" ? torch::kBFloat16 : torch::kFloat);
   int64_t n = 256;
@@ -62,9 +72,27 @@ static double measure_gemm_flops(const std::string& device, const std::string& p
     if (next == 0) break;
     n = next;
   }
-  double best = 0;
-  for (int i = 0; i < 5; ++i) best = std::max(best, 2.0 * n * n * n / time_matmul(a, b));
-  return best;
+  PeakTiming m;
+  const double cpu0 = process_cpu_seconds();
+  double wall = 0;
+  for (int i = 0; i < 5; ++i) {
+    const double s = time_matmul(a, b);
+    wall += s;
+    m.flops = std::max(m.flops, 2.0 * n * n * n / s);
+  }
+  if (device == "cpu") m.cpu_share = (process_cpu_seconds() - cpu0) / (wall * std::max(1, at::get_num_threads()));
+  return m;
+}
+
+PeakChoice choose_peak(std::optional<double> cached, const PeakTiming& now) {
+  const bool busy = now.cpu_share < kAloneCpuShare;
+  const std::string busy_note =
+      busy ? fmt::format(" on a busy machine ({:.0f}% of its threads' time)", 100 * now.cpu_share) : "";
+  if (cached && *cached >= now.flops)
+    return {*cached, fmt::format("cached; {:.3f} measured now{}", now.flops / 1e12, busy_note), false};
+  if (busy) return {now.flops, "measured now" + busy_note + ": not cached", false};
+  return {now.flops, cached ? fmt::format("measured now; the cached {:.3f} was lower", *cached / 1e12) : "measured now",
+          true};
 }
 
 // Assumed on-demand prices, USD per device-hour (public cloud list prices, rounded; 2026).
@@ -79,7 +107,7 @@ static double assumed_price(const std::string& device, int threads, std::string*
 }
 
 DeviceInfo describe_device(const std::string& device, const std::string& precision, int threads,
-                           double peak_tflops, double price_per_hour) {
+                           double peak_tflops, double price_per_hour, PeakCache mode) {
   DeviceInfo d;
   const CudaInfo gpu = device == "cpu" ? CudaInfo{} : cuda_info();
   d.name = device == "cpu" ? fmt::format("{} x{} threads", cpu_model_name(), threads) : gpu.ok ? gpu.name : "cuda:0";
@@ -94,15 +122,19 @@ DeviceInfo describe_device(const std::string& device, const std::string& precisi
     d.peak_source = "configured";
     return d;
   }
-  const std::string key = d.name + " " + precision + " | " + measurement_context();
-  if (const auto c = cached_measurement("peak.json", key); c && c->is_number()) {
-    d.peak_flops = c->get<double>();
+  // " | measured alone": entries cached before busy timings were kept out (possibly low) are not read
+  const std::string key = d.name + " " + precision + " | " + measurement_context() + " | measured alone";
+  const std::optional<nlohmann::json> c = cached_measurement("peak.json", key);
+  const std::optional<double> cached = c && c->is_number() ? std::optional<double>(c->get<double>()) : std::nullopt;
+  if (cached && mode == PeakCache::kUse) {
+    d.peak_flops = *cached;
     d.peak_source = "cached";
     return d;
   }
-  d.peak_flops = measure_gemm_flops(device, precision);
-  d.peak_source = "measured now";
-  store_measurement("peak.json", key, d.peak_flops);
+  const PeakChoice p = choose_peak(cached, measure_gemm_flops(device, precision));
+  d.peak_flops = p.flops;
+  d.peak_source = p.source;
+  if (p.store) store_measurement("peak.json", key, p.flops);
   return d;
 }
 

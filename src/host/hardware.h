@@ -1,11 +1,13 @@
 // host/hardware.h: what the device can do and what it costs, for MFU and Token/$ metrics.
 // Owns: DeviceInfo and describe_device: the device's name, its peak FLOP/s for the run's
 // precision (measured once by a GEMM as large as a quarter second allows, and cached in
-// ~/.cache/slmtrain/peak.json, keyed by device name, precision and threads), and its price per
+// ~/.cache/slmtrain/peak.json, keyed by device name, precision and threads, unless the process
+// did not have its threads' time: choose_peak), and its price per
 // hour (from the config, else a small table of assumed on-demand prices, stated in the log), plus
 // cpu_model_name, peak_memory_bytes and resident_memory_bytes.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace slm::host {
@@ -13,13 +15,36 @@ namespace slm::host {
 struct DeviceInfo {
   std::string name;              // CPU model (with thread count) or "cuda:<n>"
   double peak_flops = 0;         // per device, for the run's precision
-  std::string peak_source;       // "measured now" | "cached" | "configured"
+  std::string peak_source;       // "measured now" | "cached" | "configured" (+ what choose_peak saw)
   double price_per_hour = 0;     // USD per device-hour
   std::string price_source;      // "configured" | "assumed: ..."
 };
 
+// kUse: the cached peak where there is one; kRefresh (`slm doctor`): measured again, the higher of
+// the two kept (a peak is a maximum: a busier moment only makes a measurement lower).
+enum class PeakCache { kUse, kRefresh };
 DeviceInfo describe_device(const std::string& device, const std::string& precision, int threads,
-                           double configured_peak_tflops, double configured_price_per_hour);
+                           double configured_peak_tflops, double configured_price_per_hour,
+                           PeakCache mode = PeakCache::kUse);
+
+// One timing of the peak: the best GEMM's FLOP/s, and the share of its threads' time the process
+// had meanwhile (CPU time / (wall time x threads); 1 on a GPU). Below kAloneCpuShare another
+// process took the cores: on 2 cores with one busy loop beside it the share was 0.6 and the bf16
+// peak 0.26 TFLOP/s, against 0.98 and 0.42 alone.
+struct PeakTiming {
+  double flops = 0;
+  double cpu_share = 1;
+};
+constexpr double kAloneCpuShare = 0.9;
+// What the peak is, given the cached one (if any) and a timing now: the higher of the two; the
+// cache takes the timing (store) only where it is higher and the process had its threads' time, so
+// that a busy moment's low number is not what every later run divides by.
+struct PeakChoice {
+  double flops = 0;
+  std::string source;  // as DeviceInfo::peak_source
+  bool store = false;
+};
+PeakChoice choose_peak(std::optional<double> cached, const PeakTiming& now);
 
 // The size the GEMM peak is timed at: from n = 256, the next size (2n) while its matmul, 8x the
 // work, would take at most ~0.25 s by this one's `seconds`, up to max_n; 0 = time this n.

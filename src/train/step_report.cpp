@@ -16,7 +16,7 @@ StepReport::StepReport(const Trainer& t_, RunLog& log_, const host::DeviceInfo& 
       bubble_theory(parallel::pipeline::theoretical_bubble(t_.pipe->plan.pp,
                                                            static_cast<int>(t_.pipe->plan.micro_batches),
                                                            t_.pipe->plan.virtual_stages)),
-      first(t_.step), prediction_checked(t_.predicted_step_s <= 0) {}
+      first(t_.step) {}
 
 void StepReport::operator()(const LocalStep& l, const AgreedStep& g, const Agreed& all, size_t block) {
   StepStats s = l.s;
@@ -29,7 +29,11 @@ void StepReport::operator()(const LocalStep& l, const AgreedStep& g, const Agree
   spent_usd += step_s / 3600.0 * dev.price_per_hour * devices;  // this session's steps
   if (first_loss < 0) first_loss = s.loss;
   log.write(metrics_line(l, g, all, block, s, step_s, step_flop));
-  if (t.predicted_step_s > 0) check_prediction(step_s);
+  if (step_times.size() < 4) {  // the warm-up step and three more, checked once
+    step_times.push_back(step_s);
+    mfus.push_back(step_flop / step_s / dev.peak_flops);
+    if (step_times.size() == 4) check_after_warmup();
+  }
   if (s.loss_scale > 0) log.write({{"step", l.step}, {"loss_scale", s.loss_scale}, {"skipped", s.skipped}});
   if (s.skipped)
     log.say(fmt::format("step {}: gradients not finite, update skipped{}", l.step,
@@ -58,18 +62,25 @@ nlohmann::json StepReport::metrics_line(const LocalStep& l, const AgreedStep& g,
   return j;
 }
 
-// After the first step (warm-up) and three more: their median against the planner's prediction.
-void StepReport::check_prediction(double step_s) {
-  step_times.push_back(step_s);
-  if (prediction_checked || step_times.size() != 4) return;
-  prediction_checked = true;
-  std::vector<double> v(step_times.begin() + 1, step_times.end());
-  std::sort(v.begin(), v.end());
-  const double off = v[1] / t.predicted_step_s - 1;
-  if (std::abs(off) > 0.25)
+// The median of the three steps after the warm-up step.
+static double median_after_first(std::vector<double> v) {
+  std::sort(v.begin() + 1, v.end());
+  return v[2];
+}
+
+// Their step time against the planner's prediction (parallel.plan = "auto"), and their MFU: above
+// 100% the peak is low (measured at a busy moment, or system.peak_tflops set below the device's).
+void StepReport::check_after_warmup() {
+  const double step_s = median_after_first(step_times), mfu = median_after_first(mfus);
+  if (t.predicted_step_s > 0 && std::abs(step_s / t.predicted_step_s - 1) > 0.25)
     log.say(fmt::format("warning: steps take {:.3f} s, {:+.0f}% off the planner's prediction of {:.3f} s (the "
                         "profile or the links may have changed: `slm profile`, `slm probe`)",
-                        v[1], 100 * off, t.predicted_step_s));
+                        step_s, 100 * (step_s / t.predicted_step_s - 1), t.predicted_step_s));
+  if (mfu > 1)
+    log.say(fmt::format("warning: MFU {:.0f}%: the steps run faster than the peak of {:.3f} TFLOP/s ({}) allows; {}",
+                        100 * mfu, dev.peak_flops / 1e12, dev.peak_source,
+                        dev.peak_source == "configured" ? "system.peak_tflops is set too low"
+                                                        : "it was measured low: `slm doctor` measures it again"));
 }
 
 void StepReport::print_progress(int64_t step, const StepStats& s, double step_s, double step_flop) const {
