@@ -48,17 +48,35 @@ static double time_matmul(const at::Tensor& a, const at::Tensor& b) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// CPU seconds this process has used, on all its threads.
-static double process_cpu_seconds() {
+// CPU seconds this process has used (all its threads), and that every CPU of the machine sat idle
+// (/proc/stat: idle + iowait; 0 where unreadable).
+struct CpuClock {
+  double process_s = 0, idle_s = 0;
+};
+static CpuClock cpu_clock() {
+  CpuClock c;
   timespec ts{};
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+  c.process_s = static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+  std::ifstream in("/proc/stat");
+  std::string cpu;
+  double user = 0, nice = 0, system = 0, idle = 0, iowait = 0;
+  if (in >> cpu >> user >> nice >> system >> idle >> iowait && cpu == "cpu")
+    c.idle_s = (idle + iowait) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+  return c;
+}
+
+// The share of `threads` threads' time over `wall_s` that the process had between two clocks; 1
+// where the time it lacked sat idle (threads waiting on each other, not on another process).
+static double cpu_share(const CpuClock& a, const CpuClock& b, double wall_s, int threads) {
+  const double had = b.process_s - a.process_s, lacked = wall_s * threads - had;
+  return b.idle_s - a.idle_s >= 0.5 * lacked ? 1.0 : had / (wall_s * threads);
 }
 
 // Best of a few n x n matmuls in the run's precision on the device, at the largest n up to 2048
 // (CPU) or 8192 (GPU) whose matmul takes at most ~0.25 s: a slow path (bf16 on a CPU without bf16
 // instructions: ATen's reference GEMM, ~1 GFLOP/s) is timed in a second, not in minutes. On a CPU,
-// with the share of its threads' time the process had while the best-of ran.
+// with the share of its threads' time the process had while the best-of ran (cpu_share).
 static PeakTiming measure_gemm_flops(const std::string& device, const std::string& precision) {
   const int64_t max_n = device == "cpu" ? 2048 : 8192;
   const auto opts = torch::TensorOptions().device(device).dtype(precision == "bf16" ? torch::kBFloat16 : torch::kFloat);
@@ -73,14 +91,11 @@ static PeakTiming measure_gemm_flops(const std::string& device, const std::strin
     n = next;
   }
   PeakTiming m;
-  const double cpu0 = process_cpu_seconds();
-  double wall = 0;
-  for (int i = 0; i < 5; ++i) {
-    const double s = time_matmul(a, b);
-    wall += s;
-    m.flops = std::max(m.flops, 2.0 * n * n * n / s);
-  }
-  if (device == "cpu") m.cpu_share = (process_cpu_seconds() - cpu0) / (wall * std::max(1, at::get_num_threads()));
+  const CpuClock before = cpu_clock();
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < 5; ++i) m.flops = std::max(m.flops, 2.0 * n * n * n / time_matmul(a, b));
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (device == "cpu") m.cpu_share = cpu_share(before, cpu_clock(), wall, std::max(1, at::get_num_threads()));
   return m;
 }
 

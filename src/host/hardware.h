@@ -28,9 +28,10 @@ DeviceInfo describe_device(const std::string& device, const std::string& precisi
                            PeakCache mode = PeakCache::kUse);
 
 // One timing of the peak: the best GEMM's FLOP/s, and the share of its threads' time the process
-// had meanwhile (CPU time / (wall time x threads); 1 on a GPU). Below kAloneCpuShare another
-// process took the cores: on 2 cores with one busy loop beside it the share was 0.6 and the bf16
-// peak 0.26 TFLOP/s, against 0.98 and 0.42 alone.
+// had meanwhile (CPU time / (wall time x threads); 1 on a GPU, and 1 where the CPUs sat idle for
+// at least half the time it lacked: its threads waited on each other). Below kAloneCpuShare
+// another process took the cores: on 2 cores with one busy loop beside it the share was 0.6 and
+// the bf16 peak 0.26 TFLOP/s, against 0.98 and 0.42 alone.
 struct PeakTiming {
   double flops = 0;
   double cpu_share = 1;
