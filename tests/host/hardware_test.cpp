@@ -83,8 +83,8 @@ struct BusyCores {
   explicit BusyCores(int n) {
     for (int i = 0; i < n; ++i)
       if (const pid_t p = ::fork(); p == 0) {
-        for (volatile uint64_t x = 0;; x = x + 1) {
-        }
+        volatile uint64_t x = 0;
+        for (;;) x = x + 1;
       } else {
         pids.push_back(p);
       }
