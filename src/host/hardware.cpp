@@ -2,7 +2,6 @@
 #include "host/hardware.h"
 
 #include <sys/resource.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,6 +18,7 @@
 #include <c10/cuda/CUDAFunctions.h>
 #endif
 
+#include "host/cpu_share.h"
 #include "host/cuda_info.h"
 #include "host/runtime.h"
 
@@ -48,31 +48,6 @@ static double time_matmul(const at::Tensor& a, const at::Tensor& b) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// CPU seconds this process has used (all its threads), and that every CPU of the machine sat idle
-// (/proc/stat: idle + iowait; 0 where unreadable).
-struct CpuClock {
-  double process_s = 0, idle_s = 0;
-};
-static CpuClock cpu_clock() {
-  CpuClock c;
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  c.process_s = static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-  std::ifstream in("/proc/stat");
-  std::string cpu;
-  double user = 0, nice = 0, system = 0, idle = 0, iowait = 0;
-  if (in >> cpu >> user >> nice >> system >> idle >> iowait && cpu == "cpu")
-    c.idle_s = (idle + iowait) / static_cast<double>(::sysconf(_SC_CLK_TCK));
-  return c;
-}
-
-// The share of `threads` threads' time over `wall_s` that the process had between two clocks; 1
-// where the time it lacked sat idle (threads waiting on each other, not on another process).
-static double cpu_share(const CpuClock& a, const CpuClock& b, double wall_s, int threads) {
-  const double had = b.process_s - a.process_s, lacked = wall_s * threads - had;
-  return b.idle_s - a.idle_s >= 0.5 * lacked ? 1.0 : had / (wall_s * threads);
-}
-
 // Best of a few n x n matmuls in the run's precision on the device, at the largest n up to 2048
 // (CPU) or 8192 (GPU) whose matmul takes at most ~0.25 s: a slow path (bf16 on a CPU without bf16
 // instructions: ATen's reference GEMM, ~1 GFLOP/s) is timed in a second, not in minutes. On a CPU,
@@ -92,10 +67,8 @@ static PeakTiming measure_gemm_flops(const std::string& device, const std::strin
   }
   PeakTiming m;
   const CpuClock before = cpu_clock();
-  const auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < 5; ++i) m.flops = std::max(m.flops, 2.0 * n * n * n / time_matmul(a, b));
-  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (device == "cpu") m.cpu_share = cpu_share(before, cpu_clock(), wall, std::max(1, at::get_num_threads()));
+  if (device == "cpu") m.cpu_share = cpu_share(before, cpu_clock(), at::get_num_threads());
   return m;
 }
 

@@ -28,15 +28,11 @@ DeviceInfo describe_device(const std::string& device, const std::string& precisi
                            PeakCache mode = PeakCache::kUse);
 
 // One timing of the peak: the best GEMM's FLOP/s, and the share of its threads' time the process
-// had meanwhile (CPU time / (wall time x threads); 1 on a GPU, and 1 where the CPUs sat idle for
-// at least half the time it lacked: its threads waited on each other). Below kAloneCpuShare
-// another process took the cores: on 2 cores with one busy loop beside it the share was 0.6 and
-// the bf16 peak 0.26 TFLOP/s, against 0.98 and 0.42 alone.
+// had meanwhile (host/cpu_share.h; 1 on a GPU).
 struct PeakTiming {
   double flops = 0;
   double cpu_share = 1;
 };
-constexpr double kAloneCpuShare = 0.9;
 // What the peak is, given the cached one (if any) and a timing now: the higher of the two; the
 // cache takes the timing (store) only where it is higher and the process had its threads' time, so
 // that a busy moment's low number is not what every later run divides by.

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "host/cpu_share.h"
 #include "host/hardware.h"
 #include "host/runtime.h"
 #include "model/autocast.h"
@@ -57,11 +58,17 @@ PrecisionTiming time_precisions(const model::GPT2Config& shape, int64_t micro_ba
   if (const auto c = cached_measurement("precision.json", key);
       c && c->is_object() && c->contains("fp32_s") && c->contains("bf16_s")) {
     t.fp32_s = c->at("fp32_s").get<double>(), t.bf16_s = c->at("bf16_s").get<double>();
-    t.cached = true;
+    t.source = "cached";
     return t;
   }
+  const CpuClock before = cpu_clock();
   t.fp32_s = time_step_parts(m, t.micro_batch, seq_len, "fp32");
   t.bf16_s = time_step_parts(m, t.micro_batch, seq_len, "bf16");
+  // Another job beside one half of the probe would decide every later run's precision: not kept.
+  if (const double share = cpu_share(before, cpu_clock(), torch::get_num_threads()); share < kAloneCpuShare) {
+    t.source = fmt::format("measured now on a busy machine ({:.0f}% of its threads' time): not cached", 100 * share);
+    return t;
+  }
   store_measurement("precision.json", key, {{"fp32_s", t.fp32_s}, {"bf16_s", t.bf16_s}});
   return t;
 }

@@ -1,8 +1,8 @@
 // host/precision_probe.h: which precision is faster for this step on this CPU, measured.
 // Owns: time_precisions: one transformer block and the head + loss, forward and backward, at the
 // run's micro-batch and sequence length, in fp32 and in bf16 autocast (a second or two), cached in
-// ~/.cache/slmtrain/precision.json keyed by CPU model, threads and shape. precision.cpp's "auto"
-// decides by it.
+// ~/.cache/slmtrain/precision.json keyed by CPU model, threads and shape where the process had its
+// threads' time (host/cpu_share.h). precision.cpp's "auto" decides by it.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -14,7 +14,7 @@ namespace slm::host {
 struct PrecisionTiming {
   double fp32_s = 0, bf16_s = 0;  // one block + head, forward and backward
   int64_t micro_batch = 0;        // the batch it was timed at (at most 4 sequences)
-  bool cached = false;
+  std::string source = "measured now";  // "cached", or why it was not kept (host/cpu_share.h)
 };
 
 PrecisionTiming time_precisions(const model::GPT2Config& m, int64_t micro_batch, int64_t seq_len);

@@ -26,7 +26,7 @@ std::string resolve_precision(const std::string& requested, const std::string& d
     *why = fmt::format("auto: one block + head, forward and backward at {}x{} on this CPU: fp32 {:.1f} ms, "
                        "bf16 {:.1f} ms ({}; ~/.cache/slmtrain/precision.json)",
                        t.micro_batch, shape.seq_len, t.fp32_s * 1e3, t.bf16_s * 1e3,
-                       t.cached ? "cached" : "measured now");
+                       t.source);
     return bf16 ? "bf16" : "fp32";
   }
   const host::CudaInfo gpu = host::cuda_info();

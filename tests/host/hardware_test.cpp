@@ -12,8 +12,10 @@
 #include <thread>
 #include <vector>
 
+#include <ATen/Parallel.h>
 #include <torch/version.h>
 
+#include "host/cpu_share.h"
 #include "host/hardware.h"
 #include "host/runtime.h"
 #include "model/kernel_threads.h"
@@ -25,8 +27,9 @@
 // differently.
 TEST(Peak, CachedPerBuild) {
   const slm::test::TempHome home("peak");
+  at::set_num_threads(1);  // as its name says; CI runs another test beside this one
   const slm::host::DeviceInfo first = slm::host::describe_device("cpu", "fp32", 1, 0, 0);
-  if (first.peak_source.find("busy") != std::string::npos)  // CI's other test took this one's core
+  if (first.peak_source.find("busy") != std::string::npos)  // the other test took this one's core too
     GTEST_SKIP() << first.peak_source;
   EXPECT_EQ(first.peak_source, "measured now");
   EXPECT_GT(first.peak_flops, 0);
@@ -75,6 +78,18 @@ TEST(Peak, TheCacheKeepsTheHigherOfTimingsTakenAlone) {
   const slm::host::PeakChoice busy_above_cache = choose_peak(2e11, {3e11, 0.5});
   EXPECT_EQ(busy_above_cache.flops, 3e11);
   EXPECT_FALSE(busy_above_cache.store);
+}
+
+// A process's share of its threads' time; what it lacked while the CPUs sat idle counts as had.
+TEST(Peak, CpuShareTellsAnotherJobFromThreadsWaiting) {
+  using slm::host::cpu_share;
+  using slm::host::CpuClock;
+  const CpuClock start{100.0, 5.0, 1000.0};
+  EXPECT_NEAR(cpu_share(start, {101.0, 6.96, 1000.0}, 2), 0.98, 1e-12);  // alone
+  EXPECT_NEAR(cpu_share(start, {101.0, 6.2, 1000.0}, 2), 0.6, 1e-12);    // a busy loop beside it
+  EXPECT_EQ(cpu_share(start, {101.0, 37.0, 1020.0}, 64), 1.0);           // 64 threads, half of them waiting
+  EXPECT_NEAR(cpu_share(start, {101.0, 37.0, 1010.0}, 64), 0.5, 1e-12);  // ... with other jobs on most cores
+  EXPECT_EQ(cpu_share(start, start, 2), 1.0);                            // nothing timed
 }
 
 // Processes that keep every core busy until the object goes.
