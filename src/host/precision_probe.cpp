@@ -52,7 +52,8 @@ PrecisionTiming time_precisions(const model::GPT2Config& shape, int64_t micro_ba
   if (m.vocab_size <= 0) m.vocab_size = 50257;  // no dataset yet (planning): GPT-2's vocabulary
   PrecisionTiming t;
   t.micro_batch = std::clamp<int64_t>(micro_batch, 1, 4);
-  const std::string key = fmt::format("{} x{} threads | {} | C {} H {} Vp {} T {} B {}", cpu_model_name(),
+  // " | measured alone": entries from before busy timings were kept out (host/cpu_share.h) are not read
+  const std::string key = fmt::format("{} x{} threads | {} | C {} H {} Vp {} T {} B {} | measured alone", cpu_model_name(),
                                       torch::get_num_threads(), measurement_context(), m.n_embd, m.n_head, m.padded_vocab(), seq_len,
                                       t.micro_batch);
   if (const auto c = cached_measurement("precision.json", key);
