@@ -53,9 +53,9 @@ PrecisionTiming time_precisions(const model::GPT2Config& shape, int64_t micro_ba
   PrecisionTiming t;
   t.micro_batch = std::clamp<int64_t>(micro_batch, 1, 4);
   // " | measured alone": entries from before busy timings were kept out (host/cpu_share.h) are not read
-  const std::string key = fmt::format("{} x{} threads | {} | C {} H {} Vp {} T {} B {} | measured alone", cpu_model_name(),
-                                      torch::get_num_threads(), measurement_context(), m.n_embd, m.n_head, m.padded_vocab(), seq_len,
-                                      t.micro_batch);
+  const std::string key = fmt::format("{} x{} threads | {} | C {} H {} Vp {} T {} B {} | measured alone",
+                                      cpu_model_name(), torch::get_num_threads(), measurement_context(), m.n_embd,
+                                      m.n_head, m.padded_vocab(), seq_len, t.micro_batch);
   if (const auto c = cached_measurement("precision.json", key);
       c && c->is_object() && c->contains("fp32_s") && c->contains("bf16_s")) {
     t.fp32_s = c->at("fp32_s").get<double>(), t.bf16_s = c->at("bf16_s").get<double>();
