@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <fmt/format.h>
 #include <string>
 
 namespace slm::host {
@@ -29,6 +30,10 @@ double cpu_share(const CpuClock& a, const CpuClock& b, int threads) {
   const double span = (b.wall_s - a.wall_s) * std::max(1, threads), had = b.process_s - a.process_s;
   if (span <= 0) return 1.0;
   return b.idle_s - a.idle_s >= 0.5 * (span - had) ? 1.0 : had / span;
+}
+
+std::string busy_note(double share) {
+  return fmt::format(" on a busy machine ({:.0f}% of its threads' time)", 100 * share);
 }
 
 }  // namespace slm::host

@@ -3,8 +3,9 @@
 // to every later run; they keep only timings whose process had at least kAloneCpuShare of its
 // threads' time. Time it lacked while the machine's CPUs sat idle counts as had: its threads were
 // waiting on each other (a GEMM's imbalance on many cores, a serial stretch), not on another job.
-// Owns: CpuClock, cpu_clock, cpu_share, kAloneCpuShare.
+// Owns: CpuClock, cpu_clock, cpu_share, kAloneCpuShare, busy_note.
 #pragma once
+#include <string>
 
 namespace slm::host {
 
@@ -20,5 +21,7 @@ CpuClock cpu_clock();
 // bf16 GEMM peak 0.26 TFLOP/s); alone 0.98 (0.42).
 double cpu_share(const CpuClock& a, const CpuClock& b, int threads);
 constexpr double kAloneCpuShare = 0.9;
+// How a timing below that says so: " on a busy machine (60% of its threads' time)".
+std::string busy_note(double share);
 
 }  // namespace slm::host

@@ -74,11 +74,10 @@ static PeakTiming measure_gemm_flops(const std::string& device, const std::strin
 
 PeakChoice choose_peak(std::optional<double> cached, const PeakTiming& now) {
   const bool busy = now.cpu_share < kAloneCpuShare;
-  const std::string busy_note =
-      busy ? fmt::format(" on a busy machine ({:.0f}% of its threads' time)", 100 * now.cpu_share) : "";
+  const std::string note = busy ? busy_note(now.cpu_share) : "";
   if (cached && *cached >= now.flops)
-    return {*cached, fmt::format("cached; {:.3f} measured now{}", now.flops / 1e12, busy_note), false};
-  if (busy) return {now.flops, "measured now" + busy_note + ": not cached", false};
+    return {*cached, fmt::format("cached; {:.3f} measured now{}", now.flops / 1e12, note), false};
+  if (busy) return {now.flops, "measured now" + note + ": not cached", false};
   return {now.flops, cached ? fmt::format("measured now; the cached {:.3f} was lower", *cached / 1e12) : "measured now",
           true};
 }

@@ -67,7 +67,7 @@ PrecisionTiming time_precisions(const model::GPT2Config& shape, int64_t micro_ba
   t.bf16_s = time_step_parts(m, t.micro_batch, seq_len, "bf16");
   // Another job beside one half of the probe would decide every later run's precision: not kept.
   if (const double share = cpu_share(before, cpu_clock(), torch::get_num_threads()); share < kAloneCpuShare) {
-    t.source = fmt::format("measured now on a busy machine ({:.0f}% of its threads' time): not cached", 100 * share);
+    t.source = "measured now" + busy_note(share) + ": not cached";
     return t;
   }
   store_measurement("precision.json", key, {{"fp32_s", t.fp32_s}, {"bf16_s", t.bf16_s}});
