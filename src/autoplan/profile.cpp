@@ -16,6 +16,7 @@
 #include "autoplan/profile_timing.h"
 #include "autoplan/profile_tp2.h"
 #include "comm/collectives.h"
+#include "host/cpu_share.h"
 #include "host/hardware.h"
 #include "host/machine.h"
 #include "host/runtime.h"
@@ -342,19 +343,45 @@ std::optional<planner::RankProfile> from_cache(const std::string& key) {
   }
 }
 
+// The share of their threads' time this machine's ranks had from a to b (host::ranks_share), the
+// same number on each of them: the machine's first rank's clock, the CPU time of all. Collective.
+double machine_share(const host::CpuClock& a, const host::CpuClock& b, const RankPools& pools, const comm::Group& g) {
+  constexpr size_t kEach = 4;
+  const std::vector<double> all = comm::gather({b.wall_s - a.wall_s, b.idle_s - a.idle_s, b.process_s - a.process_s,
+                                                static_cast<double>(host::cpu_threads())},
+                                               g);
+  const int machine = pools.machine[static_cast<size_t>(g.rank)];
+  const double* first = nullptr;
+  double cpu_s = 0, threads = 0;
+  for (size_t q = 0; q < pools.machine.size(); ++q) {
+    if (pools.machine[q] != machine) continue;
+    const double* v = all.data() + kEach * q;
+    if (!first) first = v;
+    cpu_s += v[2], threads += v[3];
+  }
+  return host::ranks_share({}, {first[0], 0, first[1]}, cpu_s, static_cast<int>(threads), host::cpu_count().logical);
+}
+
 // Every rank measures (collective): its compute with all busy, then, where ranks share a pool, one
 // rank per pool at a time alone (solo_speedup, the pools then held to the machine's cores); the
 // CPU cost of communication, the tp-2 pairs; the ranks of a machine add their entries to the cache
-// in turn (one file).
+// in turn (one file), unless the machine was busy with other work while they timed with all busy
+// (then the profile is used and not kept; the check spans those timings alone: the later steps
+// move bytes, and on the testbed its link emulator's CPU would count as other work).
 planner::RankProfile measure_rank(const ProfileRequest& r, comm::World& w, const RankPools& pools,
                                   const std::string& key, const std::string& device) {
   const comm::Group& g = w.world;
   const bool shares = pools.ranks_on.at(pools.host[static_cast<size_t>(g.rank)]) > 1;
   const int mine_in_host = pools.index_in_host[static_cast<size_t>(g.rank)];
+  comm::barrier(g);
+  const host::CpuClock before = host::cpu_clock();
   planner::RankProfile mine = measure(r, g);
+  comm::barrier(g);
+  const double share = machine_share(before, host::cpu_clock(), pools, g);
+  const bool keep = share >= host::kAloneCpuShare;
   mine.device = device;
   mine.runtime = host::runtime_settings();
-  mine.source = "measured";
+  mine.source = keep ? "measured" : "measured" + host::busy_note(share) + ": not cached";
   mine.solo_speedup = 1;
   for (int k = 0; k < pools.most(); ++k) {
     comm::barrier(g);
@@ -373,7 +400,7 @@ planner::RankProfile measure_rank(const ProfileRequest& r, comm::World& w, const
   measure_tp2(r, w, pools.host, pools.index_in_host, alone_too, &mine);
   for (int k = 0; k < pools.most(); ++k) {
     comm::barrier(g);
-    if (mine_in_host == k) store_in_cache(key, mine);
+    if (mine_in_host == k && keep) store_in_cache(key, mine);
   }
   return mine;
 }
@@ -394,10 +421,10 @@ std::vector<planner::RankProfile> profile_job(const ProfileRequest& request, com
   // Per rank of the pool: ranks of one machine share the cache file, and what each measured
   // differs by where it sits (the communication CPU per byte of a rank whose ring neighbour is in
   // another site was 3x its neighbour's on the testbed): one key for all made every rank the last
-  // writer's copy in the next job.
+  // writer's copy in the next job. v10: entries from before the busy-machine check are not read.
   const planner::ProfileShape s = profile_shape(r.model, r.seq_len, r.precision);
   const host::DeviceInfo dev = host::describe_device(r.device, r.precision, host::cpu_threads(), 0, 0);
-  const std::string key = fmt::format("v9 | {} | {} | rank {} of {} here | cpu {} | C {} H {} Vp {} T {} {} | b {}", dev.name,
+  const std::string key = fmt::format("v10 | {} | {} | rank {} of {} here | cpu {} | C {} H {} Vp {} T {} {} | b {}", dev.name,
                                       host::measurement_context(), pools.index_in_host[static_cast<size_t>(g.rank)],
                                       pools.ranks_on[my_host], cpu_quota(), s.n_embd, s.n_head, s.vocab_padded,
                                       s.seq_len, s.precision, fmt::join(r.micro_batch, ","));

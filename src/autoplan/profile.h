@@ -3,7 +3,8 @@
 // transformer block forward and backward, the embeddings, head + loss and the AdamW step on each
 // rank's device, precision and thread count, at each micro-batch size, all ranks at once; then
 // where ranks share cores each alone; its cache, ~/.cache/slmtrain/profile.json, keyed by device,
-// rank of the machine, CPU quota, model shape and precision) and profile_shape. Its parts: the
+// rank of the machine, CPU quota, model shape and precision; kept only where the machine's ranks
+// had its CPUs while they timed together, host/cpu_share.h) and profile_shape. Its parts: the
 // timings (profile_timing.h), the CPU quota (cpu_quota.h), communication's CPU (comm_cpu.h), the
 // tp-2 pairs (profile_tp2.h); the machine's pools are held to its cores by planner/pool_cores.h.
 // The numbers go into planner::ComputeProfile (planner/profile.h).

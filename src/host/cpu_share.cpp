@@ -32,6 +32,11 @@ double cpu_share(const CpuClock& a, const CpuClock& b, int threads) {
   return b.idle_s - a.idle_s >= 0.5 * (span - had) ? 1.0 : had / span;
 }
 
+double ranks_share(const CpuClock& a, const CpuClock& b, double ranks_cpu_s, int threads, int cpus) {
+  const CpuClock all{b.wall_s, a.process_s + ranks_cpu_s, b.idle_s};
+  return cpu_share(a, all, std::min(threads, std::max(1, cpus)));
+}
+
 std::string busy_note(double share) {
   return fmt::format(" on a busy machine ({:.0f}% of its threads' time)", 100 * share);
 }

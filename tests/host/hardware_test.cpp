@@ -92,6 +92,17 @@ TEST(Peak, CpuShareTellsAnotherJobFromThreadsWaiting) {
   EXPECT_EQ(cpu_share(start, start, 2), 1.0);                            // nothing timed
 }
 
+// Ranks that timed together on one machine, judged as one: their threads held to its CPUs.
+TEST(Peak, RanksShareJudgesAMachinesRanksTogether) {
+  using slm::host::ranks_share;
+  const slm::host::CpuClock start{100.0, 5.0, 1000.0}, end{102.0, 9.0, 1000.0};  // this rank's own CPU not used
+  EXPECT_NEAR(ranks_share(start, end, 3.92, 4, 2), 0.98, 1e-12);  // 4 one-thread ranks on 2 cores, alone
+  EXPECT_NEAR(ranks_share(start, end, 3.2, 4, 2), 0.8, 1e-12);    // a busy loop beside them (4 of 5 threads)
+  EXPECT_NEAR(ranks_share(start, end, 3.2, 2, 8), 0.8, 1e-12);    // 2 ranks on 8 CPUs: held to their threads
+  EXPECT_EQ(ranks_share(start, {102.0, 9.0, 1004.0}, 3.2, 4, 8), 1.0);  // the lack was idle CPUs (a quota)
+  EXPECT_NEAR(ranks_share(start, end, 2.0, 4, 0), 1.0, 1e-12);    // no CPU count: at least one
+}
+
 // Processes that keep every core busy until the object goes.
 struct BusyCores {
   std::vector<pid_t> pids;
