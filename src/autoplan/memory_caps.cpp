@@ -2,11 +2,13 @@
 #include "autoplan/memory_caps.h"
 
 #include <fmt/format.h>
+#include <functional>
 
 #include "autoplan/inputs.h"
 #include "comm/collectives.h"
 #include "host/cuda_info.h"
 #include "host/hardware.h"
+#include "host/memory_limit.h"
 #include "planner/cluster.h"
 #include "util/error.h"
 
@@ -34,18 +36,31 @@ std::vector<parallel::MemoryCap> configured_memory_caps(const train::Config& cfg
 std::vector<parallel::MemoryCap> rank_memory_caps(const train::Config& cfg, const comm::World& w, const std::string& device) {
   const int n = w.world.size;
   std::vector<parallel::MemoryCap> caps = configured_memory_caps(cfg, cfg.planner.cluster, n, w.job_ranks);
-  // Every rank's GPU memory (0 on CPU ranks) and resident memory, so that every rank checks every
-  // rank alike. On a GPU the runtime's own share (the CUDA context) is not counted.
+  // Every rank's GPU memory (0 on CPU ranks), resident memory and, on CPU ranks, its machine's
+  // memory and what shares it (hashed, exact in a double), so that every rank checks every rank
+  // alike. On a GPU the runtime's own share (the CUDA context) is not counted.
   const double gib = 1024.0 * 1024 * 1024;
-  std::vector<double> v(2 * static_cast<size_t>(n), 0.0);
-  const size_t me = static_cast<size_t>(w.world.rank);
-  if (device != "cpu") v[me] = host::cuda_info().memory_bytes / gib;
-  else v[static_cast<size_t>(n) + me] = static_cast<double>(host::resident_memory_bytes()) / gib;
-  v = comm::sum(v, w.world);
-  for (int r = 0; r < n; ++r) {
-    auto& cap = caps[static_cast<size_t>(r)];
-    cap = parallel::tighter(cap, {v[static_cast<size_t>(r)], "its GPU's memory", true});
-    if (cap.whole_device) cap.in_use_gb = v[static_cast<size_t>(n) + static_cast<size_t>(r)];
+  constexpr size_t kEach = 4;
+  std::vector<double> mine(kEach, 0.0);
+  const host::MemoryLimit limit = device == "cpu" ? host::memory_limit() : host::MemoryLimit{};
+  if (device != "cpu") {
+    mine[0] = host::cuda_info().memory_bytes / gib;
+  } else {
+    mine[1] = static_cast<double>(host::resident_memory_bytes()) / gib;
+    mine[2] = limit.bytes / gib;
+    mine[3] = static_cast<double>(std::hash<std::string>{}(limit.pool) % (1ull << 50) + 1);
+  }
+  const std::vector<double> v = comm::gather(mine, w.world);
+  for (size_t r = 0; r < static_cast<size_t>(n); ++r) {
+    const double* x = v.data() + kEach * r;
+    auto& cap = caps[r];
+    cap = parallel::tighter(cap, {x[0], "its GPU's memory", true});
+    if (cap.whole_device) cap.in_use_gb = x[1];
+    if (x[2] <= 0) continue;  // a GPU rank, or its machine's memory unknown
+    size_t first = 0;  // the first rank of the same pool names it
+    while (v[kEach * first + 3] != x[3]) ++first;
+    cap.machine_pool = static_cast<int>(first);
+    cap.machine_gb = x[2], cap.resident_gb = x[1], cap.machine_from = limit.from;
   }
   return caps;
 }

@@ -47,11 +47,13 @@ double time_step_parts(const model::GPT2Config& shape, int64_t b, int64_t T, con
 
 }  // namespace
 
+int64_t probe_micro_batch(int64_t micro_batch) { return std::clamp<int64_t>(micro_batch, 1, 4); }
+
 PrecisionTiming time_precisions(const model::GPT2Config& shape, int64_t micro_batch, int64_t seq_len) {
   model::GPT2Config m = shape;
   if (m.vocab_size <= 0) m.vocab_size = 50257;  // no dataset yet (planning): GPT-2's vocabulary
   PrecisionTiming t;
-  t.micro_batch = std::clamp<int64_t>(micro_batch, 1, 4);
+  t.micro_batch = probe_micro_batch(micro_batch);
   // " | measured alone": entries from before busy timings were kept out (host/cpu_share.h) are not read
   const std::string key = fmt::format("{} x{} threads | {} | C {} H {} Vp {} T {} B {} | measured alone",
                                       cpu_model_name(), torch::get_num_threads(), measurement_context(), m.n_embd,

@@ -17,6 +17,8 @@ struct PrecisionTiming {
   std::string source = "measured now";  // "cached", or why it was not kept (host/cpu_share.h)
 };
 
+// The micro-batch the probe times for a run's micro-batch: at most 4 sequences.
+int64_t probe_micro_batch(int64_t micro_batch);
 PrecisionTiming time_precisions(const model::GPT2Config& m, int64_t micro_batch, int64_t seq_len);
 
 }  // namespace slm::host

@@ -400,22 +400,51 @@ MemoryCap tighter(const MemoryCap& a, const MemoryCap& b) {
   return b.gb < a.gb ? b : a;
 }
 
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+// The one line of a memory check that failed: who ("rank 1 needs", "ranks 0,1 of one machine need
+// together") e plus in_use bytes, more than gb GiB (from).
+[[noreturn]] void too_big(const std::string& who, const MemoryEstimate& e, double in_use, double gb, const std::string& from) {
+  throw UserError(fmt::format("plan: {} ~{} (parameters {}, gradients {}, optimizer {}, activations {}){} > its {:.3g} GiB "
+                              "({}); use more pipeline stages, tp or ZeRO, or smaller micro-batches (slm plan check "
+                              "shows the estimate)",
+                              who, bytes_text(e.total()), bytes_text(e.params), bytes_text(e.grads), bytes_text(e.optimizer),
+                              bytes_text(e.activations),
+                              in_use > 0 ? fmt::format(" + {} the runtime uses", bytes_text(in_use)) : "", gb, from));
+}
+
+}  // namespace
+
 void check_memory_caps(const Plan& p, const ModelShape& m, int64_t seq_len, const std::vector<MemoryCap>& caps) {
   int world = 0;
   for (int k = 0; k < p.pp; ++k) world += static_cast<int>(p.stages[static_cast<size_t>(k)].ranks.size());
-  const double gib = 1024.0 * 1024.0 * 1024.0;
+  struct Pool {
+    std::vector<int> ranks;
+    MemoryEstimate need;
+    double in_use = 0;
+  };
+  std::map<int, Pool> pools;  // by machine_pool
   for (int r = 0; r < std::min(world, static_cast<int>(caps.size())); ++r) {
     const MemoryCap& cap = caps[static_cast<size_t>(r)];
-    if (cap.gb <= 0) continue;
+    if (cap.gb <= 0 && cap.machine_pool < 0) continue;
     const MemoryEstimate e = estimate_memory(p, m, seq_len, r);
-    if (e.total() + cap.in_use_gb * gib > cap.gb * gib)
-      throw UserError(fmt::format("plan: rank {} needs ~{} (parameters {}, gradients {}, optimizer {}, activations "
-                                  "{}){} > its {:.3g} GiB ({}); use more pipeline stages, tp or ZeRO (slm plan check "
-                                  "shows the estimate)",
-                                  r, bytes_text(e.total()), bytes_text(e.params), bytes_text(e.grads),
-                                  bytes_text(e.optimizer), bytes_text(e.activations),
-                                  cap.in_use_gb > 0 ? fmt::format(" + {} the runtime uses", bytes_text(cap.in_use_gb * gib)) : "",
-                                  cap.gb, cap.from));
+    if (cap.gb > 0 && e.total() + cap.in_use_gb * kGiB > cap.gb * kGiB)
+      too_big(fmt::format("rank {} needs", r), e, cap.in_use_gb * kGiB, cap.gb, cap.from);
+    if (cap.machine_pool < 0) continue;
+    Pool& pool = pools[cap.machine_pool];
+    pool.ranks.push_back(r), pool.in_use += cap.resident_gb * kGiB;
+    pool.need.params += e.params, pool.need.grads += e.grads, pool.need.optimizer += e.optimizer;
+    pool.need.activations += e.activations;
+  }
+  for (const auto& [id, pool] : pools) {
+    const MemoryCap& cap = caps[static_cast<size_t>(pool.ranks.front())];
+    if (cap.machine_gb <= 0 || pool.need.total() + pool.in_use <= cap.machine_gb * kGiB) continue;
+    const std::string who = pool.ranks.size() == 1 ? fmt::format("rank {} needs", pool.ranks.front())
+                                                   : fmt::format("ranks {} of one machine need together",
+                                                                 fmt::join(pool.ranks, ","));
+    too_big(who, pool.need, pool.in_use, cap.machine_gb, cap.machine_from);
   }
 }
 

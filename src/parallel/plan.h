@@ -139,11 +139,17 @@ struct MemoryCap {
   std::string from;       // e.g. "parallel.memory_cap_gb", "site b's memory in cluster.toml", "its GPU's memory"
   bool whole_device = false;  // a device's whole memory: what the runtime itself holds counts too
   double in_use_gb = 0;       // that share (whole_device caps only)
+  // The memory this rank shares with the other CPU ranks of its machine (host/memory_limit.h):
+  // the estimates of the ranks with the same pool plus what their runtimes hold must fit it together.
+  int machine_pool = -1;  // -1: none (a GPU rank, or not known)
+  double machine_gb = 0, resident_gb = 0;  // the machine's memory; what this rank's runtime holds now
+  std::string machine_from{};              // e.g. "this machine's memory"
 };
 // The smaller of two caps (a cap of 0 is none).
 MemoryCap tighter(const MemoryCap& a, const MemoryCap& b);
 // UserError (one line, naming the rank, its estimate, its cap and where the cap comes from) when
-// rank r's estimate plus caps[r].in_use_gb exceeds caps[r].gb; ranks past caps.size() have no cap.
+// rank r's estimate plus caps[r].in_use_gb exceeds caps[r].gb, or when the ranks of one machine
+// pool together need more than its machine_gb; ranks past caps.size() have no cap.
 void check_memory_caps(const Plan& p, const ModelShape& m, int64_t seq_len, const std::vector<MemoryCap>& caps);
 
 // Readable, several lines: stages, layers, ranks per replica, schedule, per-rank memory.

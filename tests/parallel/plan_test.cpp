@@ -284,6 +284,35 @@ TEST(Plan, PerRankMemoryCaps) {
   EXPECT_EQ(tighter({0, "x"}, {3, "y"}).from, "y");
 }
 
+// CPU ranks of one machine share its memory: their estimates and runtimes are checked together.
+TEST(Plan, MachineMemorySharedByItsRanks) {
+  PlanFlags f;
+  f.dp = 2;
+  const Plan dp = plan_from_flags(f, 8, 2, 16, 1);
+  const double gib = 1024.0 * 1024 * 1024, need = estimate_memory(dp, kModel, 64, 0).total() / gib;
+  auto on = [](int pool, double gb) {  // a rank of machine `pool` of gb GiB, its runtime holding 1 MiB
+    MemoryCap c;
+    c.machine_pool = pool, c.machine_gb = gb, c.resident_gb = 1.0 / 1024, c.machine_from = "this machine's memory";
+    return c;
+  };
+  EXPECT_NO_THROW(check_memory_caps(dp, kModel, 64, {on(0, 2.1 * need + 0.01), on(0, 2.1 * need + 0.01)}));
+  EXPECT_NO_THROW(check_memory_caps(dp, kModel, 64, {on(0, 1.5 * need), on(1, 1.5 * need)}));  // two machines
+  try {  // each alone fits, the two together do not
+    check_memory_caps(dp, kModel, 64, {on(0, 1.5 * need), on(0, 1.5 * need)});
+    FAIL() << "the machine's ranks were not checked together";
+  } catch (const slm::UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("plan: ranks 0,1 of one machine need together ~"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("+ 2.0 MiB the runtime uses > its "), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("(this machine's memory)"), std::string::npos) << e.what();
+  }
+  try {  // one rank alone on a machine too small for it
+    check_memory_caps(dp, kModel, 64, {on(0, 2 * need), on(1, 0.5 * need)});
+    FAIL() << "rank 1's machine was not checked";
+  } catch (const slm::UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("plan: rank 1 needs ~"), std::string::npos) << e.what();
+  }
+}
+
 // DiLoCo: flag plans are made replica-major so that sites hold whole replicas; a plan whose replica
 // spans two sites, or sites of unequal replica counts, is refused in one line.
 TEST(Plan, ReplicaSitesForDiloco) {
