@@ -19,11 +19,14 @@
 #include "host/cpu_share.h"
 #include "host/hardware.h"
 #include "host/machine.h"
+#include "host/memory_limit.h"
 #include "host/runtime.h"
 #include "model/autocast.h"
 #include "parallel/flat.h"
 #include "planner/pool_cores.h"
 #include "train/optim.h"
+#include "train/trainer.h"
+#include "util/error.h"
 #include "util/measure_cache.h"
 
 namespace slm::autoplan {
@@ -407,8 +410,31 @@ planner::RankProfile measure_rank(const ProfileRequest& r, comm::World& w, const
 
 }  // namespace
 
+namespace {
+
+// A UserError (one line) where what the profile times cannot fit in this machine's memory beside
+// its other ranks' (on CPUs; all time at once): a block and the head at the largest size, blocks
+// in a row at the second (row_scale). Else the kernel kills a rank before anything says why.
+void check_profile_fits(const ProfileRequest& r) {
+  if (r.device != "cpu") return;
+  const host::MemoryLimit limit = host::memory_limit();
+  const int64_t second = r.micro_batch[std::min<size_t>(1, r.micro_batch.size() - 1)];
+  const double one = train::blocks_bytes(r.model, 1, r.micro_batch.back(), r.seq_len, r.precision);
+  const double row = train::blocks_bytes(r.model, std::min<int64_t>(r.model.n_layer, 8), second, r.seq_len, r.precision);
+  const double need = std::max(one, row) * std::max(1, r.local_ranks);
+  if (limit.bytes > 0 && need > limit.bytes)
+    throw UserError(fmt::format("profile: timing micro-batches up to {} x {} tokens needs ~{:.1f} GiB on {} rank(s), "
+                                "more than {} ({:.1f} GiB); time smaller micro-batches (slm profile --micro-batches, "
+                                "batch.micro_batch) or a shorter sequence",
+                                r.micro_batch.back(), r.seq_len, need / (1 << 30), std::max(1, r.local_ranks), limit.from,
+                                limit.bytes / (1 << 30)));
+}
+
+}  // namespace
+
 std::vector<planner::RankProfile> profile_job(const ProfileRequest& request, comm::World& w) {
   const comm::Group& g = w.world;
+  check_profile_fits(request);
   ProfileRequest r = request;
   if (r.min_sample_s <= 0) r.min_sample_s = 2 * quota_period_s();
   RankPools pools = rank_pools(g);

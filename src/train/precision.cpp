@@ -4,7 +4,6 @@
 #include "host/cuda_info.h"
 #include "host/memory_limit.h"
 #include "host/precision_probe.h"
-#include "parallel/plan.h"
 #include "train/trainer.h"
 #include "util/error.h"
 #include "util/torch_compat.h"
@@ -15,21 +14,6 @@
 
 namespace slm::train {
 
-namespace {
-
-// The probe's own memory: one block and the head at its micro-batch in fp32 (the larger), by the
-// plan's estimate. A shape that cannot fit is not timed: the kernel would kill the process before
-// the plan's memory check (autoplan/memory_caps.h) could say why.
-double probe_bytes(const StepShape& s) {
-  model::GPT2Config one = s.model;
-  one.n_layer = 1;
-  const int64_t b = host::probe_micro_batch(s.micro_batch);
-  const parallel::Plan p = parallel::plan_from_flags({}, 1, 1, b, b);
-  return parallel::estimate_memory(p, model_shape(one, "fp32"), s.seq_len, 0).total();
-}
-
-}  // namespace
-
 std::string resolve_precision(const std::string& requested, const std::string& device, const StepShape& shape,
                               std::string* why) {
   if (requested == "fp16" && device == "cpu")
@@ -39,10 +23,13 @@ std::string resolve_precision(const std::string& requested, const std::string& d
     return requested;
   }
   if (device == "cpu") {  // measured: CPUs differ (AMX, AVX512-BF16, emulated bf16) more than flags tell
+    // A shape whose probe cannot fit (fp32: the larger) is not timed: the kernel would kill the
+    // process before the plan's memory check (autoplan/memory_caps.h) could say why.
     const host::MemoryLimit limit = host::memory_limit();
-    if (const double need = probe_bytes(shape); limit.bytes > 0 && need > limit.bytes) {
+    const int64_t b = host::probe_micro_batch(shape.micro_batch);
+    if (const double need = blocks_bytes(shape.model, 1, b, shape.seq_len, "fp32"); limit.bytes > 0 && need > limit.bytes) {
       *why = fmt::format("auto: not measured: one block + head at {}x{} need ~{:.1f} GiB, more than {} ({:.1f} GiB)",
-                         host::probe_micro_batch(shape.micro_batch), shape.seq_len, need / (1 << 30), limit.from,
+                         b, shape.seq_len, need / (1 << 30), limit.from,
                          limit.bytes / (1 << 30));
       return "fp32";
     }

@@ -359,6 +359,14 @@ parallel::ModelShape model_shape(const Config& cfg, const std::string& precision
   return model_shape(cfg.model, precision, cfg.parallel.sequence_parallel);
 }
 
+double blocks_bytes(const model::GPT2Config& m, int64_t layers, int64_t micro_batch, int64_t seq_len,
+                    const std::string& precision) {
+  model::GPT2Config some = m;
+  some.n_layer = layers;
+  const parallel::Plan p = parallel::plan_from_flags({}, layers, 1, micro_batch, micro_batch);
+  return parallel::estimate_memory(p, model_shape(some, precision), seq_len, 0).total();
+}
+
 double step_flops(const model::GPT2Config& m, int64_t batch, int64_t s) {
   return planner::model_flops(model_shape(m, "fp32"), batch, s);  // the planner's count: one formula
 }

@@ -118,6 +118,11 @@ parallel::ModelShape model_shape(const model::GPT2Config& m, const std::string& 
                                  bool sequence_parallel = false);
 // The same for a run's configuration (its model and parallel.sequence_parallel).
 parallel::ModelShape model_shape(const Config& cfg, const std::string& precision = "fp32");
+// The memory of `layers` blocks and the head, forward and backward, at micro_batch x seq_len in
+// this precision (the estimate of such a model on one rank): what the precision probe and the
+// planner's profile time, checked against the machine's memory before they allocate it.
+double blocks_bytes(const model::GPT2Config& m, int64_t layers, int64_t micro_batch, int64_t seq_len,
+                    const std::string& precision);
 
 // FLOPs of one optimizer step by the GPT-2 scaling studies' formula (Narayanan et al.):
 // 72·B·s·h²·L·(1 + s/(6h)) + 6·B·s·h·V, with 96 for 72 under activation recomputation and V the

@@ -194,12 +194,17 @@ else
 fi
 # A shape that cannot fit in the machine's memory (T = 100,000: attention's T x T per head) is one
 # line before anything is allocated, not a process the kernel kills; precision "auto" does not time
-# it either (host/memory_limit.h, autoplan/memory_caps.h).
+# it either, and the planner's profile (slm profile, parallel.plan = "auto") refuses it
+# (host/memory_limit.h, autoplan/memory_caps.h).
 expect_exit 1 "plan: rank 0 needs ~" "$SLM" train "${TINY[@]}" --set model.block_size=100000 --set batch.seq_len=100000 \
   --set system.precision=auto --set run.dir=too_big
 "$SLM" launch -n 2 -- "$SLM" train "${TINY[@]}" --set model.block_size=100000 --set batch.seq_len=100000 \
   --set batch.micro_batch=2 --set run.dir=too_big2 > too_big2.log 2>&1 && fail "2 ranks of a shape that cannot fit ran"
 grep -q "plan: ranks 0,1 of one machine need together ~.* GiB .* > its .* GiB (.*memory.*)" too_big2.log \
   || { cat too_big2.log; fail "2 ranks: the machine's memory not checked for both together"; }
-echo "ok: a run that cannot fit in this machine's memory says so"
+expect_exit 1 "profile: timing micro-batches up to 1 x 100000 tokens needs ~" "$SLM" profile "${TINY[@]}" \
+  --set model.block_size=100000 --set batch.seq_len=100000 --micro-batches 1 -o too_big.json
+expect_exit 1 "profile: timing micro-batches up to 4 x 100000 tokens needs ~" "$SLM" train "${TINY[@]}" \
+  --set model.block_size=100000 --set batch.seq_len=100000 --set parallel.plan=auto --set run.dir=too_big3
+echo "ok: a run or a profile that cannot fit in this machine's memory says so"
 echo "hardening: all passed"
