@@ -425,7 +425,7 @@ void check_profile_fits(const ProfileRequest& r) {
   if (limit.bytes > 0 && need > limit.bytes)
     throw UserError(fmt::format("profile: timing micro-batches up to {} x {} tokens needs ~{:.1f} GiB on {} rank(s), "
                                 "more than {} ({:.1f} GiB); time smaller micro-batches (slm profile --micro-batches, "
-                                "batch.micro_batch) or a shorter sequence",
+                                "batch.micro_batch), a shorter sequence or a smaller model",
                                 r.micro_batch.back(), r.seq_len, need / (1 << 30), std::max(1, r.local_ranks), limit.from,
                                 limit.bytes / (1 << 30)));
 }

@@ -76,6 +76,10 @@ int main(int argc, char** argv) {
     return 1;
   } catch (const std::exception& e) {  // a bug: still one line (LibTorch's errors carry a backtrace)
     const std::string what = e.what();
+    if (const std::string oom = slm::allocation_failure(what); !oom.empty()) {  // LibTorch's allocators
+      std::fprintf(stderr, "slm: error: out of memory: %s (try a smaller model, batch or micro-batch)\n", oom.c_str());
+      return 1;
+    }
     std::fprintf(stderr, "slm: internal error: %s\n", what.substr(0, what.find('\n')).c_str());
     return 3;
   }
