@@ -408,10 +408,6 @@ planner::RankProfile measure_rank(const ProfileRequest& r, comm::World& w, const
   return mine;
 }
 
-}  // namespace
-
-namespace {
-
 // A UserError (one line) where what the profile times cannot fit in this machine's memory beside
 // its other ranks' (on CPUs; all time at once): a block and the head at the largest size, blocks
 // in a row at the second (row_scale). Else the kernel kills a rank before anything says why.
