@@ -11,6 +11,7 @@
 #include "host/memory_limit.h"
 #include "planner/cluster.h"
 #include "util/error.h"
+#include "util/hash.h"
 
 namespace slm::autoplan {
 
@@ -48,7 +49,7 @@ std::vector<parallel::MemoryCap> rank_memory_caps(const train::Config& cfg, cons
   } else {
     mine[1] = static_cast<double>(host::resident_memory_bytes()) / gib;
     mine[2] = limit.bytes / gib;
-    mine[3] = static_cast<double>(std::hash<std::string>{}(limit.pool) % (1ull << 50) + 1);
+    mine[3] = hash_number(limit.pool);
   }
   const std::vector<double> v = comm::gather(mine, w.world);
   for (size_t r = 0; r < static_cast<size_t>(n); ++r) {

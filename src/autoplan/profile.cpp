@@ -7,7 +7,6 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <map>
-#include <unistd.h>
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
@@ -18,6 +17,7 @@
 #include "comm/collectives.h"
 #include "host/cpu_share.h"
 #include "host/hardware.h"
+#include "host/host_name.h"
 #include "host/machine.h"
 #include "host/memory_limit.h"
 #include "host/runtime.h"
@@ -27,6 +27,7 @@
 #include "train/optim.h"
 #include "train/trainer.h"
 #include "util/error.h"
+#include "util/hash.h"
 #include "util/measure_cache.h"
 
 namespace slm::autoplan {
@@ -244,16 +245,6 @@ std::vector<planner::RankProfile> gather_profile(const planner::RankProfile& min
 }
 
 
-// This machine's host name.
-std::string host_name() {
-  char name[256] = {0};
-  ::gethostname(name, sizeof name - 1);
-  return name;
-}
-
-// A string as a number every rank can compare (exact in a double).
-double hash_of(const std::string& text) { return static_cast<double>(std::hash<std::string>{}(text) % (1ull << 50)); }
-
 // Block forward + backward at the largest size, alone (the others wait at a barrier).
 double solo_block_s(const ProfileRequest& r) {
   model::GPT2 m = model_on_device(r, 1, 1);
@@ -286,8 +277,8 @@ struct RankPools {
 RankPools rank_pools(const comm::Group& g) {
   const char* cg = std::getenv("SLM_CGROUP");
   std::vector<double> hashes_of(static_cast<size_t>(g.size), 0.0), machines_of(static_cast<size_t>(g.size), 0.0);
-  hashes_of[static_cast<size_t>(g.rank)] = hash_of(host_name() + "|" + (cg ? cg : ""));
-  machines_of[static_cast<size_t>(g.rank)] = hash_of(host_name());
+  hashes_of[static_cast<size_t>(g.rank)] = hash_number(host::host_name() + "|" + (cg ? cg : ""));
+  machines_of[static_cast<size_t>(g.rank)] = hash_number(host::host_name());
   hashes_of = comm::sum(hashes_of, g), machines_of = comm::sum(machines_of, g);
   RankPools p;
   p.host.resize(static_cast<size_t>(g.size)), p.index_in_host.resize(static_cast<size_t>(g.size));

@@ -1,13 +1,13 @@
 // host/memory_limit.cpp: see memory_limit.h.
 #include "host/memory_limit.h"
 
-#include <unistd.h>
-
 #include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
 #include <sstream>
 #include <vector>
+
+#include "host/host_name.h"
 
 namespace slm::host {
 
@@ -68,13 +68,12 @@ std::pair<double, std::string> cgroup_memory_limit(const std::string& root, cons
 }
 
 MemoryLimit memory_limit() {
-  char host[256] = {0};
-  ::gethostname(host, sizeof host - 1);
+  const std::string host = host_name();
   MemoryLimit m{meminfo_total(), host, "this machine's memory"};
   for (const auto& [root, dir] : memory_cgroups()) {
     const auto [bytes, folder] = cgroup_memory_limit(root, dir);
     if (bytes > 0 && (m.bytes == 0 || bytes < m.bytes)) {
-      m.bytes = bytes, m.pool = std::string(host) + "|" + folder;
+      m.bytes = bytes, m.pool = host + "|" + folder;
       m.from = fmt::format("the memory limit of cgroup {}", folder.substr(root.size()).empty() ? "/" : folder.substr(root.size()));
     }
   }

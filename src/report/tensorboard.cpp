@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <map>
 
+#include "host/host_name.h"
 #include "util/error.h"
 
 namespace slm::report {
@@ -91,10 +92,8 @@ std::string event_proto(double wall_time, int64_t step, const std::string& versi
 }
 
 TensorBoardWriter::TensorBoardWriter(const std::string& dir) {
-  char host[256] = "localhost";
-  ::gethostname(host, sizeof host - 1);
   const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-  path_ = fmt::format("{}/events.out.tfevents.{}.{}.{}.slm", dir, static_cast<int64_t>(now), host, ::getpid());
+  path_ = fmt::format("{}/events.out.tfevents.{}.{}.{}.slm", dir, static_cast<int64_t>(now), host::host_name(), ::getpid());
   f_ = std::fopen(path_.c_str(), "ab");
   if (!f_) throw UserError(path_ + ": cannot open for writing");
   append(tfrecord(event_proto(now, 0, "brain.Event:2", {})));
