@@ -277,8 +277,9 @@ struct RankPools {
 RankPools rank_pools(const comm::Group& g) {
   const char* cg = std::getenv("SLM_CGROUP");
   std::vector<double> hashes_of(static_cast<size_t>(g.size), 0.0), machines_of(static_cast<size_t>(g.size), 0.0);
-  hashes_of[static_cast<size_t>(g.rank)] = hash_number(host::host_name() + "|" + (cg ? cg : ""));
-  machines_of[static_cast<size_t>(g.rank)] = hash_number(host::host_name());
+  const std::string host = host::host_name();
+  hashes_of[static_cast<size_t>(g.rank)] = hash_number(host + "|" + (cg ? cg : ""));
+  machines_of[static_cast<size_t>(g.rank)] = hash_number(host);
   hashes_of = comm::sum(hashes_of, g), machines_of = comm::sum(machines_of, g);
   RankPools p;
   p.host.resize(static_cast<size_t>(g.size)), p.index_in_host.resize(static_cast<size_t>(g.size));

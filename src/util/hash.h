@@ -1,4 +1,4 @@
-// util/hash.h: content identities and checksums (XXH3, 128-bit, hex).
+// util/hash.h: content identities and checksums (XXH3: 128-bit hex; 64-bit for numbers).
 // Owns: hash_hex for bytes and files, hash_number for text. Used to name a tokenizer's identity in
 // manifests, to checksum files and to compare strings across ranks; not for security.
 #pragma once
