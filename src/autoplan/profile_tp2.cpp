@@ -18,6 +18,8 @@ namespace {
 constexpr double kTp2MinSampleS = 0.1;  // the shortest timing of a tp pair anywhere: timed one run
                                         // at a time, 2 ranks with 2 cores of their own gave
                                         // 19-27 ms per block at b = 2 in three profiles
+constexpr int64_t kTp2RowBlocks = 8;    // distinct blocks the pipelined pairs take in turn (as
+                                        // row_scale's blocks in a row, autoplan/profile.cpp)
 
 // One block split over the pair tp (tensor parallelism of 2) at every size, forward and backward:
 // medians of `repeats` rounds of the sizes in turn (as measure's), each timing the same number of
@@ -67,13 +69,16 @@ std::vector<std::pair<double, double>> tp2_block_s(const ProfileRequest& r, cons
 // forwards first, waits for pair k - 1's forward before each of its own and for pair k + 1's
 // backward before each of its own (a 1-element token stands for the activation and the gradient:
 // their transfer is the cost model's p2p term); prev / next: this rank's counterpart in those
-// pairs (ranks of g), -1 at the ends. A forward runs the block `blocks` times in a row (a stage
-// of several: its compute per token long beside the link's round trip, as in training). Medians
+// pairs (ranks of g), -1 at the ends. A forward runs `blocks` blocks in a row (a stage of several:
+// its compute per token long beside the link's round trip, as in training), taken in turn from
+// `row`, distinct blocks as a stage's are (one block run again and again keeps its weights in
+// cache; on the AMX Xeon VM's rtt0 testbed the pairs took 34.2 and 31.0 ms per split block at
+// b = 2 in two profiles, against 32.6 and 29.3 for one block in phase: within their scatter). Medians
 // of `repeats` means of `runs` steady-state forwards and backwards per block (each timed without
 // its wait); then `tail` = k more (every pair runs as many forwards) and the last backwards.
-std::pair<double, double> tp2_pipeline_s(const ProfileRequest& r, const model::GPT2Config& c, const model::Block& local,
-                                         const comm::Group& tp, const comm::Group& g, int prev, int next, int ahead,
-                                         int tail, int blocks, int runs, int64_t b) {
+std::pair<double, double> tp2_pipeline_s(const ProfileRequest& r, const model::GPT2Config& c,
+                                         const std::vector<model::Block>& row, const comm::Group& tp, const comm::Group& g,
+                                         int prev, int next, int ahead, int tail, int blocks, int runs, int64_t b) {
   auto opts = torch::TensorOptions().device(r.device);
   model::AutocastGuard autocast(r.precision, r.device);
   at::Tensor x = torch::randn({b, r.seq_len, c.n_embd}, opts).requires_grad_(true);
@@ -89,7 +94,10 @@ std::pair<double, double> tp2_pipeline_s(const ProfileRequest& r, const model::G
     device_sync(r.device);
     const auto t0 = Clock::now();
     at::Tensor y = x;
-    for (int k = 0; k < blocks; ++k) y = parallel::tensor::tp_block_forward(local, y, c, tp);
+    for (int k = 0; k < blocks; ++k) {
+      const size_t i = static_cast<size_t>(forwards) * static_cast<size_t>(blocks) + static_cast<size_t>(k);
+      y = parallel::tensor::tp_block_forward(row[i % row.size()], y, c, tp);
+    }
     ys.push_back(y);
     device_sync(r.device);
     const double t = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -141,13 +149,16 @@ void measure_tp2(const ProfileRequest& r, comm::World& w, const std::vector<int>
   for (int q = 0; q < g.size; ++q) most = std::max(most, index_in_host[static_cast<size_t>(q)] / 2 + 1);
   comm::Group tp;
   model::GPT2Config c = r.model;
-  c.n_layer = 1, c.dropout = 0;
-  model::Block local;
+  c.dropout = 0;
+  std::vector<model::Block> row;  // this rank's slices of up to 8 blocks; row[0] the one timed alone
   if (partner >= 0) {
     tp = comm::new_group(w, "profile-tp2", {std::min(me, partner), std::max(me, partner)});
-    model::GPT2 m = model_on_device(r, 1, 1);
-    local = parallel::tensor::shard_block(m.h[0], c, tp.rank, 2);
+    const int64_t layers = std::min<int64_t>(c.n_layer, kTp2RowBlocks);
+    model::GPT2 m = model_on_device(r, layers, 1);
+    for (const model::Block& b : m.h) row.push_back(parallel::tensor::shard_block(b, c, tp.rank, 2));
   }
+  c.n_layer = 1;
+  const model::Block local = row.empty() ? model::Block{} : row[0];
   comm::barrier(g);  // every pair at once
   if (partner >= 0)
     for (const auto& [f, bw] : tp2_block_s(r, c, local, tp))
@@ -187,7 +198,7 @@ void measure_tp2(const ProfileRequest& r, comm::World& w, const std::vector<int>
     const double min_s = std::max(r.min_sample_s, kTp2MinSampleS);
     const int runs = std::max(1, static_cast<int>(comm::max(one > 0 ? std::ceil(min_s / (blocks * one)) : 1, g)));
     if (!staged) continue;
-    const auto [f, bw] = tp2_pipeline_s(r, c, local, tp, g, prev, next, paired / 2 - 1 - pair, pair, blocks, runs, r.micro_batch[k]);
+    const auto [f, bw] = tp2_pipeline_s(r, c, row, tp, g, prev, next, paired / 2 - 1 - pair, pair, blocks, runs, r.micro_batch[k]);
     mine->tp2_pipe_fwd_s.push_back(std::max(f, 1e-6)), mine->tp2_pipe_bwd_s.push_back(std::max(bw, 1e-6));
   }
   for (int k = 0; alone_too && k < most; ++k) {  // one pair per pool at a time alone, at every size

@@ -15,7 +15,12 @@ namespace {
 // r = min(pool ranks / 2, the pool's speed-up) (planner/core_sharing.h), so a share φ with
 // s = 1 / (φ / r + 1 - φ) is CPU work and the rest waits on the all-reduces.
 // In a pipeline the pairs' times as pipeline stages (tp2_pipe_*, where measured; in phase they
-// interleave). Those and tp2_alone_s are timed only where ranks time-share cores, and there they
+// interleave), and none of it faster while the other pairs wait in the pipeline's fill and drain:
+// in a traced pipeshard step on the AMX Xeon VM's rtt0 testbed (4 ranks, 2 vCPUs) the first
+// stage's first forward, run while the second stage waited for it, took 311 ms and its last,
+// beside the second stage's backward, 186; with the share above (0.59 there) every pipeshard
+// round of that VM's planner study came out 5-17% fast, with none 1-19% high (median 5%).
+// Those and tp2_alone_s are timed only where ranks time-share cores, and there they
 // scatter: the pairs of one pool, the same hardware, timed 30.7 and 21.5 ms at b = 2 in one
 // profile of the planner study's rtt20 testbed, 21.9 and 21.5 in the one before, and training's
 // steps after each agreed within 2% (2026-11-28b); so the mean over the pairs, each pair's
@@ -47,7 +52,9 @@ Tp2Block tp2_block(const Ctx& x, const std::vector<int>& group, double b) {
     if (t.alone > 0) busy += t.fwd + t.bwd, alone += t.alone;
   }
   out.measured = true;
-  if (alone > 0 && x.pool_of(group[0]) >= 0) {
+  if (staged) {
+    out.shared = 0;
+  } else if (alone > 0 && x.pool_of(group[0]) >= 0) {
     const Pool& p = x.pool(a.host);
     const double rate = std::clamp(p.ranks / 2, 1.0, std::max(1.0, p.speedup)), speedup = busy / alone;
     out.shared = rate > 1 ? std::clamp((1 - 1 / speedup) / (1 - 1 / rate), 0.0, 1.0) : 1.0;

@@ -430,6 +430,10 @@ TEST(CostModel, TensorParallelPairsSpeedUpAsMuchAsTheyDidAlone) {
   // In between: alone 1.33x faster is a half share of CPU work (1 / (0.5 / 2 + 0.5) = 4 / 3).
   for (RankProfile& r : prof.ranks) r.tp2_alone_s = {0.6, 4.8};
   EXPECT_NEAR(waits - predict(k, in).pipeline_s, (0.3 + 0.5) / 2, 1e-9);
+  // Timed as a pipeline's stages too (tp2_pipe_*, here at the same pace): none of it faster while
+  // the other stage waits, however fast the pairs ran alone.
+  for (RankProfile& r : prof.ranks) r.tp2_alone_s = {0.4, 3.2}, r.tp2_pipe_fwd_s = {0.3, 2.4}, r.tp2_pipe_bwd_s = {0.5, 4.0};
+  EXPECT_NEAR(predict(k, in).pipeline_s, waits, 1e-9);
 }
 
 TEST(CostModel, HierarchicalSiteStepsAreCpuWorkOnSharedCores) {
