@@ -147,13 +147,16 @@ void measure_tp2(const ProfileRequest& r, comm::World& w, const std::vector<int>
   if (r.model.n_head % 2 != 0) partner = -1;  // tp 2 needs the heads split evenly
   int most = 0;  // pairs in the largest pool
   for (int q = 0; q < g.size; ++q) most = std::max(most, index_in_host[static_cast<size_t>(q)] / 2 + 1);
+  const int pool_size = static_cast<int>(std::count(host.begin(), host.end(), host[static_cast<size_t>(me)]));
+  const int paired = pool_size / 2 * 2;  // the pool's ranks that have a partner
+  const bool staged = partner >= 0 && alone_too && paired >= 4;  // timed as a pipeline's stages too
   comm::Group tp;
   model::GPT2Config c = r.model;
   c.dropout = 0;
-  std::vector<model::Block> row;  // this rank's slices of up to 8 blocks; row[0] the one timed alone
+  std::vector<model::Block> row;  // this rank's slices of a block, up to 8 where staged
   if (partner >= 0) {
     tp = comm::new_group(w, "profile-tp2", {std::min(me, partner), std::max(me, partner)});
-    const int64_t layers = std::min<int64_t>(c.n_layer, kTp2RowBlocks);
+    const int64_t layers = staged ? std::min<int64_t>(c.n_layer, kTp2RowBlocks) : 1;
     model::GPT2 m = model_on_device(r, layers, 1);
     for (const model::Block& b : m.h) row.push_back(parallel::tensor::shard_block(b, c, tp.rank, 2));
   }
@@ -167,15 +170,12 @@ void measure_tp2(const ProfileRequest& r, comm::World& w, const std::vector<int>
   // all-reduces (the planner study's rtt0 testbed: 21 ms per split block at b = 2 with both
   // pairs busy, as one pair alone); a pipeline's stages run out of phase (one's forward beside
   // the other's backward), and pipeshard's split blocks took 29-33 ms in training there.
-  const int pool_size = static_cast<int>(std::count(host.begin(), host.end(), host[static_cast<size_t>(me)]));
-  const int paired = pool_size / 2 * 2;  // the pool's ranks that have a partner
   const int index = index_in_host[static_cast<size_t>(me)];
   auto rank_of = [&](int i) {  // the rank of this pool with index i
     for (int q = 0; q < g.size; ++q)
       if (host[static_cast<size_t>(q)] == host[static_cast<size_t>(me)] && index_in_host[static_cast<size_t>(q)] == i) return q;
     return -1;
   };
-  const bool staged = partner >= 0 && alone_too && paired >= 4;
   const int prev = staged && index >= 2 ? rank_of(index - 2) : -1, next = staged && index + 2 < paired ? rank_of(index + 2) : -1;
   // The tokens' round trip (the testbed's sites 100 ms apart: 100 ms, beside a split block's 22 ms
   // at b = 2: one block per token would leave the pairs mostly apart).
