@@ -71,8 +71,8 @@ struct RankProfile {
   std::vector<double> tp2_alone_s;           // per size, forward + backward with the pair alone
   // Where two or more pairs share a pool's cores: the pairs run as a pipeline's stages (1F1B,
   // each waiting for its neighbours' forward and backward, on up to 8 distinct blocks in turn as
-  // a stage's), so one's forward runs beside the
-  // other's backward; in phase the pairs interleave, one computing while the other waits (the
+  // a stage's), so one's forward runs beside the other's backward; in phase the pairs
+  // interleave, one computing while the other waits (the
   // testbed's split block at b = 2: 21 ms in phase, 27-29 as stages, 26-33 in pipeshard's
   // training); empty elsewhere.
   std::vector<double> tp2_pipe_fwd_s, tp2_pipe_bwd_s;
