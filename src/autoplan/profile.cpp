@@ -126,12 +126,12 @@ void time_parts(const ProfileRequest& r, const comm::Group& g, model::GPT2& m, p
   }
 }
 
-// Blocks in a row (up to 8) against one alone (out's block times at size k): weights that no
-// longer stay in cache and per-block overheads make a model slower than its blocks timed one by
-// one; on a GPU, launches that overlap the previous block's kernels make it faster at small sizes,
-// not at large ones.
+// Blocks in a row (up to kRowBlocks) against one alone (out's block times at size k): weights
+// that no longer stay in cache and per-block overheads make a model slower than its blocks timed
+// one by one; on a GPU, launches that overlap the previous block's kernels make it faster at
+// small sizes, not at large ones.
 double row_scale(const ProfileRequest& r, const planner::RankProfile& out, size_t k) {
-  const int64_t layers = std::min<int64_t>(r.model.n_layer, 8);
+  const int64_t layers = std::min<int64_t>(r.model.n_layer, kRowBlocks);
   model::GPT2 many = model_on_device(r, layers, 2);
   const int64_t b = r.micro_batch[k];
   auto opts = torch::TensorOptions().device(r.device);
@@ -408,7 +408,7 @@ void check_profile_fits(const ProfileRequest& r) {
   const host::MemoryLimit limit = host::memory_limit();
   const int64_t second = r.micro_batch[std::min<size_t>(1, r.micro_batch.size() - 1)];
   const double one = train::blocks_bytes(r.model, 1, r.micro_batch.back(), r.seq_len, r.precision);
-  const double row = train::blocks_bytes(r.model, std::min<int64_t>(r.model.n_layer, 8), second, r.seq_len, r.precision);
+  const double row = train::blocks_bytes(r.model, std::min<int64_t>(r.model.n_layer, kRowBlocks), second, r.seq_len, r.precision);
   const double need = std::max(one, row) * std::max(1, r.local_ranks);
   if (limit.bytes > 0 && need > limit.bytes)
     throw UserError(fmt::format("profile: timing micro-batches up to {} x {} tokens needs ~{:.1f} GiB on {} rank(s), "

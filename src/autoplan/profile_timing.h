@@ -1,7 +1,7 @@
 // autoplan/profile_timing.h: how `slm profile` times work (autoplan/profile.cpp and
 // profile_tp2.cpp): a wait for the device, one timing of two phases repeated until it spans a
 // minimum, medians, and the model of a few blocks it times. Owns Clock, device_sync, time_split,
-// median_of, median_time, model_on_device.
+// median_of, median_time, model_on_device, kRowBlocks.
 #pragma once
 #include <chrono>
 #include <cstdint>
@@ -15,6 +15,10 @@
 namespace slm::autoplan {
 
 using Clock = std::chrono::steady_clock;
+
+// Blocks timed in a row, distinct as a stage's (their weights out of cache): row_scale's, and the
+// tp pairs' as a pipeline's stages (profile_tp2.cpp); at most the model's layers.
+constexpr int64_t kRowBlocks = 8;
 
 // Waits for the device's queued work (nothing on the CPU).
 void device_sync(const std::string& device);

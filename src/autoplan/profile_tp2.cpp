@@ -18,8 +18,6 @@ namespace {
 constexpr double kTp2MinSampleS = 0.1;  // the shortest timing of a tp pair anywhere: timed one run
                                         // at a time, 2 ranks with 2 cores of their own gave
                                         // 19-27 ms per block at b = 2 in three profiles
-constexpr int64_t kTp2RowBlocks = 8;    // distinct blocks the pipelined pairs take in turn (as
-                                        // row_scale's blocks in a row, autoplan/profile.cpp)
 
 // One block split over the pair tp (tensor parallelism of 2) at every size, forward and backward:
 // medians of `repeats` rounds of the sizes in turn (as measure's), each timing the same number of
@@ -153,10 +151,10 @@ void measure_tp2(const ProfileRequest& r, comm::World& w, const std::vector<int>
   comm::Group tp;
   model::GPT2Config c = r.model;
   c.dropout = 0;
-  std::vector<model::Block> row;  // this rank's slices of a block, up to 8 where staged
+  std::vector<model::Block> row;  // this rank's slices of a block, up to kRowBlocks where staged
   if (partner >= 0) {
     tp = comm::new_group(w, "profile-tp2", {std::min(me, partner), std::max(me, partner)});
-    const int64_t layers = staged ? std::min<int64_t>(c.n_layer, kTp2RowBlocks) : 1;
+    const int64_t layers = staged ? std::min<int64_t>(c.n_layer, kRowBlocks) : 1;
     model::GPT2 m = model_on_device(r, layers, 1);
     for (const model::Block& b : m.h) row.push_back(parallel::tensor::shard_block(b, c, tp.rank, 2));
   }
