@@ -49,6 +49,13 @@ std::vector<std::vector<std::pair<int, int>>> probe_turns(int n, int pairs_at_on
   return turns;
 }
 
+void no_slower_than_larger(const std::vector<int64_t>& sizes, std::vector<double>& rtt_s) {
+  const std::vector<double> measured = rtt_s;
+  for (size_t k = 0; k < sizes.size(); ++k)
+    for (size_t j = 0; j < sizes.size(); ++j)
+      if (sizes[j] >= sizes[k]) rtt_s[k] = std::min(rtt_s[k], measured[j]);
+}
+
 void fit_alpha_beta(const std::vector<int64_t>& sizes, const std::vector<double>& t, double* alpha, double* beta) {
   const Line fit = least_squares_line(sizes, t);
   *beta = fit.slope > 0 ? 1.0 / fit.slope : 0;
@@ -132,11 +139,10 @@ std::vector<PairLink> fit_pairs(const at::Tensor& rtt, const ProbeConfig& c) {
     for (int b = a + 1; b < n; ++b) {
       PairLink p;
       p.a = a, p.b = b;
+      for (int k = 0; k < K; ++k) p.rtt_s.push_back(rtt[a][b][k].item<double>());
+      no_slower_than_larger(c.sizes, p.rtt_s);
       std::vector<double> one_way;
-      for (int k = 0; k < K; ++k) {
-        p.rtt_s.push_back(rtt[a][b][k].item<double>());
-        one_way.push_back(p.rtt_s.back() / 2);
-      }
+      for (double t : p.rtt_s) one_way.push_back(t / 2);
       fit_alpha_beta(c.sizes, one_way, &p.alpha_s, &p.beta_Bps);
       pairs.push_back(p);
     }

@@ -58,6 +58,17 @@ TEST(Probe, FitRecoversAlphaBeta) {
   EXPECT_NEAR(beta, 125e6, 1e3);
 }
 
+TEST(Probe, SmallMessagesNoSlowerThanLargerOnes) {
+  // A 4 B round trip held up in every repeat (5.9 ms) is bounded by the 256 KiB one's 0.2 ms; the
+  // sizes need not come sorted.
+  std::vector<double> rtt = {5.87e-3, 0.22e-3, 2.42e-3};
+  no_slower_than_larger({4, 256 << 10, 2 << 20}, rtt);
+  EXPECT_EQ(rtt, (std::vector<double>{0.22e-3, 0.22e-3, 2.42e-3}));
+  rtt = {2.0e-3, 9.0e-3, 1.0e-3};
+  no_slower_than_larger({1 << 20, 4, 256}, rtt);
+  EXPECT_EQ(rtt, (std::vector<double>{2.0e-3, 1.0e-3, 1.0e-3}));
+}
+
 TEST(Probe, ClassesSplitAtTheJump) {
   std::vector<PairLink> pairs(4);
   const double alphas[] = {0.0001, 0.00012, 0.05, 0.051};
