@@ -45,7 +45,7 @@ int main(int argc, char** argv) {
     const at::ScalarType dt = std::string(prec) == "bf16" ? at::kBFloat16 : at::kFloat;
     auto qkv = [&] { return (torch::randn({B, T, H, D}) * 0.5).to(dt).transpose(1, 2).requires_grad_(true); };
     at::Tensor q = qkv(), k = qkv(), v = qkv();  // non-contiguous views, as the model has
-    at::Tensor dy = torch::randn({B, H, T, D}).to(dt);
+    at::Tensor dy = torch::randn({B, T, H, D}).to(dt).transpose(1, 2);  // as the model's reshape passes it back
     auto att_rows = [&] { model::causal_attention_rows(q, k, v).backward(dy); };
     auto att_aten = [&] {
 #if SLM_TORCH_AT_LEAST(2, 0)

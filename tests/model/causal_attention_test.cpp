@@ -1,6 +1,7 @@
 // tests/model/causal_attention_test.cpp: the row-kernel attention against softmax(q k^T / sqrt(d),
 // masked) v in double: output and the gradients of q, k, v, in fp32 (tight) and bf16 (bf16's
-// rounding), sequence lengths that are not multiples of 16, in one query block and in several;
+// rounding), sequence lengths that are not multiples of 16, in one query block and in several,
+// on contiguous tensors and on the strided views the model passes;
 // the model uses it (GPT2 tests run
 // through it on AVX-512 CPUs).
 #include "model/causal_attention.h"
@@ -17,11 +18,23 @@ struct Out {
   at::Tensor y, dq, dk, dv;
 };
 
-Out run(bool rows, at::ScalarType dt, int64_t T) {
+// views: q, k, v as the model passes them (heads of one (B, T, 3C) projection: (B, H, T, D) views
+// whose batch and head dimensions do not fold) and dy as the output's reshape passes it back.
+Out run(bool rows, at::ScalarType dt, int64_t T, bool views = false) {
   torch::manual_seed(6);
   const int64_t B = 2, H = 3, D = 8;
   at::Tensor q0 = torch::randn({B, H, T, D}) * 2, k0 = torch::randn({B, H, T, D}), v0 = torch::randn({B, H, T, D});
   at::Tensor dy = torch::randn({B, H, T, D});
+  if (views) {
+    at::Tensor qkv = at::stack({q0, k0, v0}, 0).permute({1, 3, 0, 2, 4}).contiguous().to(dt);  // (B, T, 3, H, D)
+    qkv.requires_grad_(true);
+    at::Tensor y = causal_attention_rows(qkv.select(2, 0).transpose(1, 2), qkv.select(2, 1).transpose(1, 2),
+                                         qkv.select(2, 2).transpose(1, 2));
+    y.backward(dy.transpose(1, 2).contiguous().transpose(1, 2).to(dt));
+    at::Tensor g = qkv.grad().to(at::kDouble);
+    return {y.detach().to(at::kDouble), g.select(2, 0).transpose(1, 2), g.select(2, 1).transpose(1, 2),
+            g.select(2, 2).transpose(1, 2)};
+  }
   at::Tensor q = q0.to(dt).requires_grad_(true), k = k0.to(dt).requires_grad_(true), v = v0.to(dt).requires_grad_(true);
   at::Tensor y;
   if (rows) {
@@ -42,15 +55,16 @@ double rel(const at::Tensor& a, const at::Tensor& b) {
 TEST(CausalAttentionRows, MatchesTheMathPath) {
   if (!causal_attention_rows_supported(at::zeros({1, 1, 1, 1}), at::zeros({1, 1, 1, 1}), at::zeros({1, 1, 1, 1})))
     GTEST_SKIP() << "no AVX-512 on this CPU: the model uses SDPA / the math path";
-  for (int64_t T : {37, 300}) {  // one query block; two full blocks of 128 and a partial one
+  for (int64_t T : {37, 300}) {  // one query block; a full block of 256 and a partial one
     const Out ref = run(false, at::kDouble, T);
-    for (auto [dt, tol] : {std::pair{at::kFloat, 1e-5}, std::pair{at::kBFloat16, 3e-2}}) {
-      const Out o = run(true, dt, T);
-      EXPECT_LT(rel(o.y, ref.y), tol) << dt << " T " << T;
-      EXPECT_LT(rel(o.dq, ref.dq), tol) << dt << " T " << T;
-      EXPECT_LT(rel(o.dk, ref.dk), tol) << dt << " T " << T;
-      EXPECT_LT(rel(o.dv, ref.dv), tol) << dt << " T " << T;
-    }
+    for (auto [dt, tol] : {std::pair{at::kFloat, 1e-5}, std::pair{at::kBFloat16, 3e-2}})
+      for (bool views : {false, true}) {
+        const Out o = run(true, dt, T, views);
+        EXPECT_LT(rel(o.y, ref.y), tol) << dt << " T " << T << " views " << views;
+        EXPECT_LT(rel(o.dq, ref.dq), tol) << dt << " T " << T << " views " << views;
+        EXPECT_LT(rel(o.dk, ref.dk), tol) << dt << " T " << T << " views " << views;
+        EXPECT_LT(rel(o.dv, ref.dv), tol) << dt << " T " << T << " views " << views;
+      }
     // the first position sees only itself: y = v there
     const Out f = run(true, at::kFloat, T);
     EXPECT_TRUE(at::allclose(f.y.select(2, 0), ref.y.select(2, 0), 0, 1e-6));
