@@ -18,9 +18,10 @@ namespace {
 // interleave), and none of it faster while the other pairs wait in the pipeline's fill and drain:
 // in a traced pipeshard step on the AMX Xeon VM's rtt0 testbed (4 ranks, 2 vCPUs) the first
 // stage's first forward, run while the second stage waited for it, took 311 ms and its last,
-// beside the second stage's backward, 186; with the share above (0.59 there) every scenario's
-// pipeshard in that VM's planner study came out 5-17% fast, with none of it faster -5...+19% from
-// the same profiles and -5...+15% in the study after (docs/planner_study_amx.md).
+// beside the second stage's backward, 186. With the share above (0.59 there) every scenario's
+// pipeshard in that VM's planner study was predicted 5-17% fast; with none of the time faster
+// there, -5...+19% from the same profiles and -5...+15% in the study after
+// (docs/planner_study_amx.md).
 // Those and tp2_alone_s are timed only where ranks time-share cores, and there they
 // scatter: the pairs of one pool, the same hardware, timed 30.7 and 21.5 ms at b = 2 in one
 // profile of the planner study's rtt20 testbed, 21.9 and 21.5 in the one before, and training's
