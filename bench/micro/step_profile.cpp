@@ -2,9 +2,10 @@
 // operator. Runs the model's forward + loss + backward over the step's micro-batches (as slm train
 // does: one autocast region per step, so weights are cast once; in the given precision) a few
 // times, then once under LibTorch's legacy profiler, and prints each operator's self time (its
-// time less its children's), largest first. SLM_PROFILE_OP=aten::copy_ also prints where that
-// operator is called from. Run with slm's environment (OMP_WAIT_POLICY=PASSIVE,
-// ATEN_CPU_CAPABILITY=avx512 where the CPU has it, GLIBC_TUNABLES as bench/compare/train_compare.sh sets).
+// time less its children's), largest first. SLM_PROFILE_OP=aten::copy_ also prints that
+// operator's time by the chain of operators it is called from. Run with slm's environment
+// (OMP_WAIT_POLICY=PASSIVE, ATEN_CPU_CAPABILITY=avx512 where the CPU has it, GLIBC_TUNABLES as
+// bench/compare/train_compare.sh sets).
 // Usage: bench_step_profile [L=4] [C=256] [H=4] [T=256] [V=4096] [B=8] [precision=bf16] [top=25] [micro-batches=2]
 #include <torch/torch.h>
 #include <torch/csrc/autograd/profiler_legacy.h>
@@ -63,13 +64,14 @@ int main(int argc, char** argv) {
   std::map<std::string, std::pair<double, int>> self;  // name -> (self us, calls)
   std::vector<size_t> open;                             // enclosing events
   std::vector<double> child(ev.size(), 0.0);
-  std::vector<std::string> parent(ev.size());  // the outermost enclosing event's name
+  std::vector<std::string> parent(ev.size());  // the enclosing events' names, outermost first
   for (size_t i = 0; i < ev.size(); ++i) {
     while (!open.empty() && ev[open.back()].ts + ev[open.back()].dur <= ev[i].ts) open.pop_back();
-    if (!open.empty()) child[open.back()] += ev[i].dur, parent[i] = ev[open.front()].name;
+    if (!open.empty()) child[open.back()] += ev[i].dur;
+    for (size_t o : open) parent[i] += (parent[i].empty() ? "" : " > ") + ev[o].name;
     open.push_back(i);
   }
-  if (std::getenv("SLM_PROFILE_OP")) {  // where one operator is called from: its time by outermost caller
+  if (std::getenv("SLM_PROFILE_OP")) {  // where one operator is called from: its time by chain of callers
     std::map<std::string, std::pair<double, int>> by;
     for (size_t i = 0; i < ev.size(); ++i)
       if (ev[i].name == std::getenv("SLM_PROFILE_OP")) {

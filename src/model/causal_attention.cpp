@@ -18,159 +18,198 @@ namespace {
 #if defined(__x86_64__)
 using namespace avx512_rows;
 
-// Row i of a (T, T) score block: p[j] = softmax_j(scale * s[j]) over j <= i, 0 beyond; in place.
+// A query position's row of scores lies in `segs` segments of L columns, `stride` apart (its query
+// block's products with key blocks 0, 1, ...); its first n columns are live (keys 0 .. position).
+
+// p[j] = softmax_j(scale * s[j]) over the live columns, exact zeros beyond; in place.
 template <typename T>
-SLM_AVX512 void softmax_row(T* s, int64_t T_, int64_t i, float scale, float* buf) {
-  const int64_t n = i + 1;
+SLM_AVX512 void softmax_row(T* s, int64_t stride, int64_t L, int64_t segs, int64_t n, float scale, float* buf) {
   const __m512 vs = _mm512_set1_ps(scale);
   __m512 mx = _mm512_set1_ps(-INFINITY);
-  for (int64_t j = 0; j < n; j += 16) {
-    const __mmask16 m = tail_mask(n - j);
-    const __m512 v = _mm512_mul_ps(load16(s + j, m), vs);
-    _mm512_mask_storeu_ps(buf + j, m, v);
-    mx = _mm512_mask_max_ps(mx, m, mx, v);
+  for (int64_t c = 0; c < segs; ++c) {
+    const int64_t live = std::clamp<int64_t>(n - c * L, 0, L);
+    for (int64_t j = 0; j < live; j += 16) {
+      const __mmask16 m = tail_mask(live - j);
+      const __m512 v = _mm512_mul_ps(load16(s + c * stride + j, m), vs);
+      _mm512_mask_storeu_ps(buf + c * L + j, m, v);
+      mx = _mm512_mask_max_ps(mx, m, mx, v);
+    }
   }
   const __m512 vmax = _mm512_set1_ps(_mm512_reduce_max_ps(mx));
   __m512 sum = _mm512_setzero_ps();
-  for (int64_t j = 0; j < n; j += 16) {
+  for (int64_t j = 0; j < n; j += 16) {  // the live columns lie at buf[0, n)
     const __mmask16 m = tail_mask(n - j);
     const __m512 e = exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, buf + j), vmax));
     sum = _mm512_mask_add_ps(sum, m, sum, e);
     _mm512_mask_storeu_ps(buf + j, m, e);
   }
   const __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(sum));
-  for (int64_t j = 0; j < T_; j += 16) {  // the masked future gets exact zeros
-    const __mmask16 m = tail_mask(T_ - j);
-    const __mmask16 live = j < n ? tail_mask(n - j) : 0;
-    store16(s + j, _mm512_maskz_mul_ps(live, _mm512_maskz_loadu_ps(live, buf + j), inv), m);
+  for (int64_t c = 0; c < segs; ++c) {
+    const int64_t live = std::clamp<int64_t>(n - c * L, 0, L);
+    for (int64_t j = 0; j < L; j += 16) {  // the masked future gets exact zeros
+      const __mmask16 m = tail_mask(L - j), on = j < live ? tail_mask(live - j) : 0;
+      store16(s + c * stride + j, _mm512_maskz_mul_ps(on, _mm512_maskz_loadu_ps(on, buf + c * L + j), inv), m);
+    }
   }
 }
 
-// Row i: ds[j] = scale * p[j] (dp[j] - sum_k p[k] dp[k]) over j <= i, 0 beyond; written over dp.
+// ds[j] = scale * p[j] (dp[j] - sum_k p[k] dp[k]) over the live columns, 0 beyond; written over dp.
 template <typename T>
-SLM_AVX512 void softmax_backward_row(const T* p, T* dp, int64_t T_, int64_t i, float scale) {
-  const int64_t n = i + 1;
+SLM_AVX512 void softmax_backward_row(const T* p, T* dp, int64_t stride, int64_t L, int64_t segs, int64_t n,
+                                     float scale) {
   __m512 dot = _mm512_setzero_ps();
-  for (int64_t j = 0; j < n; j += 16) {
-    const __mmask16 m = tail_mask(n - j);
-    dot = _mm512_fmadd_ps(load16(p + j, m), load16(dp + j, m), dot);
+  for (int64_t c = 0; c < segs; ++c) {
+    const int64_t live = std::clamp<int64_t>(n - c * L, 0, L);
+    for (int64_t j = 0; j < live; j += 16) {
+      const __mmask16 m = tail_mask(live - j);
+      dot = _mm512_fmadd_ps(load16(p + c * stride + j, m), load16(dp + c * stride + j, m), dot);
+    }
   }
   const __m512 vdot = _mm512_set1_ps(_mm512_reduce_add_ps(dot)), vs = _mm512_set1_ps(scale);
-  for (int64_t j = 0; j < T_; j += 16) {
-    const __mmask16 m = tail_mask(T_ - j);
-    const __mmask16 live = j < n ? tail_mask(n - j) : 0;
-    const __m512 g = _mm512_mul_ps(_mm512_mul_ps(load16(p + j, live), _mm512_sub_ps(load16(dp + j, live), vdot)), vs);
-    store16(dp + j, _mm512_maskz_mov_ps(live, g), m);
+  for (int64_t c = 0; c < segs; ++c) {
+    const int64_t live = std::clamp<int64_t>(n - c * L, 0, L);
+    const T* pc = p + c * stride;
+    T* dc = dp + c * stride;
+    for (int64_t j = 0; j < L; j += 16) {
+      const __mmask16 m = tail_mask(L - j), on = j < live ? tail_mask(live - j) : 0;
+      const __m512 g = _mm512_mul_ps(_mm512_mul_ps(load16(pc + j, on), _mm512_sub_ps(load16(dc + j, on), vdot)), vs);
+      store16(dc + j, _mm512_maskz_mov_ps(on, g), m);
+    }
   }
 }
 
-// rows of `len` scores each, groups of R consecutive rows are the sequence positions r0 .. r0+R-1.
+// The rows of a (segs, BH, L, L) block of scores: row r is position r0 + r % L of its head.
 template <typename T>
-void softmax_rows(T* s, int64_t rows, int64_t R, int64_t len, int64_t r0, float scale) {
-  at::parallel_for(0, rows, 16, [&](int64_t begin, int64_t end) {
-    std::vector<float> buf(static_cast<size_t>(len) + 16);
-    for (int64_t r = begin; r < end; ++r) softmax_row(s + r * len, len, r0 + r % R, scale, buf.data());
+void softmax_rows(T* s, int64_t segs, int64_t BH, int64_t L, int64_t r0, float scale) {
+  at::parallel_for(0, BH * L, 16, [&](int64_t begin, int64_t end) {
+    std::vector<float> buf(static_cast<size_t>(segs * L) + 16);
+    for (int64_t r = begin; r < end; ++r) softmax_row(s + r * L, BH * L * L, L, segs, r0 + r % L + 1, scale, buf.data());
   });
 }
 
 template <typename T>
-void softmax_backward_rows(const T* p, T* dp, int64_t rows, int64_t R, int64_t len, int64_t r0, float scale) {
-  at::parallel_for(0, rows, 16, [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) softmax_backward_row(p + r * len, dp + r * len, len, r0 + r % R, scale);
+void softmax_backward_rows(const T* p, T* dp, int64_t segs, int64_t BH, int64_t L, int64_t r0, float scale) {
+  at::parallel_for(0, BH * L, 16, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r)
+      softmax_backward_row(p + r * L, dp + r * L, BH * L * L, L, segs, r0 + r % L + 1, scale);
   });
 }
 #endif
 
-// The kernels on a contiguous (..., R, len) float or bf16 block of scores whose rows are the
-// sequence positions r0 .. r0+R-1 (and whose columns are positions 0 .. len-1).
+// The kernels on a contiguous (segs, BH, L, L) float or bf16 block of scores: query block r0 / L's
+// products with key blocks 0 .. segs-1.
 void causal_softmax_(at::Tensor& s, int64_t r0, float scale) {
 #if defined(__x86_64__)
-  const int64_t R = s.size(-2), len = s.size(-1), rows = s.numel() / len;
-  if (s.scalar_type() == at::kFloat) softmax_rows(s.data_ptr<float>(), rows, R, len, r0, scale);
-  else softmax_rows(reinterpret_cast<uint16_t*>(s.data_ptr<at::BFloat16>()), rows, R, len, r0, scale);
+  const int64_t segs = s.size(0), BH = s.size(1), L = s.size(2);
+  if (s.scalar_type() == at::kFloat) softmax_rows(s.data_ptr<float>(), segs, BH, L, r0, scale);
+  else softmax_rows(reinterpret_cast<uint16_t*>(s.data_ptr<at::BFloat16>()), segs, BH, L, r0, scale);
 #endif
 }
 
 void causal_softmax_backward_(const at::Tensor& p, at::Tensor& dp, int64_t r0, float scale) {
 #if defined(__x86_64__)
-  const int64_t R = p.size(-2), len = p.size(-1), rows = p.numel() / len;
+  const int64_t segs = p.size(0), BH = p.size(1), L = p.size(2);
   if (p.scalar_type() == at::kFloat)
-    softmax_backward_rows(p.data_ptr<float>(), dp.data_ptr<float>(), rows, R, len, r0, scale);
+    softmax_backward_rows(p.data_ptr<float>(), dp.data_ptr<float>(), segs, BH, L, r0, scale);
   else
     softmax_backward_rows(reinterpret_cast<const uint16_t*>(p.data_ptr<at::BFloat16>()),
-                          reinterpret_cast<uint16_t*>(dp.data_ptr<at::BFloat16>()), rows, R, len, r0, scale);
+                          reinterpret_cast<uint16_t*>(dp.data_ptr<at::BFloat16>()), segs, BH, L, r0, scale);
 #endif
 }
 
-// Query blocks of kBlock positions: block i attends to keys 0 .. its last position only, so the
-// products skip the masked upper triangle (at T = 1024, 4 blocks: 62.5% of the full products;
-// gpt2's attention, bf16, 2 cores: 37 ms instead of 46; blocks of 128 were no faster).
-constexpr int64_t kBlock = 256;
-
-struct Span {
-  int64_t r0, rows;  // the block's queries: positions r0 .. r0+rows-1; its keys: 0 .. r0+rows-1
+// The sequence in n blocks of L positions (the last zero-padded): query block i attends to key
+// blocks 0 .. i only, so the products skip the masked upper triangle (4 blocks: 62.5% of the full
+// products). Blocks of >= 256 positions (gpt2, T = 1024, bf16, 2 cores: 37 ms instead of 46 for
+// the full products; blocks of 128 were no faster), at most 4 of them: a block's output and
+// gradients sum over blocks in the tensors' dtype (bf16: rounded once per block; the tests' errors
+// against double are those of one product over all keys). Several blocks have a multiple of 16
+// positions, so that a row's segments fill whole vectors.
+struct Blocks {
+  int64_t T, n, L;
+  int64_t len(int64_t i) const { return std::min(L, T - i * L); }  // the block's positions before padding
 };
 
-std::vector<Span> spans(int64_t T) {
-  std::vector<Span> out;
-  for (int64_t r0 = 0; r0 < T; r0 += kBlock) out.push_back({r0, std::min(kBlock, T - r0)});
+Blocks blocks_of(int64_t T) {
+  const int64_t n = std::min<int64_t>(4, (T + 255) / 256);
+  const int64_t L = n == 1 ? T : ((T + n - 1) / n + 15) / 16 * 16;
+  return {T, (T + L - 1) / L, L};
+}
+
+// (B, H, T, D) in any layout -> (n, B*H, L, D), contiguous in `dtype`: every product's operand is
+// then one dense batch (a prefix of the key positions in (B, H, T, D) is not, and oneDNN would copy it).
+at::Tensor to_blocks(const at::Tensor& x, const Blocks& b, at::ScalarType dtype) {
+  const int64_t B = x.size(0), H = x.size(1), D = x.size(3);
+  at::Tensor out = at::empty({b.n, B * H, b.L, D}, x.options().dtype(dtype));
+  for (int64_t i = 0; i < b.n; ++i) out[i].view({B, H, b.L, D}).narrow(2, 0, b.len(i)).copy_(x.narrow(2, i * b.L, b.len(i)));
+  const int64_t last = b.len(b.n - 1);
+  if (last < b.L) out[b.n - 1].narrow(1, last, b.L - last).zero_();
   return out;
+}
+
+// (n, B*H, L, D) -> (B, H, T, D) laid out as (B, T, H, D): the heads' concatenation the caller makes
+// next (y.transpose(1, 2).reshape(B, T, C)) and the projection's gradient views are then free.
+at::Tensor from_blocks(const at::Tensor& xb, const Blocks& b, int64_t B, int64_t H) {
+  const int64_t D = xb.size(3);
+  at::Tensor out = at::empty({B, b.T, H, D}, xb.options());
+  for (int64_t i = 0; i < b.n; ++i)
+    out.narrow(1, i * b.L, b.len(i)).copy_(xb[i].view({B, H, b.L, D}).narrow(2, 0, b.len(i)).transpose(1, 2));
+  return out.transpose(1, 2);
+}
+
+// out = a @ b, or out += a @ b (the products' sum over blocks, in out's dtype).
+void product(at::Tensor out, const at::Tensor& a, const at::Tensor& b, bool add) {
+  if (add) out.baddbmm_(a, b);
+  else at::bmm_out(out, a, b);
 }
 
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
 struct RowsAttention : torch::autograd::Function<RowsAttention> {
-  // q, k, v (and dy) are made contiguous once: the model's heads are views of the (B, T, 3C)
-  // projection whose batch and head dimensions do not fold into one, so each block's product would
-  // copy its operands again (gpt2's shape, bf16, bench_kernels: 48-71 ms -> 38-41). The key and
-  // value prefixes a block reads are still copied inside its products (oneDNN takes dense batches).
+  // q, k, v in blocks (n, B*H, L, D); query block i's scores against key block j are p_i[j], a
+  // contiguous (B*H, L, L) matrix, and its probabilities keep that layout for backward.
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& q_in, const at::Tensor& k_in,
                             const at::Tensor& v_in) {
-    const at::Tensor q = q_in.contiguous(), k = k_in.contiguous(), v = v_in.contiguous();
+    const int64_t B = q_in.size(0), H = q_in.size(1);
+    const Blocks bl = blocks_of(q_in.size(2));
+    const at::ScalarType dt = q_in.scalar_type();
+    const at::Tensor q = to_blocks(q_in, bl, dt), k = to_blocks(k_in, bl, dt), v = to_blocks(v_in, bl, dt);
     const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(q.size(-1))));
     variable_list saved = {q, k, v};
-    std::vector<at::Tensor> ys;
-    for (const Span& b : spans(q.size(2))) {
-      const int64_t keys = b.r0 + b.rows;
-      at::Tensor p = at::matmul(q.narrow(2, b.r0, b.rows), k.narrow(2, 0, keys).transpose(-2, -1)).contiguous();
-      causal_softmax_(p, b.r0, scale);  // (B, H, rows, keys) probabilities
-      ys.push_back(at::matmul(p, v.narrow(2, 0, keys)));
+    at::Tensor y = at::empty_like(q);
+    for (int64_t i = 0; i < bl.n; ++i) {
+      at::Tensor p = at::empty({i + 1, q.size(1), bl.L, bl.L}, q.options());
+      for (int64_t j = 0; j <= i; ++j) product(p[j], q[i], k[j].transpose(1, 2), false);
+      causal_softmax_(p, i * bl.L, scale);
+      for (int64_t j = 0; j <= i; ++j) product(y[i], p[j], v[j], j > 0);
       saved.push_back(p);
     }
     ctx->save_for_backward(saved);
     ctx->saved_data["scale"] = static_cast<double>(scale);
-    return ys.size() == 1 ? ys[0] : at::cat(ys, 2);
+    ctx->saved_data["B"] = B;
+    return from_blocks(y, bl, B, H);
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list g) {
     const variable_list s = ctx->get_saved_variables();
     const at::Tensor &q = s[0], &k = s[1], &v = s[2];
     const float scale = static_cast<float>(ctx->saved_data["scale"].toDouble());
-    const at::Tensor dy = g[0].to(v.scalar_type()).contiguous();
-    const std::vector<Span> blocks = spans(q.size(2));
-    // dk and dv sum over the query blocks in fp32, rounded once at the end (one block: its products).
-    at::Tensor dq, dk, dv;
-    if (blocks.size() > 1) {
-      dq = at::empty_like(q);
-      dk = at::zeros(k.sizes(), k.options().dtype(at::kFloat));
-      dv = at::zeros(v.sizes(), v.options().dtype(at::kFloat));
-    }
-    for (size_t i = 0; i < blocks.size(); ++i) {
-      const Span& b = blocks[i];
+    const int64_t B = ctx->saved_data["B"].toInt(), H = q.size(1) / B;
+    const Blocks bl = blocks_of(g[0].size(2));
+    const at::Tensor dy = to_blocks(g[0], bl, v.scalar_type());  // zero padding: padded rows add nothing
+    at::Tensor dq = at::empty_like(q), dk = at::empty_like(k), dv = at::empty_like(v);
+    for (int64_t i = 0; i < bl.n; ++i) {  // key block j's gradients sum over query blocks i >= j
       const at::Tensor& p = s[3 + i];
-      const int64_t keys = b.r0 + b.rows;
-      const at::Tensor dyb = dy.narrow(2, b.r0, b.rows), qb = q.narrow(2, b.r0, b.rows);
-      at::Tensor ds = at::matmul(dyb, v.narrow(2, 0, keys).transpose(-2, -1)).contiguous();  // dP, then dS in place
-      causal_softmax_backward_(p, ds, b.r0, scale);
-      at::Tensor dqb = at::matmul(ds, k.narrow(2, 0, keys)), dkb = at::matmul(ds.transpose(-2, -1), qb);
-      at::Tensor dvb = at::matmul(p.transpose(-2, -1), dyb);
-      if (blocks.size() == 1) return {dqb, dkb, dvb};
-      dq.narrow(2, b.r0, b.rows).copy_(dqb);
-      dk.narrow(2, 0, keys).add_(dkb);
-      dv.narrow(2, 0, keys).add_(dvb);
+      at::Tensor ds = at::empty_like(p);  // dP, then dS in place
+      for (int64_t j = 0; j <= i; ++j) product(ds[j], dy[i], v[j].transpose(1, 2), false);
+      causal_softmax_backward_(p, ds, i * bl.L, scale);
+      for (int64_t j = 0; j <= i; ++j) {
+        product(dq[i], ds[j], k[j], j > 0);
+        product(dk[j], ds[j].transpose(1, 2), q[i], i > j);
+        product(dv[j], p[j].transpose(1, 2), dy[i], i > j);
+      }
     }
-    return {dq, dk.to(k.scalar_type()), dv.to(v.scalar_type())};
+    return {from_blocks(dq, bl, B, H), from_blocks(dk, bl, B, H), from_blocks(dv, bl, B, H)};
   }
 };
 

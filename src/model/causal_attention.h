@@ -1,6 +1,7 @@
-// model/causal_attention.h: causal self-attention as two batched matmuls around a one-pass causal
-// softmax per row (scale, mask, max, exp, sum, normalise; backward likewise), for CPUs with
-// AVX-512. Owns: causal_attention_rows_supported, causal_attention_rows.
+// model/causal_attention.h: causal self-attention as batched matmuls over blocks of positions (a
+// query block with each key block up to its own) around a one-pass causal softmax per row (scale,
+// mask, max, exp, sum, normalise; backward likewise), for CPUs with AVX-512. Owns:
+// causal_attention_rows_supported, causal_attention_rows.
 // Why: on a 2-core CPU at short sequences, ATen's CPU flash attention (2.x) runs bf16 at ~20-60
 // GFLOP/s and the unfused math path streams the (B, H, T, T) scores through memory five times; the
 // batched matmuls here run at the GEMM peak and the softmax touches each row once, in cache

@@ -55,7 +55,7 @@ double rel(const at::Tensor& a, const at::Tensor& b) {
 TEST(CausalAttentionRows, MatchesTheMathPath) {
   if (!causal_attention_rows_supported(at::zeros({1, 1, 1, 1}), at::zeros({1, 1, 1, 1}), at::zeros({1, 1, 1, 1})))
     GTEST_SKIP() << "no AVX-512 on this CPU: the model uses SDPA / the math path";
-  for (int64_t T : {37, 300}) {  // one query block; a full block of 256 and a partial one
+  for (int64_t T : {37, 300, 1030}) {  // one query block; two and four blocks, the last zero-padded
     const Out ref = run(false, at::kDouble, T);
     for (auto [dt, tol] : {std::pair{at::kFloat, 1e-5}, std::pair{at::kBFloat16, 3e-2}})
       for (bool views : {false, true}) {
