@@ -21,13 +21,16 @@ using namespace avx512_rows;
 // A query position's row of scores lies in `segs` segments of L columns, `stride` apart (its query
 // block's products with key blocks 0, 1, ...); its first n columns are live (keys 0 .. position).
 
+// The live columns of segment c.
+inline int64_t live_in(int64_t c, int64_t n, int64_t L) { return std::clamp<int64_t>(n - c * L, 0, L); }
+
 // p[j] = softmax_j(scale * s[j]) over the live columns, exact zeros beyond; in place.
 template <typename T>
 SLM_AVX512 void softmax_row(T* s, int64_t stride, int64_t L, int64_t segs, int64_t n, float scale, float* buf) {
   const __m512 vs = _mm512_set1_ps(scale);
   __m512 mx = _mm512_set1_ps(-INFINITY);
   for (int64_t c = 0; c < segs; ++c) {
-    const int64_t live = std::clamp<int64_t>(n - c * L, 0, L);
+    const int64_t live = live_in(c, n, L);
     for (int64_t j = 0; j < live; j += 16) {
       const __mmask16 m = tail_mask(live - j);
       const __m512 v = _mm512_mul_ps(load16(s + c * stride + j, m), vs);
@@ -45,7 +48,7 @@ SLM_AVX512 void softmax_row(T* s, int64_t stride, int64_t L, int64_t segs, int64
   }
   const __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(sum));
   for (int64_t c = 0; c < segs; ++c) {
-    const int64_t live = std::clamp<int64_t>(n - c * L, 0, L);
+    const int64_t live = live_in(c, n, L);
     for (int64_t j = 0; j < L; j += 16) {  // the masked future gets exact zeros
       const __mmask16 m = tail_mask(L - j), on = j < live ? tail_mask(live - j) : 0;
       store16(s + c * stride + j, _mm512_maskz_mul_ps(on, _mm512_maskz_loadu_ps(on, buf + c * L + j), inv), m);
@@ -59,7 +62,7 @@ SLM_AVX512 void softmax_backward_row(const T* p, T* dp, int64_t stride, int64_t 
                                      float scale) {
   __m512 dot = _mm512_setzero_ps();
   for (int64_t c = 0; c < segs; ++c) {
-    const int64_t live = std::clamp<int64_t>(n - c * L, 0, L);
+    const int64_t live = live_in(c, n, L);
     for (int64_t j = 0; j < live; j += 16) {
       const __mmask16 m = tail_mask(live - j);
       dot = _mm512_fmadd_ps(load16(p + c * stride + j, m), load16(dp + c * stride + j, m), dot);
@@ -67,7 +70,7 @@ SLM_AVX512 void softmax_backward_row(const T* p, T* dp, int64_t stride, int64_t 
   }
   const __m512 vdot = _mm512_set1_ps(_mm512_reduce_add_ps(dot)), vs = _mm512_set1_ps(scale);
   for (int64_t c = 0; c < segs; ++c) {
-    const int64_t live = std::clamp<int64_t>(n - c * L, 0, L);
+    const int64_t live = live_in(c, n, L);
     const T* pc = p + c * stride;
     T* dc = dp + c * stride;
     for (int64_t j = 0; j < L; j += 16) {
@@ -186,7 +189,6 @@ struct RowsAttention : torch::autograd::Function<RowsAttention> {
     }
     ctx->save_for_backward(saved);
     ctx->saved_data["scale"] = static_cast<double>(scale);
-    ctx->saved_data["B"] = B;
     return from_blocks(y, bl, B, H);
   }
 
@@ -194,7 +196,7 @@ struct RowsAttention : torch::autograd::Function<RowsAttention> {
     const variable_list s = ctx->get_saved_variables();
     const at::Tensor &q = s[0], &k = s[1], &v = s[2];
     const float scale = static_cast<float>(ctx->saved_data["scale"].toDouble());
-    const int64_t B = ctx->saved_data["B"].toInt(), H = q.size(1) / B;
+    const int64_t B = g[0].size(0), H = g[0].size(1);
     const Blocks bl = blocks_of(g[0].size(2));
     const at::Tensor dy = to_blocks(g[0], bl, v.scalar_type());  // zero padding: padded rows add nothing
     at::Tensor dq = at::empty_like(q), dk = at::empty_like(k), dv = at::empty_like(v);
