@@ -1,7 +1,8 @@
 // bench/micro/kernels_bench.cpp: the model's CPU kernels against the ATen paths they replace, forward +
 // backward, alternating, median of repeats: causal attention (row kernels vs SDPA / the math path)
-// the head + cross-entropy (fused vs linear + cross_entropy) and GELU (ours vs at::gelu), in fp32 and bf16
-// autocast, one thread per core. Run with slm's environment (OMP_WAIT_POLICY=PASSIVE,
+// the head + cross-entropy (fused vs linear + cross_entropy), GELU (ours vs at::gelu) and the residual
+// add + LayerNorm (ours vs add, layer_norm and, under autocast, the cast of its output the next
+// linear makes), in fp32 and bf16 autocast, one thread per core. Run with slm's environment (OMP_WAIT_POLICY=PASSIVE,
 // ATEN_CPU_CAPABILITY=avx512 where the CPU has it). Usage: bench_kernels [B=8] [H=4] [T=256] [C=256] [V=4096] [repeats=15]
 #include <torch/torch.h>
 
@@ -18,6 +19,7 @@
 #include "util/torch_compat.h"
 #include "model/fused_head.h"
 #include "model/gelu_tanh.h"
+#include "model/add_layer_norm.h"
 #include "model/autocast.h"
 
 using namespace slm;
@@ -69,15 +71,31 @@ int main(int argc, char** argv) {
     at::Tensor u = torch::randn({B * T, 4 * C}).to(dt).requires_grad_(true), du = torch::randn({B * T, 4 * C}).to(dt);
     auto gelu_ours = [&] { model::gelu_tanh(u).backward(du); };
     auto gelu_aten = [&] { at::gelu(u, "tanh").backward(du); };
-    double a1 = 0, a2 = 0, h1 = 0, h2 = 0, g1 = 0, g2 = 0;
+    // The residual stream (fp32) plus a block's output (bf16 under autocast), the sum's and the
+    // normalised rows' gradients.
+    at::Tensor r = torch::randn({B * T, C}).requires_grad_(true), d = torch::randn({B * T, C}).to(dt).requires_grad_(true);
+    at::Tensor lw = (torch::randn({C}) + 1).requires_grad_(true), lb = torch::randn({C}).requires_grad_(true);
+    at::Tensor gy = torch::randn({B * T, C}).to(dt), gsum = torch::randn({B * T, C});
+    auto ln_ours = [&] {
+      model::AutocastGuard g(prec, "cpu");
+      auto [s_, y_] = model::add_layer_norm(r, d, lw, lb);
+      torch::autograd::backward({s_, y_}, {gsum, gy});
+    };
+    auto ln_aten = [&] {
+      model::AutocastGuard g(prec, "cpu");
+      at::Tensor s_ = r + d, y_ = at::layer_norm(s_, {C}, lw, lb, 1e-5).to(dt);
+      torch::autograd::backward({s_, y_}, {gsum, gy});
+    };
+    double a1 = 0, a2 = 0, h1 = 0, h2 = 0, g1 = 0, g2 = 0, n1 = 0, n2 = 0;
     const bool rows = model::causal_attention_rows_supported(q, k, v);
     for (int round = 0; round < 3; ++round) {  // alternate, keep the best median of each
       a1 = std::max(a1, rows ? 1 / median_ms(att_rows, repeats) : 0), a2 = std::max(a2, 1 / median_ms(att_aten, repeats));
       h1 = std::max(h1, 1 / median_ms(head_fused, repeats)), h2 = std::max(h2, 1 / median_ms(head_aten, repeats));
       g1 = std::max(g1, 1 / median_ms(gelu_ours, repeats)), g2 = std::max(g2, 1 / median_ms(gelu_aten, repeats));
+      n1 = std::max(n1, 1 / median_ms(ln_ours, repeats)), n2 = std::max(n2, 1 / median_ms(ln_aten, repeats));
     }
     std::printf("%s fwd+bwd: attention rows %.2f ms, ATen %.2f ms | head+CE fused %.2f ms, ATen %.2f ms | "
-                "GELU ours %.2f ms, ATen %.2f ms\n",
-                prec, rows ? 1 / a1 : NAN, 1 / a2, 1 / h1, 1 / h2, 1 / g1, 1 / g2);
+                "GELU ours %.2f ms, ATen %.2f ms | add+LayerNorm ours %.2f ms, ATen %.2f ms\n",
+                prec, rows ? 1 / a1 : NAN, 1 / a2, 1 / h1, 1 / h2, 1 / g1, 1 / g2, 1 / n1, 1 / n2);
   }
 }

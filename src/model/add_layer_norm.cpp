@@ -2,7 +2,9 @@
 #include "model/add_layer_norm.h"
 
 #include <torch/torch.h>
+#include <c10/util/Optional.h>
 
+#include "model/add_layer_norm_rows.h"
 #include "model/own_cuda_kernels.h"
 #include "util/torch_compat.h"
 #ifdef SLM_HAVE_CUDA_KERNELS
@@ -13,17 +15,40 @@
 namespace slm::model {
 namespace {
 
+// y's dtype: autocast's where it is on for r's device (the next matmul's input), else r's own.
+at::ScalarType y_type_of(const at::Tensor& r) {
+  const at::DeviceType dev = r.device().type();
+  return compat::autocast_enabled(dev) ? compat::autocast_dtype(dev) : r.scalar_type();
+}
+
+// The kernels of r's device: {s, y, mean, rstd} and, backward, {gx, dw, db, gd}.
+std::vector<at::Tensor> forward_kernel(const at::Tensor& r, const at::Tensor& d, const at::Tensor& w,
+                                       const at::Tensor& b, double eps, at::ScalarType y_type) {
 #ifdef SLM_HAVE_CUDA_KERNELS
-// Saves s, mean, rstd and w; the gradient of s is that of r and of d alike.
+  if (r.is_cuda()) return cuda::add_layer_norm_forward(r, d, w, b, eps, y_type);
+#endif
+  return add_layer_norm_rows_forward(r, d, w, b, eps, y_type);
+}
+
+std::vector<at::Tensor> backward_kernel(const at::Tensor& gy, const at::Tensor& gs, const at::Tensor& s,
+                                        const at::Tensor& mean, const at::Tensor& rstd, const at::Tensor& w,
+                                        at::ScalarType d_type) {
+#ifdef SLM_HAVE_CUDA_KERNELS
+  if (s.is_cuda()) return cuda::add_layer_norm_backward(gy, gs, s, mean, rstd, w, d_type);
+#endif
+  return add_layer_norm_rows_backward(gy, gs, s, mean, rstd, w, d_type);
+}
+
+// Saves s, mean, rstd and w; the gradient of s is that of r and of d alike. d may be absent on the
+// CPU (s = r): an optional, since autograd takes no undefined tensor as an input.
 struct AddLayerNormFn : torch::autograd::Function<AddLayerNormFn> {
   static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx, const at::Tensor& r,
-                                                const at::Tensor& d, const at::Tensor& w, const at::Tensor& b,
-                                                double eps) {
-    const at::ScalarType y_type =
-        compat::autocast_enabled(at::kCUDA) ? compat::autocast_dtype(at::kCUDA) : r.scalar_type();
-    std::vector<at::Tensor> out = cuda::add_layer_norm_forward(r, d, w, b, eps, y_type);
+                                                const c10::optional<at::Tensor>& d_opt, const at::Tensor& w,
+                                                const at::Tensor& b, double eps, int64_t y_type) {
+    const at::Tensor d = d_opt.has_value() ? *d_opt : at::Tensor();
+    std::vector<at::Tensor> out = forward_kernel(r, d, w, b, eps, static_cast<at::ScalarType>(y_type));
     ctx->save_for_backward({out[0], out[2], out[3], w});
-    ctx->saved_data["d_type"] = static_cast<int64_t>(d.scalar_type());
+    ctx->saved_data["d_type"] = d.defined() ? static_cast<int64_t>(d.scalar_type()) : int64_t{-1};
     return {out[0], out[1]};
   }
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
@@ -31,12 +56,12 @@ struct AddLayerNormFn : torch::autograd::Function<AddLayerNormFn> {
     const auto saved = ctx->get_saved_variables();
     const at::Tensor& gs = grads[0];
     at::Tensor gy = grads[1].defined() ? grads[1] : at::zeros_like(saved[0]);
-    const auto d_type = static_cast<at::ScalarType>(ctx->saved_data["d_type"].toInt());
-    std::vector<at::Tensor> g = cuda::add_layer_norm_backward(gy, gs, saved[0], saved[1], saved[2], saved[3], d_type);
-    return {g[0], g[3], g[1], g[2], at::Tensor()};
+    const int64_t d_type = ctx->saved_data["d_type"].toInt();
+    std::vector<at::Tensor> g = backward_kernel(gy, gs, saved[0], saved[1], saved[2], saved[3],
+                                                d_type < 0 ? at::kFloat : static_cast<at::ScalarType>(d_type));
+    return {g[0], d_type < 0 ? at::Tensor() : g[3], g[1], g[2], at::Tensor(), at::Tensor()};
   }
 };
-#endif
 
 }  // namespace
 
@@ -58,12 +83,12 @@ bool add_layer_norm_fused(const at::Tensor& r, const at::Tensor& d, const at::Te
 
 std::pair<at::Tensor, at::Tensor> add_layer_norm(const at::Tensor& r, const at::Tensor& d, const at::Tensor& w,
                                                  const at::Tensor& b, double eps) {
-#ifdef SLM_HAVE_CUDA_KERNELS
-  if (add_layer_norm_fused(r, d, w, b)) {
-    torch::autograd::variable_list out = AddLayerNormFn::apply(r, d, w, b, eps);
+  const at::ScalarType y_type = y_type_of(r);
+  if (add_layer_norm_fused(r, d, w, b) || add_layer_norm_rows_take(r, d, w, b, y_type)) {
+    const c10::optional<at::Tensor> d_opt = d.defined() ? c10::optional<at::Tensor>(d) : c10::nullopt;
+    torch::autograd::variable_list out = AddLayerNormFn::apply(r, d_opt, w, b, eps, static_cast<int64_t>(y_type));
     return {out[0], out[1]};
   }
-#endif
   at::Tensor s = d.defined() ? r + d : r;
   return {s, at::layer_norm(s, {s.size(-1)}, w, b, eps)};
 }

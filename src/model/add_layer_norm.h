@@ -1,9 +1,10 @@
 // model/add_layer_norm.h: the residual add and the LayerNorm after it as one operation,
-// s = r + d, y = layer_norm(s), as every GPT-2 block has twice. On CUDA tensors in a build with the
-// own kernels it is one kernel each way (model/cuda/add_layer_norm.cu), and y comes out in
-// autocast's dtype where autocast is on (the next matmul's input: eager PyTorch writes fp32 and
-// casts it in another pass); elsewhere it is ATen's add and layer_norm.
-// Owns: add_layer_norm, add_layer_norm_fused (whether the kernel takes given tensors).
+// s = r + d, y = layer_norm(s), as every GPT-2 block has twice. One kernel each way on CUDA tensors
+// in a build with the own kernels (model/cuda/add_layer_norm.cu) and on a CPU with AVX-512
+// (model/add_layer_norm_rows.h), y coming out in autocast's dtype where autocast is on (the next
+// matmul's input: eager PyTorch writes fp32 and casts it in another pass); elsewhere ATen's add
+// and layer_norm.
+// Owns: add_layer_norm, add_layer_norm_fused (whether the CUDA kernel takes given tensors).
 #pragma once
 #include <ATen/core/Tensor.h>
 

@@ -147,8 +147,8 @@ TEST(GPT2, RecomputeGivesTheSameGradients) {
 }
 
 // run_blocks leaves each block's residual add to the LayerNorm that follows it (add_layer_norm.h:
-// one kernel on GPUs); on the CPU (ATen's add and layer_norm) the result is block_forward's, chained,
-// to the bit, and so is its gradient.
+// one kernel each way on GPUs and AVX-512 CPUs, ATen's add and layer_norm elsewhere); the result is
+// block_forward's, chained, to the bit, and so is its gradient.
 TEST(GPT2, DeferredResidualAddsEqualChainedBlocks) {
   GPT2Config c = tiny(100);
   c.n_layer = 3;

@@ -71,8 +71,9 @@ add_layer_norm_backward_kernel(const TY* __restrict__ gy, const TS* __restrict__
       const int64_t c = lane + 32 * j;
       if (c >= C) continue;
       const float dy = to_float(gy[off + c]), xhat = (to_float(s[off + c]) - mu) * inv;
-      sum_g += dy * w[c];
-      sum_gx += dy * w[c] * xhat;
+      const float g = __fmul_rn(dy, w[c]);  // rounded alone, here and below: g - mean_g is 0 where all g are equal
+      sum_g += g;
+      sum_gx += g * xhat;
       dw[j] += dy * xhat;
       db[j] += dy;
     }
@@ -82,7 +83,7 @@ add_layer_norm_backward_kernel(const TY* __restrict__ gy, const TS* __restrict__
       const int64_t c = lane + 32 * j;
       if (c >= C) continue;
       const float xhat = (to_float(s[off + c]) - mu) * inv;
-      const float g = to_float(gy[off + c]) * w[c];
+      const float g = __fmul_rn(to_float(gy[off + c]), w[c]);
       const float residual = gs ? to_float(gs[off + c]) : 0.0f;
       const TS v = from_float<TS>(inv * (g - mean_g - xhat * mean_gx) + residual);
       gx[off + c] = v;

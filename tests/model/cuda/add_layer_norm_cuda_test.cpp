@@ -6,11 +6,12 @@
 // 2048 (the backward's register buckets and their edges), 4,099 rows (more warps' partial sums than one thread adds);
 // the weight gradients the same bits on a second run; and add_layer_norm() under autocast.
 // Runs wherever a GPU is; skipped elsewhere (and in a build without the own CUDA kernels). The CPU
-// path (ATen's ops) is in tests/model/gpt2_test.cpp's block tests.
+// kernels: tests/model/add_layer_norm_rows_test.cpp.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
 #include "model/add_layer_norm.h"
+#include "model/add_layer_norm_check.h"
 #include "model/cuda/cuda_test_util.h"
 #include "util/torch_compat.h"
 #ifdef SLM_HAVE_CUDA_KERNELS
@@ -91,28 +92,10 @@ TEST(CudaAddLayerNorm, LongerRowsTakeATen) {
 // four inputs in their own dtypes, close to the fp32 composition's.
 TEST(CudaAddLayerNorm, AutogradUnderAutocast) {
   if (!test::have_cuda_kernels()) GTEST_SKIP() << "no GPU, or a build without the own CUDA kernels";
-  torch::manual_seed(22);
   const auto opt = torch::TensorOptions().device(torch::kCUDA);
-  at::Tensor r = torch::randn({2, 5, 64}, opt).requires_grad_(true);
-  at::Tensor d = torch::randn({2, 5, 64}, opt).to(at::kBFloat16).detach().requires_grad_(true);
-  at::Tensor w = (torch::randn({64}, opt) + 1).requires_grad_(true), b = torch::randn({64}, opt).requires_grad_(true);
-  ASSERT_TRUE(add_layer_norm_fused(r, d, w, b));
-  compat::set_autocast_dtype(at::kCUDA, at::kBFloat16);
-  compat::set_autocast_enabled(at::kCUDA, true);
-  auto [s, y] = add_layer_norm(r, d, w, b);
-  compat::set_autocast_enabled(at::kCUDA, false);
-  EXPECT_EQ(s.scalar_type(), at::kFloat);
-  EXPECT_EQ(y.scalar_type(), at::kBFloat16);
-  (y.to(at::kFloat).pow(2).sum() + s.sum()).backward();
-  EXPECT_EQ(d.grad().scalar_type(), at::kBFloat16);
-  at::Tensor r2 = r.detach().clone().requires_grad_(true), d2 = d.detach().to(at::kFloat).requires_grad_(true);
-  at::Tensor w2 = w.detach().clone().requires_grad_(true), b2 = b.detach().clone().requires_grad_(true);
-  at::Tensor s2 = r2 + d2;
-  at::Tensor y2 = at::layer_norm(s2, {64}, w2, b2, 1e-5).to(at::kBFloat16);
-  (y2.to(at::kFloat).pow(2).sum() + s2.sum()).backward();
-  EXPECT_TRUE(at::allclose(r.grad(), r2.grad(), 2e-2, 2e-2));
-  EXPECT_TRUE(at::allclose(w.grad(), w2.grad(), 2e-2, 2e-2));
-  EXPECT_TRUE(at::allclose(b.grad(), b2.grad(), 2e-2, 2e-2));
+  const at::Tensor w = torch::randn({64}, opt), b = torch::randn({64}, opt);
+  ASSERT_TRUE(add_layer_norm_fused(torch::randn({2, 5, 64}, opt), torch::randn({2, 5, 64}, opt).to(at::kBFloat16), w, b));
+  test::expect_autocast_autograd_matches(at::kCUDA, 22);
 }
 
 }  // namespace
