@@ -101,7 +101,7 @@ expect_error "train: dataset directory not found" "$SLM" train -c /dev/null --se
 "$SLM" train -c /dev/null "${COMMON[@]}" --set schedule.max_steps=100000 --set eval.every=0 \
   --set checkpoint.every=0 --set run.dir=sig 2> sig.log &
 pid=$!
-for i in $(seq 100); do grep -q "step " sig.log 2>/dev/null && break; sleep 0.1; done
+for i in $(seq 600); do grep -q "step " sig.log 2>/dev/null && break; sleep 0.1; done
 sleep 0.5
 kill -INT $pid
 rc=0; wait $pid || rc=$?
