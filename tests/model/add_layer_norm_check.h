@@ -1,6 +1,7 @@
 // tests/model/add_layer_norm_check.h: what the residual add + LayerNorm tests of the CPU and the GPU
-// kernels share: add_layer_norm() as a block calls it under bf16 autocast, against the fp32
-// composition (add, layer_norm, a cast to bf16).
+// kernels share: the double-precision reference (add, then layer_norm, through autograd), and
+// add_layer_norm() as a block calls it under bf16 autocast against the fp32 composition (add,
+// layer_norm, a cast to bf16).
 #pragma once
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -9,6 +10,21 @@
 #include "util/torch_compat.h"
 
 namespace slm::model::test {
+
+// s = r + d and y = layer_norm(s) in double from the kernels' inputs; grads() gives the gradients
+// of r, d, w and b for y's gradient gy and s's gs (gs may be undefined).
+struct AddLayerNormReference {
+  at::Tensor r, d, w, b, s, y;
+  AddLayerNormReference(const at::Tensor& r0, const at::Tensor& d0, const at::Tensor& w0, const at::Tensor& b0)
+      : r(r0.to(at::kDouble).requires_grad_(true)), d(d0.to(at::kDouble).requires_grad_(true)),
+        w(w0.to(at::kDouble).requires_grad_(true)), b(b0.to(at::kDouble).requires_grad_(true)), s(r + d),
+        y(at::layer_norm(s, {r0.size(-1)}, w, b, 1e-5)) {}
+  std::vector<at::Tensor> grads(const at::Tensor& gy, const at::Tensor& gs) const {
+    at::Tensor obj = (y * gy.to(at::kDouble)).sum();
+    if (gs.defined()) obj = obj + (s * gs.to(at::kDouble)).sum();
+    return torch::autograd::grad({obj}, {r, d, w, b}, {}, /*retain_graph=*/true);
+  }
+};
 
 // On device `dev`: s in fp32, y in bf16, d's gradient in bf16, and the gradients of r, d, w and b
 // close to the composition's.

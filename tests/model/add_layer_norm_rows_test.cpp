@@ -14,17 +14,13 @@
 #include "model/add_layer_norm.h"
 #include "model/add_layer_norm_check.h"
 #include "model/avx512_rows.h"
+#include "model/kernel_test_util.h"
 #include "util/torch_compat.h"
 
 namespace slm::model {
 namespace {
 
-// max |a - ref| / max |ref|; a reference below 1e-6 counts as 1e-6 (at C = 1 the LayerNorm's
-// gradients are 0, and the double reference gives rounding noise, ~1e-14)
-double rel_err(const at::Tensor& a, const at::Tensor& ref) {
-  const double scale = std::max(ref.abs().max().item<double>(), 1e-6);
-  return (a.to(at::kDouble) - ref.to(at::kDouble)).abs().max().item<double>() / scale;
-}
+using test::rel_err;
 
 struct Case {
   int64_t rows, C;
@@ -45,18 +41,13 @@ TEST(AddLayerNormRows, MatchesAddThenLayerNorm) {
     const std::vector<at::Tensor> f = add_layer_norm_rows_forward(r, d, w, b, 1e-5, c.y);
     EXPECT_TRUE(at::equal(f[0], r + d)) << "the sum is ATen's add, rounded alike (C = " << c.C << ")";
     EXPECT_EQ(f[1].scalar_type(), c.y);
-    at::Tensor rd = r.to(at::kDouble).requires_grad_(true), dd = d.to(at::kDouble).requires_grad_(true);
-    at::Tensor wd = w.to(at::kDouble).requires_grad_(true), bd = b.to(at::kDouble).requires_grad_(true);
-    at::Tensor s = rd + dd;
-    at::Tensor y = at::layer_norm(s, {c.C}, wd, bd, 1e-5);
-    EXPECT_LT(rel_err(f[1], y.detach()), c.tol) << c.C;
+    const test::AddLayerNormReference ref0(r, d, w, b);
+    EXPECT_LT(rel_err(f[1], ref0.y.detach()), c.tol) << c.C;
     for (bool with_gs : {false, true}) {
       const at::Tensor gy = torch::randn({c.rows, c.C}).to(c.y);
       const at::Tensor gs = with_gs ? torch::randn({c.rows, c.C}) : at::Tensor();
       const std::vector<at::Tensor> g = add_layer_norm_rows_backward(gy, gs, f[0], f[2], f[3], w, c.d);
-      at::Tensor obj = (y * gy.to(at::kDouble)).sum();
-      if (with_gs) obj = obj + (s * gs.to(at::kDouble)).sum();
-      const auto ref = torch::autograd::grad({obj}, {rd, dd, wd, bd}, {}, /*retain_graph=*/true);
+      const std::vector<at::Tensor> ref = ref0.grads(gy, gs);
       EXPECT_LT(rel_err(g[0], ref[0]), c.tol) << c.C << " gs " << with_gs;
       EXPECT_LT(rel_err(g[0], ref[1]), c.tol) << "d's gradient is r's";
       EXPECT_TRUE(g[3].scalar_type() == c.d && at::equal(g[3], g[0].to(c.d))) << "d's, in d's dtype as .to() rounds it";
