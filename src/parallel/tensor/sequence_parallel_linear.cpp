@@ -2,6 +2,7 @@
 #include "parallel/tensor/sequence_parallel_linear.h"
 
 #include <torch/torch.h>
+#include <c10/util/Optional.h>
 
 #include "model/autocast.h"
 #include "parallel/tensor/mappings.h"
@@ -14,9 +15,12 @@ using torch::autograd::variable_list;
 
 at::Tensor cast(const at::Tensor& t, at::ScalarType dtype) { return t.defined() ? t.to(dtype) : t; }
 
+// b is an optional (absent: no bias, as fc_gelu asks for): autograd takes no undefined tensor as
+// an input.
 struct SequenceParallelLinear : torch::autograd::Function<SequenceParallelLinear> {
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& local, const at::Tensor& w, const at::Tensor& b,
-                            int64_t seq_len, int64_t group) {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& local, const at::Tensor& w,
+                            const c10::optional<at::Tensor>& b_opt, int64_t seq_len, int64_t group) {
+    const at::Tensor b = b_opt.has_value() ? *b_opt : at::Tensor();
     const comm::Group& tp = *reinterpret_cast<const comm::Group*>(group);
     const at::ScalarType dtype = model::compute_dtype(local);  // autocast's, as the linear would cast to
     const at::Tensor x = local.to(dtype);  // this rank's rows, all that backward keeps
@@ -50,7 +54,8 @@ struct SequenceParallelLinear : torch::autograd::Function<SequenceParallelLinear
 
 at::Tensor sequence_parallel_linear(const at::Tensor& local, const at::Tensor& w, const at::Tensor& b, int64_t seq_len,
                                     const comm::Group& tp) {
-  return SequenceParallelLinear::apply(local, w, b, seq_len, reinterpret_cast<int64_t>(&tp));
+  const c10::optional<at::Tensor> b_opt = b.defined() ? c10::optional<at::Tensor>(b) : c10::nullopt;
+  return SequenceParallelLinear::apply(local, w, b_opt, seq_len, reinterpret_cast<int64_t>(&tp));
 }
 
 }  // namespace slm::parallel::tensor
