@@ -1,6 +1,7 @@
 // bench/micro/kernels_bench.cpp: the model's CPU kernels against the ATen paths they replace, forward +
 // backward, alternating, median of repeats: causal attention (row kernels vs SDPA / the math path)
-// the head + cross-entropy (fused vs linear + cross_entropy), GELU (ours vs at::gelu) and the residual
+// the head + cross-entropy (fused vs linear + cross_entropy), the MLP's bias + GELU (ours: one pass
+// each way, the bias gradient in the backward's; ATen: the add, gelu, the bias gradient's sum) and the residual
 // add + LayerNorm (ours vs add, layer_norm and, under autocast, the cast of its output the next
 // linear makes), in fp32 and bf16 autocast, one thread per core. Run with slm's environment (OMP_WAIT_POLICY=PASSIVE,
 // ATEN_CPU_CAPABILITY=avx512 where the CPU has it). Usage: bench_kernels [B=8] [H=4] [T=256] [C=256] [V=4096] [repeats=15]
@@ -12,17 +13,24 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <initializer_list>
 #include <thread>
 #include <vector>
 
 #include "model/causal_attention.h"
 #include "util/torch_compat.h"
 #include "model/fused_head.h"
-#include "model/gelu_tanh.h"
+#include "model/bias_gelu.h"
 #include "model/add_layer_norm.h"
 #include "model/autocast.h"
 
 using namespace slm;
+
+// The inputs' gradients unset before a call: in the model they are no leaves that accumulate (a
+// bf16 gradient's accumulation is a slow ATen add that would be timed on both sides).
+static void fresh(std::initializer_list<at::Tensor> leaves) {
+  for (const at::Tensor& t : leaves) t.mutable_grad() = at::Tensor();
+}
 
 static double median_ms(const std::function<void()>& f, int repeats) {
   f();
@@ -48,8 +56,12 @@ int main(int argc, char** argv) {
     auto qkv = [&] { return (torch::randn({B, T, H, D}) * 0.5).to(dt).transpose(1, 2).requires_grad_(true); };
     at::Tensor q = qkv(), k = qkv(), v = qkv();  // non-contiguous views, as the model has
     at::Tensor dy = torch::randn({B, T, H, D}).to(dt).transpose(1, 2);  // as the model's reshape passes it back
-    auto att_rows = [&] { model::causal_attention_rows(q, k, v).backward(dy); };
+    auto att_rows = [&] {
+      fresh({q, k, v});
+      model::causal_attention_rows(q, k, v).backward(dy);
+    };
     auto att_aten = [&] {
+      fresh({q, k, v});
 #if SLM_TORCH_AT_LEAST(2, 0)
       at::scaled_dot_product_attention(q, k, v, {}, 0.0, true).backward(dy);
 #else
@@ -61,27 +73,39 @@ int main(int argc, char** argv) {
     at::Tensor x = torch::randn({B * T, C}).requires_grad_(true), w = (torch::randn({V, C}) * 0.02).requires_grad_(true);
     at::Tensor tgt = torch::randint(V, {B * T}, torch::kLong);
     auto head_fused = [&] {
+      fresh({x, w});
       model::AutocastGuard g(prec, "cpu");
       model::fused_linear_cross_entropy(x, w, V, tgt).backward();
     };
     auto head_aten = [&] {
+      fresh({x, w});
       model::AutocastGuard g(prec, "cpu");
       at::cross_entropy_loss(at::linear(x, w), tgt).backward();
     };
+    // The fc matmul's output without its bias (in autocast's dtype), the bias, y's gradient.
     at::Tensor u = torch::randn({B * T, 4 * C}).to(dt).requires_grad_(true), du = torch::randn({B * T, 4 * C}).to(dt);
-    auto gelu_ours = [&] { model::gelu_tanh(u).backward(du); };
-    auto gelu_aten = [&] { at::gelu(u, "tanh").backward(du); };
+    at::Tensor ub = torch::randn({4 * C}).requires_grad_(true);
+    auto gelu_ours = [&] {
+      fresh({u, ub});
+      model::bias_gelu(u, ub).backward(du);
+    };
+    auto gelu_aten = [&] {
+      fresh({u, ub});
+      at::gelu(u + ub.to(dt), "tanh").backward(du);
+    };
     // The residual stream (fp32) plus a block's output (bf16 under autocast), the sum's and the
     // normalised rows' gradients.
     at::Tensor r = torch::randn({B * T, C}).requires_grad_(true), d = torch::randn({B * T, C}).to(dt).requires_grad_(true);
     at::Tensor lw = (torch::randn({C}) + 1).requires_grad_(true), lb = torch::randn({C}).requires_grad_(true);
     at::Tensor gy = torch::randn({B * T, C}).to(dt), gsum = torch::randn({B * T, C});
     auto ln_ours = [&] {
+      fresh({r, d, lw, lb});
       model::AutocastGuard g(prec, "cpu");
       auto [s_, y_] = model::add_layer_norm(r, d, lw, lb);
       torch::autograd::backward({s_, y_}, {gsum, gy});
     };
     auto ln_aten = [&] {
+      fresh({r, d, lw, lb});
       model::AutocastGuard g(prec, "cpu");
       at::Tensor s_ = r + d, y_ = at::layer_norm(s_, {C}, lw, lb, 1e-5).to(dt);
       torch::autograd::backward({s_, y_}, {gsum, gy});
@@ -95,7 +119,7 @@ int main(int argc, char** argv) {
       n1 = std::max(n1, 1 / median_ms(ln_ours, repeats)), n2 = std::max(n2, 1 / median_ms(ln_aten, repeats));
     }
     std::printf("%s fwd+bwd: attention rows %.2f ms, ATen %.2f ms | head+CE fused %.2f ms, ATen %.2f ms | "
-                "GELU ours %.2f ms, ATen %.2f ms | add+LayerNorm ours %.2f ms, ATen %.2f ms\n",
+                "bias+GELU ours %.2f ms, ATen %.2f ms | add+LayerNorm ours %.2f ms, ATen %.2f ms\n",
                 prec, rows ? 1 / a1 : NAN, 1 / a2, 1 / h1, 1 / h2, 1 / g1, 1 / g2, 1 / n1, 1 / n2);
   }
 }

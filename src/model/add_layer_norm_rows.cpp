@@ -51,12 +51,6 @@ SLM_AVX512 std::pair<float, float> forward_row(const float* r, const D* d, const
   return {mean, rstd};
 }
 
-// a * b rounded on its own: never fused into an FMA with what follows (GCC contracts the plain
-// product), so that g - mean(g) is exactly 0 where a row's g are all equal (C = 1).
-SLM_AVX512 inline __m512 product(__m512 a, __m512 b) {
-  return _mm512_mul_round_ps(a, b, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-}
-
 // One row's backward: with xhat = (s - mean) rstd and g = gy w, gx = gs + rstd (g - mean(g) -
 // xhat mean(g xhat)), written to gx (fp32) and gd (d's dtype; null where that is gx); dw += gy xhat
 // and db += gy.
@@ -68,7 +62,7 @@ SLM_AVX512 void backward_row(const G* gy, const float* gs, const float* s, const
   for (int64_t j = 0; j < C; j += 16) {
     const __mmask16 m = tail_mask(C - j);
     const __m512 xhat = _mm512_mul_ps(_mm512_maskz_sub_ps(m, load16(s + j, m), vm), vr), dy = load16(gy + j, m);
-    const __m512 g = product(dy, load16(w + j, m));
+    const __m512 g = mul_unfused(dy, load16(w + j, m));  // g - mean(g) exactly 0 where a row's g are equal (C = 1)
     sg = _mm512_add_ps(sg, g), sgx = _mm512_fmadd_ps(g, xhat, sgx);
     _mm512_mask_storeu_ps(dw + j, m, _mm512_fmadd_ps(dy, xhat, load16(dw + j, m)));
     _mm512_mask_storeu_ps(db + j, m, _mm512_add_ps(dy, load16(db + j, m)));
@@ -78,7 +72,7 @@ SLM_AVX512 void backward_row(const G* gy, const float* gs, const float* s, const
   for (int64_t j = 0; j < C; j += 16) {
     const __mmask16 m = tail_mask(C - j);
     const __m512 xhat = _mm512_mul_ps(_mm512_sub_ps(load16(s + j, m), vm), vr);
-    const __m512 g = product(load16(gy + j, m), load16(w + j, m));
+    const __m512 g = mul_unfused(load16(gy + j, m), load16(w + j, m));
     __m512 v = _mm512_mul_ps(vr, _mm512_sub_ps(_mm512_sub_ps(g, a), _mm512_mul_ps(xhat, c)));
     if (gs) v = _mm512_add_ps(v, load16(gs + j, m));
     _mm512_mask_storeu_ps(gx + j, m, v);

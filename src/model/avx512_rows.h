@@ -1,6 +1,6 @@
 // model/avx512_rows.h: the AVX-512 pieces the CPU kernels share (xent_rows.cpp,
-// causal_attention.cpp, gelu_tanh.cpp): 16 values in float or bf16 as fp32 and back, a masked
-// tail, exp. Include only from .cpp files; every function carries SLM_AVX512 and is
+// causal_attention.cpp, gelu_tanh.cpp, bias_gelu_rows.cpp, add_layer_norm_rows.cpp): 16 values in
+// float or bf16 as fp32 and back, bf16's rounding, a masked tail, exp, GPT-2's GELU and its slope. Include only from .cpp files; every function carries SLM_AVX512 and is
 // called only after cpu_has() said yes. Elsewhere (not x86-64) only cpu_has() exists (false).
 #pragma once
 #include <cstdint>
@@ -56,23 +56,77 @@ SLM_AVX512 inline __m512 load16(const T* p, __mmask16 m) {
   }
 }
 
-// fp32 -> the row's dtype; bf16 rounded to nearest even, as c10's conversion does (NaN kept).
+// a * b rounded on its own: never fused into an FMA with what follows (GCC contracts the plain
+// product of the intrinsics into one).
+SLM_AVX512 inline __m512 mul_unfused(__m512 a, __m512 b) {
+  return _mm512_mul_round_ps(a, b, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+
+// v rounded to bf16 (to nearest even, as c10's conversion does; NaN kept), as fp32.
+SLM_AVX512 inline __m512 round_bf16(__m512 v) {
+  __m512i u = _mm512_castps_si512(v);
+  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+  u = _mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7FFF)));
+  u = _mm512_and_si512(u, _mm512_set1_epi32(static_cast<int>(0xFFFF0000u)));
+  const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+  return _mm512_castsi512_ps(_mm512_mask_mov_epi32(u, nan, _mm512_set1_epi32(0x7FC00000)));
+}
+
+// fp32 -> the row's dtype (bf16: round_bf16).
 template <typename T>
 SLM_AVX512 inline void store16(T* p, __m512 v, __mmask16 m) {
   if constexpr (std::is_same_v<T, float>) {
     _mm512_mask_storeu_ps(p, m, v);
   } else {
-    __m512i u = _mm512_castps_si512(v);
-    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
-    u = _mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7FFF)));
-    u = _mm512_srli_epi32(u, 16);
-    const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
-    u = _mm512_mask_mov_epi32(u, nan, _mm512_set1_epi32(0x7FC0));
+    const __m512i u = _mm512_srli_epi32(_mm512_castps_si512(round_bf16(v)), 16);
     _mm256_mask_storeu_epi16(p, m, _mm512_cvtepi32_epi16(u));
   }
 }
 
+// v, a value the row's dtype holds exactly (as as_stored gives it), to the row: no rounding left.
+template <typename T>
+SLM_AVX512 inline void store16_exact(T* p, __m512 v, __mmask16 m) {
+  if constexpr (std::is_same_v<T, float>) {
+    _mm512_mask_storeu_ps(p, m, v);
+  } else {
+    _mm256_mask_storeu_epi16(p, m, _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(v), 16)));
+  }
+}
+
+// v as the row's dtype holds it (bf16: round_bf16), as fp32.
+template <typename T>
+SLM_AVX512 inline __m512 as_stored(__m512 v) {
+  if constexpr (std::is_same_v<T, float>) {
+    return v;
+  } else {
+    return round_bf16(v);
+  }
+}
+
 inline __mmask16 tail_mask(int64_t left) { return left >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << left) - 1); }
+
+// GPT-2's GELU, 0.5 x (1 + tanh(u)) with u = k0 (x + k1 x^3), as x s with s = 1 / (1 + exp(-2u))
+// (0.5 (1 + tanh(u)) itself; 1 + tanh(u) would cancel where x < 0), and its slope
+// s + 2 k0 (1 + 3 k1 x^2) x s (1 - s). Below x ~ -9.4, exp(-2u) is inf and s 0, as they should be.
+constexpr float kGeluK0 = 0.7978845608028654f, kGeluK1 = 0.044715f;  // sqrt(2/pi), the cubic's weight
+
+// 1 + exp(-2u)
+SLM_AVX512 inline __m512 gelu_denominator(__m512 x) {
+  const __m512 x2 = _mm512_mul_ps(x, x);
+  const __m512 minus_2u =
+      _mm512_mul_ps(x, _mm512_fmadd_ps(x2, _mm512_set1_ps(-2 * kGeluK0 * kGeluK1), _mm512_set1_ps(-2 * kGeluK0)));
+  return _mm512_add_ps(_mm512_set1_ps(1.0f), exp16(minus_2u));
+}
+
+SLM_AVX512 inline __m512 gelu16(__m512 x) { return _mm512_div_ps(x, gelu_denominator(x)); }
+
+SLM_AVX512 inline __m512 gelu_slope16(__m512 x) {
+  const __m512 s = _mm512_div_ps(_mm512_set1_ps(1.0f), gelu_denominator(x));
+  const __m512 x2 = _mm512_mul_ps(x, x);
+  const __m512 p =
+      _mm512_mul_ps(x, _mm512_fmadd_ps(x2, _mm512_set1_ps(6 * kGeluK0 * kGeluK1), _mm512_set1_ps(2 * kGeluK0)));
+  return _mm512_fmadd_ps(p, _mm512_fnmadd_ps(s, s, s), s);
+}
 
 #endif
 

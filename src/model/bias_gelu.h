@@ -1,8 +1,9 @@
 // model/bias_gelu.h: GPT-2's MLP activation with the fc layer's bias, gelu_tanh(x + b), as one
-// operation. On CUDA tensors in a build with the own kernels it is one kernel each way
-// (model/cuda/bias_gelu.cu; the matmul runs without its bias, the backward sums the bias gradient
-// in the pass that writes the input gradient); elsewhere the block keeps linear-with-bias and
-// gelu_tanh (model/gelu_tanh.h), unchanged.
+// operation: the matmul runs without its bias, and one kernel each way adds the bias and applies
+// the GELU, the backward summing the bias gradient in the pass that writes the input gradient. On
+// CUDA tensors in a build with the own kernels (model/cuda/bias_gelu.cu) and on a CPU with AVX-512
+// (model/bias_gelu_rows.h); elsewhere the block keeps linear-with-bias and gelu_tanh
+// (model/gelu_tanh.h), unchanged.
 // Owns: fc_gelu (what the block calls), bias_gelu, bias_gelu_fused.
 #pragma once
 #include <ATen/core/Tensor.h>
@@ -17,9 +18,10 @@ using Linear = std::function<at::Tensor(const at::Tensor& h, const at::Tensor& w
 // gelu_tanh(linear(h, w, b)): the fused form where bias_gelu_fused says so (the linear then runs
 // without its bias), else the ATen form. `linear` defaults to at::linear.
 at::Tensor fc_gelu(const at::Tensor& h, const at::Tensor& w, const at::Tensor& b, const Linear& linear = {});
-// gelu_tanh(x + b) for x (..., N), b (N) through the CUDA kernels; differentiable in x and b.
+// gelu_tanh(x + b) for x (..., N), b (N) through the kernels; differentiable in x and b.
 at::Tensor bias_gelu(const at::Tensor& x, const at::Tensor& b);
-// Whether the kernels take x (a CUDA tensor, float/bf16/fp16) and b (fp32, N, on its device).
+// Whether the kernels take x and b (fp32, N, on x's device): x a contiguous CUDA tensor
+// (float/bf16/fp16) with the own kernels on, or a contiguous CPU one (float/bf16) on an AVX-512 CPU.
 bool bias_gelu_fused(const at::Tensor& x, const at::Tensor& b);
 
 }  // namespace slm::model

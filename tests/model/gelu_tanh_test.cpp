@@ -1,6 +1,7 @@
 // tests/model/gelu_tanh_test.cpp: the AVX-512 GELU against at::gelu(x, "tanh") in double, value
 // and gradient, in fp32 (tight) and bf16 (bf16's rounding), over small, large and saturating
-// inputs and a length that is not a multiple of 16.
+// inputs and a length that is not a multiple of 16; in fp32 also to each value's own precision
+// where x < 0 and the GELU is small (where 1 + tanh(u) would cancel).
 #include "model/gelu_tanh.h"
 
 #include <gtest/gtest.h>
@@ -33,6 +34,23 @@ TEST(GeluTanh, MatchesATen) {
     EXPECT_EQ(y.scalar_type(), dt);
   }
   EXPECT_TRUE(at::allclose(ref.detach().to(at::kFloat), gelu_tanh(x0), 1e-5, 1e-6));
+}
+
+TEST(GeluTanh, PreciseWhereNegativeInputsMakeItSmall) {
+  if (!avx512_rows::cpu_has()) GTEST_SKIP() << "no AVX-512 on this CPU: gelu_tanh is at::gelu itself";
+  at::Tensor x = torch::linspace(-9.0, -1.5, 2001).requires_grad_(true);
+  at::Tensor y = gelu_tanh(x);
+  y.backward(torch::ones_like(y));
+  at::Tensor xd = x.detach().to(at::kDouble).requires_grad_(true);
+  // x sigmoid(2u): the same function, without the cancellation even in double (at::gelu's 1 + tanh
+  // is 0 in double below x ~ -5.5)
+  at::Tensor yd = xd * at::sigmoid(2 * 0.7978845608028654 * (xd + 0.044715 * xd.pow(3)));
+  yd.backward(torch::ones_like(yd));
+  const auto worst = [](const at::Tensor& got, const at::Tensor& ref) {
+    return ((got.to(at::kDouble) - ref) / ref.abs().clamp_min(1e-30)).abs().max().item<double>();
+  };
+  EXPECT_LT(worst(y.detach(), yd.detach()), 2e-5) << "gelu's relative error";
+  EXPECT_LT(worst(x.grad(), xd.grad()), 2e-5) << "its slope's";
 }
 
 }  // namespace

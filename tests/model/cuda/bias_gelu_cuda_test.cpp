@@ -9,8 +9,8 @@
 #include <torch/torch.h>
 
 #include "model/bias_gelu.h"
+#include "model/bias_gelu_check.h"
 #include "model/cuda/cuda_test_util.h"
-#include "util/torch_compat.h"
 #ifdef SLM_HAVE_CUDA_KERNELS
 #include "model/cuda/ops.h"
 #endif
@@ -32,13 +32,12 @@ TEST(CudaBiasGelu, MatchesAddThenGelu) {
   for (const Case& c : {Case{1, 1, at::kFloat, 1e-5}, Case{7, 37, at::kFloat, 1e-5}, Case{300, 3072, at::kBFloat16, 1e-2},
                         Case{33, 4100, at::kHalf, 2e-3}, Case{5, 3072, at::kFloat, 1e-5}}) {
     const at::Tensor x = (torch::randn({c.rows, c.N}, opt) * 2).to(c.t), b = torch::randn({c.N}, opt);
-    at::Tensor xd = x.to(at::kDouble).requires_grad_(true), bd = b.to(at::kDouble).requires_grad_(true);
-    at::Tensor y = at::gelu(xd + bd, "tanh");
+    const test::BiasGeluReference r(x, b);
     const at::Tensor got = cuda::bias_gelu_forward(x, b);
     EXPECT_EQ(got.scalar_type(), c.t);
-    EXPECT_LT(test::rel_err(got, y.detach()), c.tol) << c.N;
+    EXPECT_LT(test::rel_err(got, r.y.detach()), c.tol) << c.N;
     const at::Tensor gy = torch::randn({c.rows, c.N}, opt).to(c.t);
-    const auto ref = torch::autograd::grad({(y * gy.to(at::kDouble)).sum()}, {xd, bd});
+    const std::vector<at::Tensor> ref = r.grads(gy);
     const std::vector<at::Tensor> g = cuda::bias_gelu_backward(gy, x, b);
     EXPECT_LT(test::rel_err(g[0], ref[0]), c.tol) << c.N << " gx";
     EXPECT_LT(test::rel_err(g[1], ref[1]), c.tol) << c.N << " db";
@@ -49,25 +48,7 @@ TEST(CudaBiasGelu, MatchesAddThenGelu) {
 
 TEST(CudaBiasGelu, FcGeluUnderAutocastMatchesLinearThenGelu) {
   if (!test::have_cuda_kernels()) GTEST_SKIP() << "no GPU, or a build without the own CUDA kernels";
-  torch::manual_seed(32);
-  const auto opt = torch::TensorOptions().device(torch::kCUDA);
-  at::Tensor h = torch::randn({2, 9, 64}, opt).requires_grad_(true);
-  at::Tensor w = (torch::randn({256, 64}, opt) * 0.1).requires_grad_(true), b = torch::randn({256}, opt).requires_grad_(true);
-  ASSERT_TRUE(bias_gelu_fused(torch::empty({2, 9, 256}, opt.dtype(at::kBFloat16)), b));
-  compat::set_autocast_dtype(at::kCUDA, at::kBFloat16);
-  compat::set_autocast_enabled(at::kCUDA, true);
-  at::Tensor y = fc_gelu(h, w, b);
-  compat::set_autocast_enabled(at::kCUDA, false);
-  EXPECT_EQ(y.scalar_type(), at::kBFloat16);
-  y.to(at::kFloat).pow(2).sum().backward();
-  at::Tensor h2 = h.detach().clone().requires_grad_(true), w2 = w.detach().clone().requires_grad_(true);
-  at::Tensor b2 = b.detach().clone().requires_grad_(true);
-  at::Tensor y2 = at::gelu(at::linear(h2, w2, b2), "tanh");
-  y2.pow(2).sum().backward();
-  EXPECT_TRUE(at::allclose(y.to(at::kFloat), y2, 3e-2, 3e-2));
-  EXPECT_LT(test::rel_err(h.grad(), h2.grad().to(at::kDouble)), 3e-2);
-  EXPECT_LT(test::rel_err(w.grad(), w2.grad().to(at::kDouble)), 3e-2);
-  EXPECT_LT(test::rel_err(b.grad(), b2.grad().to(at::kDouble)), 3e-2);
+  test::expect_fc_gelu_autocast_matches(at::kCUDA, 32);
 }
 
 }  // namespace
