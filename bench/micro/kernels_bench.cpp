@@ -1,10 +1,11 @@
-// bench/micro/kernels_bench.cpp: the model's CPU kernels against the ATen paths they replace, forward +
-// backward, alternating, median of repeats: causal attention (row kernels vs SDPA / the math path)
-// the head + cross-entropy (fused vs linear + cross_entropy), the MLP's bias + GELU (ours: one pass
-// each way, the bias gradient in the backward's; ATen: the add, gelu, the bias gradient's sum) and the residual
-// add + LayerNorm (ours vs add, layer_norm and, under autocast, the cast of its output the next
-// linear makes), in fp32 and bf16 autocast, one thread per core. Run with slm's environment (OMP_WAIT_POLICY=PASSIVE,
-// ATEN_CPU_CAPABILITY=avx512 where the CPU has it). Usage: bench_kernels [B=8] [H=4] [T=256] [C=256] [V=4096] [repeats=15]
+// bench/micro/kernels_bench.cpp: the model's CPU kernels against the ATen paths they replace,
+// forward + backward, alternating, median of repeats: causal attention (row kernels vs SDPA / the
+// math path), the head + cross-entropy (fused vs linear + cross_entropy), the MLP's bias + GELU
+// (ours: one pass each way, the bias gradient in the backward's; ATen: the add, gelu, the bias
+// gradient's sum) and the residual add + LayerNorm (ours vs add, layer_norm and, under autocast,
+// the cast of its output the next linear makes), in fp32 and bf16 autocast, one thread per core.
+// Run with slm's environment (OMP_WAIT_POLICY=PASSIVE, ATEN_CPU_CAPABILITY=avx512 where the CPU
+// has it). Usage: bench_kernels [B=8] [H=4] [T=256] [C=256] [V=4096] [repeats=15]
 #include <torch/torch.h>
 
 #include <algorithm>

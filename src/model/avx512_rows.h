@@ -1,7 +1,8 @@
 // model/avx512_rows.h: the AVX-512 pieces the CPU kernels share (xent_rows.cpp,
 // causal_attention.cpp, gelu_tanh.cpp, bias_gelu_rows.cpp, add_layer_norm_rows.cpp): 16 values in
-// float or bf16 as fp32 and back, bf16's rounding, a masked tail, exp, GPT-2's GELU and its slope. Include only from .cpp files; every function carries SLM_AVX512 and is
-// called only after cpu_has() said yes. Elsewhere (not x86-64) only cpu_has() exists (false).
+// float or bf16 as fp32 and back, bf16's rounding, a masked tail, exp, GPT-2's GELU and its
+// slope. Include only from .cpp files; every function carries SLM_AVX512 and is called only after
+// cpu_has() said yes. Elsewhere (not x86-64) only cpu_has() exists (false).
 #pragma once
 #include <cstdint>
 #include <initializer_list>

@@ -78,7 +78,8 @@ bool bias_gelu_rows_take(const at::Tensor& x, const at::Tensor& b) {
 }
 
 at::Tensor bias_gelu_rows_forward(const at::Tensor& x, const at::Tensor& b) {
-  TORCH_CHECK(bias_gelu_rows_take(x, b), "bias_gelu_rows: needs AVX-512, a contiguous fp32/bf16 CPU tensor and an fp32 bias of its last size");
+  TORCH_CHECK(bias_gelu_rows_take(x, b),
+              "bias_gelu_rows: needs AVX-512, a contiguous fp32/bf16 CPU tensor and an fp32 bias of its last size");
 #if defined(__x86_64__)
   const int64_t N = x.size(-1), rows = x.numel() / N;
   at::Tensor y = at::empty_like(x);
@@ -86,9 +87,8 @@ at::Tensor bias_gelu_rows_forward(const at::Tensor& x, const at::Tensor& b) {
     using T = decltype(el);
     const T* xp = static_cast<const T*>(x.data_ptr());
     T* yp = static_cast<T*>(y.data_ptr());
-    at::parallel_for(0, rows, std::max<int64_t>(1, kGrain / N), [&](int64_t begin, int64_t end) {
-      forward_rows(xp, b.data_ptr<float>(), yp, N, begin, end);
-    });
+    at::parallel_for(0, rows, std::max<int64_t>(1, kGrain / N),
+                     [&](int64_t begin, int64_t end) { forward_rows(xp, b.data_ptr<float>(), yp, N, begin, end); });
   });
   return y;
 #else
@@ -97,7 +97,8 @@ at::Tensor bias_gelu_rows_forward(const at::Tensor& x, const at::Tensor& b) {
 }
 
 std::vector<at::Tensor> bias_gelu_rows_backward(const at::Tensor& gy_in, const at::Tensor& x, const at::Tensor& b) {
-  TORCH_CHECK(bias_gelu_rows_take(x, b) && gy_in.sizes() == x.sizes(), "bias_gelu_rows_backward: needs gy shaped like x");
+  TORCH_CHECK(bias_gelu_rows_take(x, b) && gy_in.sizes() == x.sizes(),
+              "bias_gelu_rows_backward: needs gy shaped like x");
 #if defined(__x86_64__)
   const at::Tensor gy = gy_in.to(x.scalar_type()).contiguous();
   const int64_t N = x.size(-1), rows = x.numel() / N, blocks = (rows + kRowsPerBlock - 1) / kRowsPerBlock;

@@ -15,7 +15,9 @@ namespace slm::model::test {
 struct BiasGeluReference {
   at::Tensor x, b, y;
   BiasGeluReference(const at::Tensor& x0, const at::Tensor& b0)
-      : x(x0.to(at::kDouble).requires_grad_(true)), b(b0.to(at::kDouble).requires_grad_(true)), y(at::gelu(x + b, "tanh")) {}
+      : x(x0.to(at::kDouble).requires_grad_(true)),
+        b(b0.to(at::kDouble).requires_grad_(true)),
+        y(at::gelu(x + b, "tanh")) {}
   std::vector<at::Tensor> grads(const at::Tensor& gy) const {
     return torch::autograd::grad({(y * gy.to(at::kDouble)).sum()}, {x, b}, {}, /*retain_graph=*/true);
   }
@@ -27,7 +29,8 @@ inline void expect_fc_gelu_autocast_matches(at::DeviceType dev, uint64_t seed) {
   torch::manual_seed(seed);
   const auto opt = torch::TensorOptions().device(dev);
   at::Tensor h = torch::randn({2, 9, 64}, opt).requires_grad_(true);
-  at::Tensor w = (torch::randn({256, 64}, opt) * 0.1).requires_grad_(true), b = torch::randn({256}, opt).requires_grad_(true);
+  at::Tensor w = (torch::randn({256, 64}, opt) * 0.1).requires_grad_(true),
+             b = torch::randn({256}, opt).requires_grad_(true);
   ASSERT_TRUE(bias_gelu_fused(torch::empty({2, 9, 256}, opt.dtype(at::kBFloat16)), b));
   compat::set_autocast_dtype(dev, at::kBFloat16);
   compat::set_autocast_enabled(dev, true);

@@ -29,9 +29,10 @@ struct Case {
 TEST(BiasGeluRows, MatchesAddThenGelu) {
   if (!avx512_rows::cpu_has()) GTEST_SKIP() << "no AVX-512 on this CPU: fc_gelu is ATen's linear and gelu";
   torch::manual_seed(41);
-  for (const Case& c : {Case{1, 1, at::kFloat, 1e-5}, Case{7, 37, at::kFloat, 1e-5}, Case{300, 768, at::kBFloat16, 1e-2},
-                        Case{33, 4100, at::kBFloat16, 1e-2}, Case{5, 3072, at::kFloat, 1e-5},
-                        Case{64, 3072, at::kBFloat16, 1e-2}, Case{3, 17, at::kBFloat16, 1e-2}}) {
+  for (const Case& c :
+       {Case{1, 1, at::kFloat, 1e-5}, Case{7, 37, at::kFloat, 1e-5}, Case{300, 768, at::kBFloat16, 1e-2},
+        Case{33, 4100, at::kBFloat16, 1e-2}, Case{5, 3072, at::kFloat, 1e-5}, Case{64, 3072, at::kBFloat16, 1e-2},
+        Case{3, 17, at::kBFloat16, 1e-2}}) {
     at::Tensor x = torch::randn({c.rows, c.N}) * 3;
     x.view(-1)[0] = 40.0f, x.view(-1)[x.numel() - 1] = -40.0f;  // saturating: gelu = x and 0
     x = x.to(c.t);
