@@ -38,6 +38,11 @@ int64_t next_gemm_size(int64_t n, double seconds, int64_t max_n) {
   return n < max_n && 8 * seconds <= kMaxMatmulS ? 2 * n : 0;
 }
 
+bool more_gemm_repeats(int done, double elapsed_s) {
+  constexpr double kWindowS = 2.0;
+  return done < 5 || (elapsed_s < kWindowS && done < 1000);
+}
+
 // One matmul of a and b, in seconds (the device synchronised around it).
 static double time_matmul(const at::Tensor& a, const at::Tensor& b) {
   const bool cuda = a.is_cuda();
@@ -48,10 +53,11 @@ static double time_matmul(const at::Tensor& a, const at::Tensor& b) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// Best of a few n x n matmuls in the run's precision on the device, at the largest n up to 2048
-// (CPU) or 8192 (GPU) whose matmul takes at most ~0.25 s: a slow path (bf16 on a CPU without bf16
-// instructions: ATen's reference GEMM, ~1 GFLOP/s) is timed in a second, not in minutes. On a CPU,
-// with the share of its threads' time the process had while the best-of ran (cpu_share).
+// The best of n x n matmuls repeated for ~2 s (more_gemm_repeats) in the run's precision on the
+// device, at the largest n up to 2048 (CPU) or 8192 (GPU) whose matmul takes at most ~0.25 s: a
+// slow path (bf16 on a CPU without bf16 instructions: ATen's reference GEMM, ~1 GFLOP/s) is timed
+// in seconds, not in minutes. On a CPU, with the share of its threads' time the process had while
+// the best-of ran (cpu_share).
 static PeakTiming measure_gemm_flops(const std::string& device, const std::string& precision) {
   const int64_t max_n = device == "cpu" ? 2048 : 8192;
   const auto opts = torch::TensorOptions().device(device).dtype(precision == "bf16" ? torch::kBFloat16 : torch::kFloat);
@@ -67,7 +73,10 @@ static PeakTiming measure_gemm_flops(const std::string& device, const std::strin
   }
   PeakTiming m;
   const CpuClock before = cpu_clock();
-  for (int i = 0; i < 5; ++i) m.flops = std::max(m.flops, 2.0 * n * n * n / time_matmul(a, b));
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+  for (int done = 0; more_gemm_repeats(done, elapsed()); ++done)
+    m.flops = std::max(m.flops, 2.0 * n * n * n / time_matmul(a, b));
   if (device == "cpu") m.cpu_share = cpu_share(before, cpu_clock(), at::get_num_threads());
   return m;
 }

@@ -1,6 +1,6 @@
 // host/hardware.h: what the device can do and what it costs, for MFU and Token/$ metrics.
 // Owns: DeviceInfo and describe_device: the device's name, its peak FLOP/s for the run's
-// precision (measured once by a GEMM as large as a quarter second allows, and cached in
+// precision (measured once by GEMMs as large as a quarter second allows, the best over ~2 s, and cached in
 // ~/.cache/slmtrain/peak.json, keyed by device name, precision and threads, unless the process
 // did not have its threads' time: choose_peak), and its price per
 // hour (from the config, else a small table of assumed on-demand prices, stated in the log), plus
@@ -46,6 +46,12 @@ PeakChoice choose_peak(std::optional<double> cached, const PeakTiming& now);
 // The size the GEMM peak is timed at: from n = 256, the next size (2n) while its matmul, 8x the
 // work, would take at most ~0.25 s by this one's `seconds`, up to max_n; 0 = time this n.
 int64_t next_gemm_size(int64_t n, double seconds, int64_t max_n);
+
+// Whether the timed matmuls go on after `done` of them over `elapsed_s` seconds: at least 5, and
+// for at least ~2 s (at most 1000), the best of them kept: a shared host's speed moves in phases of
+// a second or so (a 2-vCPU VM's bf16 GEMMs: 0.8 and 2.2 TFLOP/s in turn), a GPU's clocks ramp up,
+// and a peak is the fast phase (a run that divides by a slow one reports an MFU above 100%).
+bool more_gemm_repeats(int done, double elapsed_s);
 
 // The CPU's model name (/proc/cpuinfo), e.g. "AMD EPYC 9654 96-Core Processor".
 std::string cpu_model_name();

@@ -53,6 +53,19 @@ TEST(Peak, GemmSizeStopsBeforeASlowMatmul) {
   EXPECT_EQ(next_gemm_size(4096, 0.0002, 8192), 8192);
 }
 
+// The timed matmuls: at least 5 however slow, and for ~2 s however fast (at most 1000), so that
+// the best of them is a shared host's fast phase, not whichever phase a few matmuls met.
+TEST(Peak, GemmRepeatsCoverTwoSeconds) {
+  using slm::host::more_gemm_repeats;
+  EXPECT_TRUE(more_gemm_repeats(0, 0.0));
+  EXPECT_TRUE(more_gemm_repeats(4, 3.0)) << "5 however slow";
+  EXPECT_FALSE(more_gemm_repeats(5, 3.0));
+  EXPECT_TRUE(more_gemm_repeats(40, 0.5)) << "a fast GEMM is timed for ~2 s";
+  EXPECT_TRUE(more_gemm_repeats(200, 1.9));
+  EXPECT_FALSE(more_gemm_repeats(200, 2.0));
+  EXPECT_FALSE(more_gemm_repeats(1000, 0.8)) << "at most 1000 (a GPU's small GEMMs)";
+}
+
 // Which peak a run divides by, and what the cache keeps: the higher of the cached and a new
 // timing, and a timing only from a process that had its threads' time (one taken beside another
 // process's load is low, and every later run would divide by it: MFU 126-138% on a 2-core EPYC
