@@ -12,12 +12,16 @@ constexpr int kThreads = 256;  // columns per block
 constexpr float kAlpha = 0.7978845608028654f;  // sqrt(2 / pi)
 constexpr float kBeta = 0.044715f;
 
-__device__ __forceinline__ float gelu(float x) {
-  return 0.5f * x * (1.0f + tanhf(kAlpha * (x + kBeta * x * x * x)));
+// GPT-2's GELU, 0.5 x (1 + tanh(u)) with u = alpha (x + beta x^3), as x s with s = 0.5 (1 + tanh(u))
+// = 1 / (1 + exp(-2u)): 1 + tanh(u) would cancel where x < 0 (the CPU kernels' form too,
+// model/avx512_rows.h). Below x ~ -9.4 exp(-2u) is inf and s 0, as they should be.
+__device__ __forceinline__ float gelu_s(float x) {
+  return 1.0f / (1.0f + expf(-2.0f * kAlpha * (x + kBeta * x * x * x)));
 }
-__device__ __forceinline__ float gelu_grad(float x) {  // d gelu / dx
-  const float t = tanhf(kAlpha * (x + kBeta * x * x * x));
-  return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * kAlpha * (1.0f + 3.0f * kBeta * x * x);
+__device__ __forceinline__ float gelu(float x) { return x * gelu_s(x); }
+__device__ __forceinline__ float gelu_grad(float x) {  // d gelu / dx = s + 2 alpha (1 + 3 beta x^2) x s (1 - s)
+  const float s = gelu_s(x);
+  return s + 2.0f * kAlpha * (1.0f + 3.0f * kBeta * x * x) * x * s * (1.0f - s);
 }
 
 // A thread's rows in a row group are group, group + groups, ...: taken kRowsInFlight at a time,

@@ -231,6 +231,27 @@ void check_bias_gelu(int64_t rows, int64_t N, int64_t groups) {
   for (int64_t c = 0; c < N; ++c) EXPECT_NEAR(db[c], sum[c], 1e-5 * rows * (1 + std::abs(sum[c]))) << c;
 }
 
+// Where x < 0 makes the GELU small its value and slope keep fp32's relative precision (against
+// x sigmoid(2u) in double: 1 + tanh(u) cancels there, in double too below x ~ -5.5).
+TEST(CudaKernelsOnCpu, BiasGeluPreciseWhereNegativeInputsMakeItSmall) {
+  const int64_t n = 512;
+  std::vector<float> x(n), b{0.0f}, y(n), gy(n, 1.0f), gx(n), db(1), partial(1);
+  for (int64_t i = 0; i < n; ++i) x[i] = -9.0f + 7.5f * static_cast<float>(i) / (n - 1);  // -9 .. -1.5
+  BiasGelu a;
+  a.x = x.data(), a.b = b.data(), a.y = y.data(), a.type = dtype<float>(), a.rows = n, a.N = 1, a.groups = 1;
+  ASSERT_EQ(bias_gelu_forward(a, nullptr), 0);
+  BiasGeluGrad g;
+  g.gy = gy.data(), g.x = x.data(), g.b = b.data(), g.gx = gx.data(), g.db = db.data(), g.partial = partial.data();
+  g.type = dtype<float>(), g.rows = n, g.N = 1, g.groups = 1;
+  ASSERT_EQ(bias_gelu_backward(g, nullptr), 0);
+  for (int64_t i = 0; i < n; ++i) {
+    const double v = x[i], s = 1 / (1 + std::exp(-2 * 0.7978845608028654 * (v + 0.044715 * v * v * v)));
+    const double slope = s + 2 * 0.7978845608028654 * (1 + 3 * 0.044715 * v * v) * v * s * (1 - s);
+    EXPECT_NEAR(y[i], v * s, 2e-5 * std::abs(v * s)) << v;
+    EXPECT_NEAR(gx[i], slope, 2e-5 * std::abs(slope)) << v;
+  }
+}
+
 TEST(CudaKernelsOnCpu, BiasGeluMatchesTheComposition) {
   check_bias_gelu<float>(19, 37, 3);  // 3 groups: rows 0, 3, ... in runs of 8 with a remainder
   check_bias_gelu<float>(19, 300, 1);
