@@ -164,11 +164,8 @@ std::vector<at::Tensor> add_layer_norm_rows_backward(const at::Tensor& gy_in, co
                        gdp ? gdp + i * C : nullptr, pp + k * 2 * C, pp + k * 2 * C + C);
     });
   });
-  at::Tensor dwdb = at::zeros({2, C}, s.options());  // the blocks' sums in block order
-  float* out = dwdb.data_ptr<float>();
-  const float* pp = partial.data_ptr<float>();
-  for (int64_t k = 0; k < blocks; ++k)
-    for (int64_t j = 0; j < 2 * C; ++j) out[j] += pp[k * 2 * C + j];
+  at::Tensor dwdb = at::empty({2, C}, s.options());
+  avx512_rows::add_blocks_in_order(partial.data_ptr<float>(), blocks, 2 * C, dwdb.data_ptr<float>());
   return {gx, dwdb[0], dwdb[1], gd};
 #else
   (void)mean, (void)rstd, (void)w;

@@ -30,6 +30,14 @@ inline bool cpu_has() {
 #endif
 }
 
+// out[j] = the sum over blocks k of partial[k * width + j], added in block order: the kernels' weight
+// and bias gradients, the same bits on any number of threads (partial sums per block of rows).
+inline void add_blocks_in_order(const float* partial, int64_t blocks, int64_t width, float* out) {
+  for (int64_t j = 0; j < width; ++j) out[j] = 0.0f;
+  for (int64_t k = 0; k < blocks; ++k)
+    for (int64_t j = 0; j < width; ++j) out[j] += partial[k * width + j];
+}
+
 #if defined(__x86_64__)
 // exp(x): x = n ln2 + r, |r| <= ln2/2, exp(r) by Cephes' expf polynomial (~1 ulp), times 2^n by
 // scalef. Below -87.3 the result is ~0 and above 88.7 inf, as expf's would be.

@@ -114,11 +114,8 @@ std::vector<at::Tensor> bias_gelu_rows_backward(const at::Tensor& gy_in, const a
                       std::min(rows, (k + 1) * kRowsPerBlock));
     });
   });
-  at::Tensor db = at::zeros({N}, b.options());  // the blocks' sums in block order
-  float* out = db.data_ptr<float>();
-  const float* pp = partial.data_ptr<float>();
-  for (int64_t k = 0; k < blocks; ++k)
-    for (int64_t j = 0; j < N; ++j) out[j] += pp[k * N + j];
+  at::Tensor db = at::empty({N}, b.options());
+  avx512_rows::add_blocks_in_order(partial.data_ptr<float>(), blocks, N, db.data_ptr<float>());
   return {gx, db};
 #else
   (void)gy_in;
