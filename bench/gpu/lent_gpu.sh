@@ -12,8 +12,11 @@
 #       (gpu_check.sh 1). PART 2 (~6 min): gpt2-medium, batch 64, fp16 with and without graphs
 #       (gpu_kernels.sh 5), resume and the layouts under Gloo with CUDA tensors (gpu_check.sh 2-3,
 #       after section 1 again where part 1's runs are gone).
-#       Each part stops its sections by a deadline (DEADLINE seconds, default 330) and packs its logs
-#       into OUT/gpu_PART.tgz (a call returns at most 8 files); the summary goes to stdout.
+#       Each part stops its sections by a deadline (DEADLINE seconds, default 330: set it below the
+#       call's limit where less device time is left, `status`'s budget_left_s) and packs its logs into
+#       OUT/gpu_PART.tgz after every section (a call returns at most 8 files, and what is under OUT
+#       when a call is cut off comes back: the sections finished by then); the summary goes to
+#       stdout and to OUT/summary_PART.txt.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
@@ -41,27 +44,37 @@ run)
   mkdir -p "$G" "$out"
   export SLM_TORCH_PYTHON=${PY:-python3} PYTHONUNBUFFERED=1
   tar xzf "dist/slm-$TAG.tar.gz" -C /tmp || exit 1
-  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-  "$B/bin/slm" --version || { ldd "$B/bin/slm.real" | grep "not found"; exit 1; }
+  say() { echo "$@" | tee -a "$out/summary_$part.txt"; }
+  pack() {  # the logs so far into OUT/gpu_PART.tgz, replaced whole (a call cut off keeps the last one)
+    tar czf "$G.tgz" --exclude='*.json' --exclude='*.pt' --exclude='*.bin' -C /tmp "gpu_$part" gpu_check \
+      2>/dev/null; mv -f "$G.tgz" "$out/gpu_$part.tgz"
+  }
+  trap 'pack; exit 143' TERM
   kernels() {  # SECTIONS UNTIL
     SLM_BUNDLE=$B PY=${PY:-python3} TEST_TIMEOUT=90 RUN_TIMEOUT=150 SECTIONS="$1" timeout "$(left "$2")" \
       bash bench/gpu/gpu_kernels.sh runs/gpu_data/data "$G/kernels" > "$G/kernels.out" 2>&1
-    echo "== gpu_kernels.sh $1: rc $? at $(($(date +%s) - start)) s"
+    local rc=$?
+    grep -v '^ ' "$G/kernels/summary.txt" 2>/dev/null | tee -a "$out/summary_$part.txt"
+    say "== gpu_kernels.sh $1: rc $rc at $(($(date +%s) - start)) s"
+    pack
   }
   check() {  # SECTIONS UNTIL: into /tmp/gpu_check, shared by the parts (section 1: the references of 2 and 3)
     SECTIONS="$1" timeout "$(left "$2")" bash bench/gpu/gpu_check.sh "$B/bin/slm" runs/gpu_data/data /tmp/gpu_check \
       runs/gpu_data/text.txt > "$G/check.out" 2>&1
-    echo "== gpu_check.sh $1: rc $? at $(($(date +%s) - start)) s"
+    local rc=$?
+    tee -a "$out/summary_$part.txt" < "$G/check.out"
+    say "== gpu_check.sh $1: rc $rc at $(($(date +%s) - start)) s"
+    pack
   }
+  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee -a "$out/summary_$part.txt"
+  "$B/bin/slm" --version | tee -a "$out/summary_$part.txt"
+  [ "${PIPESTATUS[0]}" = 0 ] || { ldd "$B/bin/slm.real" | grep "not found"; exit 1; }
   if [ "$part" = 1 ]; then kernels "2 3 4" $((deadline - 70)); check "1" "$deadline"
   else  # on a fresh machine (a call's machine goes back after 30 s idle) section 1 runs again first
     kernels "5" $((deadline - 100))
     if [ -f /tmp/gpu_check/cuda-fp32/metrics.jsonl ]; then check "2 3" "$deadline"; else check "1 2 3" "$deadline"; fi
   fi
-  grep -v '^ ' "$G/kernels/summary.txt" 2>/dev/null
-  cat "$G/check.out" 2>/dev/null
-  grep -h -B2 -A6 '^\[  FAILED' "$G/kernels/tests.log" 2>/dev/null | head -40
-  tar czf "$out/gpu_$part.tgz" --exclude='*.json' --exclude='*.pt' --exclude='*.bin' -C /tmp "gpu_$part" gpu_check ;;
+  grep -h -B2 -A6 '^\[  FAILED' "$G/kernels/tests.log" 2>/dev/null | head -40 | tee -a "$out/summary_$part.txt" ;;
 *)
   echo "usage: bench/gpu/lent_gpu.sh prepare | run PART OUT" >&2; exit 2 ;;
 esac
