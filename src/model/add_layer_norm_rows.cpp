@@ -17,7 +17,6 @@ namespace slm::model {
 namespace {
 
 using namespace avx512_rows;
-using u16 = uint16_t;  // bf16's bits
 
 // The weight gradients' partial sums: one per block of rows, added in block order.
 constexpr int64_t kRowsPerBlock = 32;
@@ -83,8 +82,7 @@ SLM_AVX512 void backward_row(const G* gy, const float* gs, const float* s, const
 // f(A{}, B{}) for the element types of a and b: float, or u16 for bf16.
 template <typename F>
 void by_types(at::ScalarType a, at::ScalarType b, F&& f) {
-  auto second = [&](auto x) { b == at::kFloat ? f(x, float{}) : f(x, u16{}); };
-  a == at::kFloat ? second(float{}) : second(u16{});
+  by_element_type(a, [&](auto x) { by_element_type(b, [&](auto y) { f(x, y); }); });
 }
 
 }  // namespace

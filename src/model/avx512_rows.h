@@ -1,12 +1,15 @@
 // model/avx512_rows.h: the AVX-512 pieces the CPU kernels share (xent_rows.cpp,
 // causal_attention.cpp, gelu_tanh.cpp, bias_gelu_rows.cpp, add_layer_norm_rows.cpp): 16 values in
 // float or bf16 as fp32 and back, bf16's rounding, a masked tail, exp, GPT-2's GELU and its
-// slope. Include only from .cpp files; every function carries SLM_AVX512 and is called only after
-// cpu_has() said yes. Elsewhere (not x86-64) only cpu_has() exists (false).
+// slope; by_element_type picks a kernel's instantiation for a tensor's dtype. Include only from
+// .cpp files; every function carries SLM_AVX512 and is called only after cpu_has() said yes.
+// Elsewhere (not x86-64) only cpu_has(), by_element_type and add_blocks_in_order exist.
 #pragma once
 #include <cstdint>
 #include <initializer_list>
 #include <type_traits>
+
+#include <c10/core/ScalarType.h>
 
 #if defined(__x86_64__)
 // GCC 12 warns inside its own AVX-512 intrinsics (their "undefined" pass-through operands).
@@ -28,6 +31,14 @@ inline bool cpu_has() {
 #else
   return false;
 #endif
+}
+
+using u16 = uint16_t;  // bf16's bits, as the kernels read and write them
+
+// f(T{}) for the element type t names: float, or u16 for bf16 (the kernels take no other).
+template <typename F>
+void by_element_type(c10::ScalarType t, F&& f) {
+  t == c10::ScalarType::Float ? f(float{}) : f(u16{});
 }
 
 // out[j] = the sum over blocks k of partial[k * width + j], added in block order: the kernels' weight

@@ -15,7 +15,6 @@ namespace slm::model {
 namespace {
 
 using namespace avx512_rows;
-using u16 = uint16_t;  // bf16's bits
 
 // Rows [begin, end) of N columns: y = gelu(x + b).
 template <typename T>
@@ -52,12 +51,6 @@ constexpr int64_t kRowsPerBlock = 64;
 // Elements a thread should have at least before another one is worth waking.
 constexpr int64_t kGrain = 1 << 14;
 
-// f(T{}) for x's element type: float, or u16 for bf16.
-template <typename F>
-void by_type(at::ScalarType t, F&& f) {
-  t == at::kFloat ? f(float{}) : f(u16{});
-}
-
 }  // namespace
 #endif
 
@@ -83,7 +76,7 @@ at::Tensor bias_gelu_rows_forward(const at::Tensor& x, const at::Tensor& b) {
 #if defined(__x86_64__)
   const int64_t N = x.size(-1), rows = x.numel() / N;
   at::Tensor y = at::empty_like(x);
-  by_type(x.scalar_type(), [&](auto el) {
+  avx512_rows::by_element_type(x.scalar_type(), [&](auto el) {
     using T = decltype(el);
     const T* xp = static_cast<const T*>(x.data_ptr());
     T* yp = static_cast<T*>(y.data_ptr());
@@ -103,7 +96,7 @@ std::vector<at::Tensor> bias_gelu_rows_backward(const at::Tensor& gy_in, const a
   const at::Tensor gy = gy_in.to(x.scalar_type()).contiguous();
   const int64_t N = x.size(-1), rows = x.numel() / N, blocks = (rows + kRowsPerBlock - 1) / kRowsPerBlock;
   at::Tensor gx = at::empty_like(x), partial = at::empty({blocks, N}, b.options());
-  by_type(x.scalar_type(), [&](auto el) {
+  avx512_rows::by_element_type(x.scalar_type(), [&](auto el) {
     using T = decltype(el);
     const T *gyp = static_cast<const T*>(gy.data_ptr()), *xp = static_cast<const T*>(x.data_ptr());
     T* gxp = static_cast<T*>(gx.data_ptr());

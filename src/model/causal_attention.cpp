@@ -104,19 +104,19 @@ void softmax_backward_rows(const T* p, T* dp, int64_t segs, int64_t BH, int64_t 
 void causal_softmax_(at::Tensor& s, int64_t r0, float scale) {
 #if defined(__x86_64__)
   const int64_t segs = s.size(0), BH = s.size(1), L = s.size(2);
-  if (s.scalar_type() == at::kFloat) softmax_rows(s.data_ptr<float>(), segs, BH, L, r0, scale);
-  else softmax_rows(reinterpret_cast<uint16_t*>(s.data_ptr<at::BFloat16>()), segs, BH, L, r0, scale);
+  avx512_rows::by_element_type(s.scalar_type(), [&](auto el) {
+    softmax_rows(static_cast<decltype(el)*>(s.data_ptr()), segs, BH, L, r0, scale);
+  });
 #endif
 }
 
 void causal_softmax_backward_(const at::Tensor& p, at::Tensor& dp, int64_t r0, float scale) {
 #if defined(__x86_64__)
   const int64_t segs = p.size(0), BH = p.size(1), L = p.size(2);
-  if (p.scalar_type() == at::kFloat)
-    softmax_backward_rows(p.data_ptr<float>(), dp.data_ptr<float>(), segs, BH, L, r0, scale);
-  else
-    softmax_backward_rows(reinterpret_cast<const uint16_t*>(p.data_ptr<at::BFloat16>()),
-                          reinterpret_cast<uint16_t*>(dp.data_ptr<at::BFloat16>()), segs, BH, L, r0, scale);
+  avx512_rows::by_element_type(p.scalar_type(), [&](auto el) {
+    using T = decltype(el);
+    softmax_backward_rows(static_cast<const T*>(p.data_ptr()), static_cast<T*>(dp.data_ptr()), segs, BH, L, r0, scale);
+  });
 #endif
 }
 

@@ -40,19 +40,16 @@ bool supported(const at::Tensor& x) {
   return cpu_has() && x.device().is_cpu() && (x.scalar_type() == at::kFloat || x.scalar_type() == at::kBFloat16);
 }
 
-using u16 = uint16_t;
-
 struct GeluTanh : torch::autograd::Function<GeluTanh> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x_in) {
     const at::Tensor x = x_in.contiguous();
     at::Tensor y = at::empty_like(x);
-    if (x.scalar_type() == at::kFloat)
-      over_elements(x.numel(), [&](int64_t b, int64_t e) { forward_range(x.data_ptr<float>(), y.data_ptr<float>(), b, e); });
-    else
+    by_element_type(x.scalar_type(), [&](auto el) {
+      using T = decltype(el);
       over_elements(x.numel(), [&](int64_t b, int64_t e) {
-        forward_range(reinterpret_cast<const u16*>(x.data_ptr<at::BFloat16>()),
-                      reinterpret_cast<u16*>(y.data_ptr<at::BFloat16>()), b, e);
+        forward_range(static_cast<const T*>(x.data_ptr()), static_cast<T*>(y.data_ptr()), b, e);
       });
+    });
     ctx->save_for_backward({x});
     return y;
   }
@@ -61,16 +58,13 @@ struct GeluTanh : torch::autograd::Function<GeluTanh> {
     const at::Tensor x = ctx->get_saved_variables()[0];
     const at::Tensor dy = g[0].to(x.scalar_type()).contiguous();
     at::Tensor dx = at::empty_like(x);
-    if (x.scalar_type() == at::kFloat)
+    by_element_type(x.scalar_type(), [&](auto el) {
+      using T = decltype(el);
       over_elements(x.numel(), [&](int64_t b, int64_t e) {
-        backward_range(x.data_ptr<float>(), dy.data_ptr<float>(), dx.data_ptr<float>(), b, e);
+        backward_range(static_cast<const T*>(x.data_ptr()), static_cast<const T*>(dy.data_ptr()),
+                       static_cast<T*>(dx.data_ptr()), b, e);
       });
-    else
-      over_elements(x.numel(), [&](int64_t b, int64_t e) {
-        backward_range(reinterpret_cast<const u16*>(x.data_ptr<at::BFloat16>()),
-                       reinterpret_cast<const u16*>(dy.data_ptr<at::BFloat16>()),
-                       reinterpret_cast<u16*>(dx.data_ptr<at::BFloat16>()), b, e);
-      });
+    });
     return {dx};
   }
 };

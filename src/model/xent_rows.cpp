@@ -88,11 +88,10 @@ at::Tensor xent_rows(at::Tensor& logits, const at::Tensor& targets, bool grad, i
               "xent_rows: a target is outside [0, ", V, ")");
   at::Tensor loss = at::empty({rows}, logits.options().dtype(at::kFloat));
 #if defined(__x86_64__)
-  if (logits.scalar_type() == at::kFloat)
-    xent_all(logits.data_ptr<float>(), rows, V, t.data_ptr<int64_t>(), grad, loss.data_ptr<float>());
-  else
-    xent_all(reinterpret_cast<uint16_t*>(logits.data_ptr<at::BFloat16>()), rows, V, t.data_ptr<int64_t>(), grad,
+  avx512_rows::by_element_type(logits.scalar_type(), [&](auto el) {
+    xent_all(static_cast<decltype(el)*>(logits.data_ptr()), rows, V, t.data_ptr<int64_t>(), grad,
              loss.data_ptr<float>());
+  });
 #endif
   return loss;
 }
