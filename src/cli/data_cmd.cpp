@@ -10,6 +10,7 @@
 #include "data/prepare.h"
 #include "tokenizer/hf_files.h"
 #include "util/error.h"
+#include "util/threads.h"
 
 namespace slm::cli {
 namespace {
@@ -75,7 +76,9 @@ void add_data_commands(CLI::App& app) {
   prep->add_option("--shard-tokens", o->shard_tokens, "tokens per shard file")->capture_default_str()->check(at_least(1));
   prep->add_option("--eot", o->eot, "special token placed before every document")
       ->capture_default_str();
-  prep->add_option("--threads", o->threads, "encoding threads (0 = all cores)")->capture_default_str()->check(at_least(0));
+  prep->add_option("--threads", o->threads, "encoding threads (0 = all cores)")
+      ->capture_default_str()
+      ->check(in_range(0, kMaxThreads));
   prep->add_flag("--force", o->overwrite, "replace the output directory if it exists");
   prep->add_flag("-q,--quiet", o->quiet, "no progress output");
   add_corpus_options(prep, o->corpus);

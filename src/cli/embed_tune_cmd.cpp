@@ -6,6 +6,7 @@
 #include "cli/checks.h"
 #include "cli/commands.h"
 #include "embed/tune.h"
+#include "util/threads.h"
 
 namespace slm::cli {
 
@@ -44,7 +45,9 @@ void add_embed_tune_command(CLI::App& embed) {
   cmd->add_option("--device", o->device, "auto, cpu or cuda")->capture_default_str();
   cmd->add_option("--precision", o->precision, "fp32 or bf16 (autocast; fp16 would need loss scaling)")
       ->capture_default_str()->check(CLI::IsMember({"fp32", "bf16"}));
-  cmd->add_option("--threads", o->threads, "CPU threads per rank (0 = cores / ranks)")->capture_default_str()->check(at_least(0));
+  cmd->add_option("--threads", o->threads, "CPU threads per rank (0 = cores / ranks)")
+      ->capture_default_str()
+      ->check(in_range(0, kMaxThreads));
   cmd->add_option("--timeout", o->dist.timeout_s, "seconds before a silent peer counts as lost")->capture_default_str()->check(above(0));
   cmd->callback([o] {
     if (const int rc = embed::run_tune(*o); rc != 0) throw CLI::RuntimeError(rc);

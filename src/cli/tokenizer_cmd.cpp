@@ -154,7 +154,8 @@ void add_tokenizer_commands(CLI::App& app) {
   train->add_option("--special", ta->train.specials,
                     "special tokens, appended after the merges (repeat the option for several)")
       ->capture_default_str();
-  train->add_option("--threads", ta->threads, "worker threads for word counting (0 = all cores)")->check(at_least(0))
+  train->add_option("--threads", ta->threads, "worker threads for word counting (0 = all cores)")
+      ->check(in_range(0, kMaxThreads))
       ->capture_default_str();
   train->add_flag("--force", ta->force, "replace the output directory if it exists");
   train->add_flag("-q,--quiet", ta->quiet, "no progress output");

@@ -5,6 +5,7 @@
 #include "util/torch_compat.h"
 
 #include <cmath>
+#include <limits>
 #include <tuple>
 #include <fmt/format.h>
 
@@ -22,13 +23,18 @@ void validate(const GPT2Config& c) {
   auto need = [](bool ok, const std::string& msg) {
     if (!ok) throw UserError("model: " + msg);
   };
-  need(c.n_layer >= 1, fmt::format("n_layer {} must be >= 1", c.n_layer));
-  need(c.n_head >= 1, fmt::format("n_head {} must be >= 1", c.n_head));
-  need(c.n_embd >= 1 && c.n_embd % c.n_head == 0,
-       fmt::format("n_head {} must divide n_embd {}", c.n_head, c.n_embd));
-  need(c.block_size >= 1, fmt::format("block_size {} must be >= 1", c.block_size));
-  need(c.vocab_size >= 1, fmt::format("vocab_size {} must be >= 1", c.vocab_size));
-  need(c.vocab_pad >= 1, fmt::format("vocab_pad {} must be >= 1", c.vocab_pad));
+  // Upper bounds far beyond GPT-2's sizes, so that no product of them (a layer's parameters, a
+  // sequence's activations, the head's logits) leaves int64; token ids are int32.
+  auto in = [&](const char* name, int64_t v, int64_t hi) {
+    need(v >= 1 && v <= hi, fmt::format("{} {} must be from 1 to {}", name, v, hi));
+  };
+  in("n_layer", c.n_layer, int64_t{1} << 16);
+  in("n_head", c.n_head, int64_t{1} << 20);
+  in("n_embd", c.n_embd, int64_t{1} << 20);
+  need(c.n_embd % c.n_head == 0, fmt::format("n_head {} must divide n_embd {}", c.n_head, c.n_embd));
+  in("block_size", c.block_size, int64_t{1} << 24);
+  in("vocab_size", c.vocab_size, std::numeric_limits<int32_t>::max());
+  in("vocab_pad", c.vocab_pad, int64_t{1} << 20);
   need(c.dropout >= 0 && c.dropout < 1, fmt::format("dropout {} must be in [0, 1)", c.dropout));
   need(!(c.recompute && c.dropout > 0), "recompute with dropout > 0 is not supported yet");
 }

@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <set>
@@ -19,8 +20,11 @@
 
 namespace slm::parallel {
 
-int64_t Plan::global_batch() const {
-  return micro_batches * std::accumulate(micro_batch.begin(), micro_batch.end(), int64_t{0});
+int64_t Plan::global_batch() const {  // saturating: a plan file's sizes may multiply past int64
+  int64_t sum = 0, out = 0;
+  for (int64_t b : micro_batch)
+    if (__builtin_add_overflow(sum, b, &sum)) return std::numeric_limits<int64_t>::max();
+  return __builtin_mul_overflow(micro_batches, sum, &out) ? std::numeric_limits<int64_t>::max() : out;
 }
 
 static std::string resolve_schedule(const std::string& s, int64_t pp, int64_t v) {
@@ -125,19 +129,28 @@ namespace {
 
 template <typename T>
 T get(const toml::node* n, const std::string& key, const std::string& where) {
-  // Integers only from integer nodes: toml++ converts a float to an integer by a cast that is
-  // undefined out of range (found by fuzz_toml).
-  const bool type_ok = n && (!std::is_integral_v<T> || n->is_integer());
-  auto v = type_ok ? n->value<T>() : std::optional<T>{};
-  if (!v) throw UserError(fmt::format("{}: '{}' has the wrong type", where, key));
-  return *v;
+  if constexpr (std::is_integral_v<T>) {
+    // Integers only from integer nodes: toml++ converts a float to an integer by a cast that is
+    // undefined out of range (found by fuzz_toml); within a setting's range, so that none wraps.
+    const std::optional<int64_t> v = n && n->is_integer() ? n->value<int64_t>() : std::nullopt;
+    if (!v) throw UserError(fmt::format("{}: '{}' has the wrong type", where, key));
+    if (*v < -int_setting_limit<T>() || *v > int_setting_limit<T>())
+      throw UserError(fmt::format("{}: '{}' must be an integer between {} and {} (got {})", where, key,
+                                  -int_setting_limit<T>(), int_setting_limit<T>(), *v));
+    return static_cast<T>(*v);
+  } else {
+    auto v = n ? n->value<T>() : std::optional<T>{};
+    if (!v) throw UserError(fmt::format("{}: '{}' has the wrong type", where, key));
+    return *v;
+  }
 }
 
-std::vector<int64_t> int_list(const toml::node* n, const std::string& key, const std::string& where) {
+template <typename T>
+std::vector<T> int_list(const toml::node* n, const std::string& key, const std::string& where) {
   const toml::array* a = n ? n->as_array() : nullptr;
   if (!a) throw UserError(fmt::format("{}: '{}' must be a list of integers", where, key));
-  std::vector<int64_t> out;
-  for (const toml::node& e : *a) out.push_back(get<int64_t>(&e, key, where));
+  std::vector<T> out;
+  for (const toml::node& e : *a) out.push_back(get<T>(&e, key, where));
   return out;
 }
 
@@ -153,12 +166,11 @@ Plan parse_plan(const std::string& text, const std::string& where) {
   p.zero = -1;
   if (auto* n = t.get("schedule")) p.schedule = get<std::string>(n, "schedule", where);
   if (auto* n = t.get("micro_batches")) p.micro_batches = get<int64_t>(n, "micro_batches", where);
-  if (auto* n = t.get("zero")) p.zero = static_cast<int>(get<int64_t>(n, "zero", where));
-  if (auto* n = t.get("virtual_stages")) p.virtual_stages = static_cast<int>(get<int64_t>(n, "virtual_stages", where));
+  if (auto* n = t.get("zero")) p.zero = get<int>(n, "zero", where);
+  if (auto* n = t.get("virtual_stages")) p.virtual_stages = get<int>(n, "virtual_stages", where);
   if (!t.get("micro_batch")) throw UserError(fmt::format("{}: 'micro_batch' (one size per replica) is missing", where));
-  p.micro_batch = int_list(t.get("micro_batch"), "micro_batch", where);
-  if (auto* n = t.get("job_ranks"))
-    for (int64_t r : int_list(n, "job_ranks", where)) p.job_ranks.push_back(static_cast<int>(r));
+  p.micro_batch = int_list<int64_t>(t.get("micro_batch"), "micro_batch", where);
+  if (auto* n = t.get("job_ranks")) p.job_ranks = int_list<int>(n, "job_ranks", where);
   const toml::array* stages = t.get("stage") ? t.get("stage")->as_array() : nullptr;
   if (!stages || stages->empty()) throw UserError(fmt::format("{}: no [[stage]] tables", where));
   for (size_t k = 0; k < stages->size(); ++k) {
@@ -167,11 +179,11 @@ Plan parse_plan(const std::string& text, const std::string& where) {
     if (!st) throw UserError(w + ": must be a table");
     reject_unknown_keys(*st, {"layers", "tp", "ranks"}, w);
     StagePlan s;
-    std::vector<int64_t> layers = int_list(st->get("layers"), "layers", w);
+    std::vector<int64_t> layers = int_list<int64_t>(st->get("layers"), "layers", w);
     if (layers.size() != 2) throw UserError(w + ": 'layers' must be [first, end)");
     s.first = layers[0], s.end = layers[1];
-    if (auto* n = st->get("tp")) s.tp = static_cast<int>(get<int64_t>(n, "tp", w));
-    for (int64_t r : int_list(st->get("ranks"), "ranks", w)) s.ranks.push_back(static_cast<int>(r));
+    if (auto* n = st->get("tp")) s.tp = get<int>(n, "tp", w);
+    s.ranks = int_list<int>(st->get("ranks"), "ranks", w);
     p.stages.push_back(s);
   }
   p.dp = static_cast<int>(p.micro_batch.size());

@@ -5,7 +5,6 @@
 #include <fmt/format.h>
 
 #include <cmath>
-
 #include <map>
 #include <optional>
 #include <sstream>
@@ -15,6 +14,8 @@
 #include "model/attention_choice.h"
 #include "util/error.h"
 #include "util/files.h"
+#include "util/threads.h"
+#include "util/toml_keys.h"
 
 namespace slm::train {
 namespace {
@@ -129,7 +130,7 @@ Field* find(std::vector<Field>& fs, const std::string& section, const std::strin
 }
 
 void set_from_toml(const Field& f, const toml::node& n, const std::string& where) {
-  auto bad = [&](const char* want) {
+  auto bad = [&](const std::string& want) {
     return UserError(fmt::format("{}: [{}] {} must be {}", where, f.section, f.key, want));
   };
   std::visit(
@@ -146,8 +147,11 @@ void set_from_toml(const Field& f, const toml::node& n, const std::string& where
           *p = *n.value<bool>();
         } else {
           if (!n.is_integer()) throw bad("an integer");
-          int64_t v = *n.value<int64_t>();
+          const int64_t v = *n.value<int64_t>();
           if (std::is_unsigned_v<T> && v < 0) throw bad("a non-negative integer");
+          const int64_t limit = int_setting_limit<T>();  // so that no count or size wraps
+          if (!std::is_unsigned_v<T> && (v < -limit || v > limit))
+            throw bad(fmt::format("an integer between {} and {} (got {})", -limit, limit, v));
           *p = static_cast<T>(v);
         }
       },
@@ -304,7 +308,8 @@ void validate(const Config& c) {
        fmt::format("system: loss_scaling \"{}\" is not one of auto, on, off", c.system.loss_scaling));
   need(c.system.loss_scale_init >= 1 && c.system.loss_scale_growth_interval >= 1,
        "system: loss_scale_init must be >= 1 and loss_scale_growth_interval >= 1");
-  need(c.system.threads >= 0, "system: threads must be >= 0");
+  need(c.system.threads >= 0 && c.system.threads <= kMaxThreads,
+       fmt::format("system: threads {} must be from 0 (cores / ranks) to {}", c.system.threads, kMaxThreads));
   model::attention_candidates(c.system.attention);  // a one-line UserError for an unknown kernel
   need(c.eval.every >= 0 && c.eval.batches >= 1, "eval: every must be >= 0 and batches >= 1");
   need(c.log.every >= 1 && c.log.trace_steps >= 0 && c.log.profile_steps >= 0,

@@ -58,7 +58,7 @@ struct SystemConfig {
   std::string loss_scaling = "auto";  // auto (on for fp16) | on | off: dynamic loss scaling
   double loss_scale_init = 65536;     // first loss scale
   int64_t loss_scale_growth_interval = 2000;  // finite steps before the scale doubles
-  int threads = 0;                 // CPU threads per rank; 0 = cores / ranks on this machine
+  int threads = 0;                 // CPU threads per rank (at most 4096); 0 = cores / ranks on this machine
   uint64_t seed = 1337;            // model initialisation
   double peak_tflops = 0;          // device peak for MFU; 0 = measure by a GEMM once (cached)
   std::string device_update = "auto";  // auto (on for CUDA) | on | off: gradient norm, clipping and the

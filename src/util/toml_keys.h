@@ -1,11 +1,23 @@
 // util/toml_keys.h: strict TOML: parse with one-line errors ("<where>:<line>: <what>"), reject
-// non-finite numbers, and reject keys a section does not know, by name.
+// non-finite numbers, and reject keys a section does not know, by name; the range of an integer
+// setting.
 #pragma once
+#include <cstdint>
+#include <limits>
 #include <set>
 #include <string>
 #include <toml++/toml.h>
+#include <type_traits>
 
 namespace slm {
+
+// The largest integer setting in magnitude (an `int` setting: int's range): far beyond any real
+// count or size, and small enough that sums and small multiples of settings stay within int64.
+constexpr int64_t kIntSettingLimit = int64_t{1} << 40;
+template <typename T>
+constexpr int64_t int_setting_limit() {
+  return std::is_same_v<T, int> ? std::numeric_limits<int>::max() : kIntSettingLimit;
+}
 
 // UserError "<where>:<line>: <description>" for malformed TOML, and for an inf or nan anywhere in
 // it (no setting of slmtrain takes one).

@@ -25,6 +25,7 @@ expect_exit 2 "The following argument was not expected: --bogus" "$SLM" train --
 expect_exit 2 "inputs is required" "$SLM" data prepare
 expect_exit 2 "--temperature: must be a finite number (got inf)" "$SLM" generate x --temperature inf
 expect_exit 2 "--nproc: must be at least 1 (got 0)" "$SLM" launch -n 0 -- true
+expect_exit 2 "--threads: must be between 0 and 4096 (got 1000000)" "$SLM" data prepare x -t y --out z --threads 1000000
 "$SLM" --help >/dev/null || fail "--help must exit 0"
 
 # 7. Non-finite numbers are refused everywhere: --set, config files, other TOML files.
@@ -34,6 +35,14 @@ printf '[optim]\nlr = nan\n' > nan.toml
 expect_exit 1 'nan.toml: [optim] lr must be a finite number' "$SLM" train -c nan.toml "${TINY[@]}"
 printf 'name = "x"\n[[site]]\nranks = 2\ncpus = inf\n' > tb.toml
 expect_exit 1 'tb.toml:4: inf is not allowed here' "$SLM" testbed up tb.toml
+# ... and so are integers that would wrap around (1 + trace_steps overflowed; vocab_pad + V did).
+expect_exit 1 '[log] trace_steps must be an integer between -1099511627776 and 1099511627776' \
+  "$SLM" train "${TINY[@]}" --set log.trace_steps=9223372036854775807
+expect_exit 1 'model: vocab_pad 1099511627776 must be from 1 to 1048576' \
+  "$SLM" train "${TINY[@]}" --set model.vocab_pad=1099511627776
+# (a million threads hung in LibTorch's pool)
+expect_exit 1 'system: threads 1000000 must be from 0 (cores / ranks) to 4096' \
+  "$SLM" train "${TINY[@]}" --set system.threads=1000000
 # ... and a run that diverges stops after 5 non-finite losses in a row, keeping its last checkpoint
 # with a finite loss (2 sound steps, then a learning rate of 1e20 on resume).
 run_div=("$SLM" train "${TINY[@]}" --set run.dir=div --set checkpoint.every=1 --set schedule.max_steps=50)

@@ -3,6 +3,8 @@
 // memory caps.
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "parallel/plan.h"
 #include "util/error.h"
 
@@ -154,6 +156,19 @@ TEST(Plan, OneLineErrors) {
   EXPECT_EQ(bad("micro_batch = [1]\n"), "p.toml: no [[stage]] tables");
   EXPECT_EQ(bad("micro_batch = [1]\n[[stage]]\nlayers = [0]\nranks = [0]\n"), "p.toml: stage 0: 'layers' must be [first, end)");
   EXPECT_NE(bad("micro_batch = [1\n").find("p.toml:"), std::string::npos);
+  // Integers within a setting's range: an int no longer keeps the low 32 bits of what was written
+  // (tp = 2^32 + 2 was tp 2), and sizes whose product passes int64 give an impossible batch.
+  const std::string stage = "\n[[stage]]\nlayers = [0, 8]\nranks = [0]\n";
+  EXPECT_EQ(bad("micro_batch = [1]\n[[stage]]\nlayers = [0, 8]\ntp = 4294967298\nranks = [0]\n"),
+            "p.toml: stage 0: 'tp' must be an integer between -2147483647 and 2147483647 (got 4294967298)");
+  EXPECT_EQ(bad("micro_batch = [1]\nzero = -9223372036854775808" + stage),
+            "p.toml: 'zero' must be an integer between -2147483647 and 2147483647 (got -9223372036854775808)");
+  EXPECT_EQ(bad("micro_batch = [1, 9223372036854775807]" + stage),
+            "p.toml: 'micro_batch' must be an integer between -1099511627776 and 1099511627776 (got "
+            "9223372036854775807)");
+  const Plan huge =
+      parse_plan("micro_batches = 1099511627776\nmicro_batch = [1099511627776, 1099511627776]" + stage, "p.toml");
+  EXPECT_EQ(huge.global_batch(), std::numeric_limits<int64_t>::max());
 
   PlanFlags f;
   f.pp = 2;

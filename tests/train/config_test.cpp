@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <sstream>
+
 #include "test_util.h"
 #include "planner/cost_model.h"
 #include "planner/plan_file.h"
@@ -56,6 +58,44 @@ TEST(Config, ErrorsNameTheKey) {
   c = load_config("", {"data.dir=x", "model.vocab_size=100", "system.precision=fp8"});
   EXPECT_NE(error_of([&] { validate(c); }).find("precision \"fp8\" is not one of auto, fp32, bf16, fp16"),
             std::string::npos);
+}
+
+// Every integer setting has a range, so that no count or size wraps: a sum or small multiple of
+// one (1 + log.trace_steps, 8 x parallel.micro_batches, vocab_size + vocab_pad) overflowed int64 and
+// an `int` setting (system.threads) took the low 32 bits of what was given. The seeds take any
+// non-negative int64. The keys are read from the dump, so a new integer setting is checked too.
+TEST(Config, EveryIntegerSettingHasARange) {
+  std::istringstream dump(to_toml(Config{}));
+  std::string line, section;
+  int checked = 0;
+  while (std::getline(dump, line)) {
+    if (line.size() > 2 && line.front() == '[') section = line.substr(1, line.size() - 2);
+    const size_t eq = line.find(" = ");
+    if (eq == std::string::npos || line.find_first_not_of("-0123456789", eq + 3) != std::string::npos) continue;
+    const std::string key = section + "." + line.substr(0, eq);
+    const std::string err = error_of([&] { load_config("", {key + "=9223372036854775807"}); });
+    if (line.substr(0, eq) == "seed") {
+      EXPECT_EQ(err, "") << key;
+      continue;
+    }
+    EXPECT_NE(err.find("must be an integer between"), std::string::npos) << key << ": " << err;
+    EXPECT_NE(err.find("(got 9223372036854775807)"), std::string::npos) << key << ": " << err;
+    EXPECT_NE(error_of([&] { load_config("", {key + "=-9223372036854775808"}); }), "") << key;
+    ++checked;
+  }
+  EXPECT_GE(checked, 30);
+  EXPECT_EQ(error_of([&] { load_config("", {"log.trace_steps=1099511627777"}); }),
+            "--set \"log.trace_steps=1099511627777\": [log] trace_steps must be an integer between -1099511627776 "
+            "and 1099511627776 (got 1099511627777)");
+  EXPECT_EQ(load_config("", {"log.trace_steps=1099511627776"}).log.trace_steps, int64_t{1} << 40);
+  EXPECT_EQ(error_of([&] { load_config("", {"system.threads=4294967297"}); }),
+            "--set \"system.threads=4294967297\": [system] threads must be an integer between -2147483647 and "
+            "2147483647 (got 4294967297)");
+  test::TempDir tmp;
+  test::write(tmp / "c.toml", "[model]\nvocab_pad = 9223372036854775807\n");
+  EXPECT_EQ(error_of([&] { load_config(tmp / "c.toml", {}); }),
+            tmp / "c.toml" + ": [model] vocab_pad must be an integer between -1099511627776 and 1099511627776 (got "
+                             "9223372036854775807)");
 }
 
 // The plan file's [set] table and apply_settings (what parallel.plan = "auto" calls) come from one
