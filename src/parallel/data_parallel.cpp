@@ -2,6 +2,7 @@
 #include <torch/torch.h>
 
 #include <fmt/format.h>
+#include <limits>
 #include <utility>
 #include <vector>
 
@@ -103,9 +104,12 @@ void validate(const ParallelConfig& c) {
   if (c.zero < 0 || c.zero > 3)
     throw UserError(fmt::format("parallel: zero {} is not 0, 1, 2 or 3", c.zero));
   if (c.bucket_mb <= 0) throw UserError(fmt::format("parallel: bucket_mb {} must be positive", c.bucket_mb));
-  if (c.dp == 0 || c.dp < -1) throw UserError(fmt::format("parallel: dp {} must be -1 or positive", c.dp));
-  if (c.tp < 1) throw UserError(fmt::format("parallel: tp {} must be >= 1", c.tp));
-  if (c.pp < 1 || c.virtual_stages < 1) throw UserError("parallel: pp and virtual_stages must be >= 1");
+  // Degrees count ranks, which are ints: one past int's range was cast to 0 (a division by zero).
+  constexpr int64_t most = std::numeric_limits<int>::max();
+  if (c.dp == 0 || c.dp < -1 || c.dp > most)
+    throw UserError(fmt::format("parallel: dp {} must be -1 or from 1 to {}", c.dp, most));
+  for (const auto& [name, v] : {std::pair{"tp", c.tp}, {"pp", c.pp}, {"virtual_stages", c.virtual_stages}})
+    if (v < 1 || v > most) throw UserError(fmt::format("parallel: {} {} must be from 1 to {}", name, v, most));
   if (c.micro_batches < 0) throw UserError("parallel: micro_batches must be >= 0 (0 = from batch_size)");
   if (c.zero_scope != "dp" && c.zero_scope != "site")
     throw UserError(fmt::format("parallel: zero_scope \"{}\" is not dp or site", c.zero_scope));

@@ -91,6 +91,9 @@ TEST(Config, EveryIntegerSettingHasARange) {
   EXPECT_EQ(error_of([&] { load_config("", {"system.threads=4294967297"}); }),
             "--set \"system.threads=4294967297\": [system] threads must be an integer between -2147483647 and "
             "2147483647 (got 4294967297)");
+  // A parallel degree counts ranks (ints): 2^40 was cast to tp 0, a division by zero.
+  const Config tp = load_config("", {"data.dir=x", "model.vocab_size=100", "parallel.tp=1099511627776"});
+  EXPECT_EQ(error_of([&] { validate(tp); }), "parallel: tp 1099511627776 must be from 1 to 2147483647");
   test::TempDir tmp;
   test::write(tmp / "c.toml", "[model]\nvocab_pad = 9223372036854775807\n");
   EXPECT_EQ(error_of([&] { load_config(tmp / "c.toml", {}); }),
