@@ -7,8 +7,9 @@
 # exit N"; exit 1 if any. A value accepted and trained with (exit 0) or refused in one line
 # (exit 1 or 2) is fine; a run still going after 90 s (a huge max_steps) is stopped and counts as
 # fine.
-# Usage: SLM=build-asan/slm bench/robustness/config_extremes.sh [VALUE...]
-#   (default values: ±(2^63 - 1), ±2^40, ±(2^31 - 1), -1, 0, 2^20, 2^24, ±1e308)
+# Usage: SLM=build-asan/slm [KEYS=REGEX] bench/robustness/config_extremes.sh [VALUE...]
+#   (default values: ±(2^63 - 1), ±2^40, ±(2^31 - 1), -1, 0, 2^20, 2^24, ±1e308; KEYS: only the
+#   keys it matches, e.g. KEYS='^system\.threads$' for a new setting)
 set -uo pipefail
 SLM=${SLM:-$(cd "$(dirname "$0")/../.." && pwd)/build/slm}
 values=("$@")
@@ -26,7 +27,7 @@ BASE=(--set data.dir="$W/data" --set model.n_layer=2 --set model.n_embd=64 --set
       --set schedule.warmup_steps=1 --set eval.every=0 --set checkpoint.every=0)
 # The numeric keys, from the effective configuration's dump ("key = 12", "key = -1.5").
 keys=$("$SLM" train "${BASE[@]}" --print-config |
-       awk '/^\[/ { s = substr($0, 2, length($0) - 2) } / = -?[0-9]/ { print s "." $1 }')
+       awk '/^\[/ { s = substr($0, 2, length($0) - 2) } / = -?[0-9]/ { print s "." $1 }' | grep -E "${KEYS:-.}")
 found=0
 for k in $keys; do
   for v in "${values[@]}"; do
