@@ -1,6 +1,6 @@
 // util/threads.h: the one parallel loop the CPU-side pipelines use (word counting, encoding).
-// Owns: parallel_for, default_threads and kMaxThreads. Work items are handed out dynamically; the first
-// exception thrown by any item is rethrown on the calling thread after all workers stop.
+// Owns: parallel_for, default_threads and kMaxThreads. Work items are handed out dynamically;
+// the first exception thrown by any item is rethrown on the calling thread after all workers stop.
 #pragma once
 #include <cstdint>
 #include <functional>
