@@ -20,6 +20,7 @@
 #include "host/host_name.h"
 #include "host/machine.h"
 #include "host/memory_limit.h"
+#include "host/rng_state.h"
 #include "host/runtime.h"
 #include "model/autocast.h"
 #include "parallel/flat.h"
@@ -423,6 +424,7 @@ void check_profile_fits(const ProfileRequest& r) {
 std::vector<planner::RankProfile> profile_job(const ProfileRequest& request, comm::World& w) {
   const comm::Group& g = w.world;
   check_profile_fits(request);
+  const host::KeepRng keep{c10::Device(request.device)};  // its random inputs leave the run's generators as they were
   ProfileRequest r = request;
   if (r.min_sample_s <= 0) r.min_sample_s = 2 * quota_period_s();
   RankPools pools = rank_pools(g);

@@ -20,6 +20,7 @@
 
 #include "host/cpu_share.h"
 #include "host/cuda_info.h"
+#include "host/rng_state.h"
 #include "host/runtime.h"
 
 #include "util/measure_cache.h"
@@ -63,6 +64,7 @@ static PeakTiming measure_gemm_flops(const std::string& device, const std::strin
   const auto opts = torch::TensorOptions().device(device).dtype(precision == "bf16" ? torch::kBFloat16 : torch::kFloat);
   int64_t n = 256;
   at::Tensor a, b;
+  const KeepRng keep{c10::Device(device)};  // its random inputs leave the run's generators as they were
   for (;;) {
     a = torch::randn({n, n}, opts);
     b = torch::randn({n, n}, opts);

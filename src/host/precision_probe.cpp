@@ -12,6 +12,7 @@
 
 #include "host/cpu_share.h"
 #include "host/hardware.h"
+#include "host/rng_state.h"
 #include "host/runtime.h"
 #include "model/autocast.h"
 #include "util/measure_cache.h"
@@ -36,6 +37,7 @@ double time_step_parts(const model::GPT2Config& shape, int64_t b, int64_t T, con
   model::GPT2Config c = shape;
   c.n_layer = 1, c.dropout = 0;
   model::GPT2 m = model::init_gpt2(c, 1);
+  const KeepRng keep;  // its random inputs leave the run's generators as they were
   at::Tensor x = torch::randn({b, T, c.n_embd}).requires_grad_(true), g = torch::randn({b, T, c.n_embd});
   at::Tensor idx = torch::randint(c.vocab_size, {b, T}, torch::kLong);
   model::AutocastGuard autocast(precision, "cpu");

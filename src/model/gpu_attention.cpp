@@ -11,6 +11,7 @@
 #include <memory>
 #include <vector>
 
+#include "host/rng_state.h"
 #include "model/attention_choice.h"
 #include "model/recompute.h"
 #include "util/cache_dir.h"
@@ -69,6 +70,7 @@ double time_kernel(const std::string& name, const at::Tensor& q, double dropout,
   try {
     AutocastOff no_autocast;  // q's dtype is the one training runs attention in
     torch::AutoGradMode grad(train);
+    const host::KeepRng keep(q.device());  // its inputs and dropout leave the run's masks as they were
     const at::Tensor a = at::randn(q.sizes(), q.options()).requires_grad_(train);
     const at::Tensor b = at::randn(q.sizes(), q.options()).requires_grad_(train);
     const at::Tensor c = at::randn(q.sizes(), q.options()).requires_grad_(train);

@@ -9,10 +9,10 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <functional>
-#include <mutex>
 #include <nlohmann/json.hpp>
 
 #include "comm/collectives.h"
+#include "host/rng_state.h"
 #include "model/hf_import.h"
 #include "parallel/tensor/model.h"
 #include "parallel/tensor/random.h"
@@ -146,18 +146,6 @@ static std::vector<std::pair<std::string, c10::Device>> rng_devices(const Traine
   return out;
 }
 
-static at::Tensor generator_state(c10::Device device) {
-  at::Generator g = at::globalContext().defaultGenerator(device);
-  std::lock_guard<std::mutex> lock(g.mutex());
-  return g.get_state();
-}
-
-static void set_generator_state(c10::Device device, const at::Tensor& state) {
-  at::Generator g = at::globalContext().defaultGenerator(device);
-  std::lock_guard<std::mutex> lock(g.mutex());
-  g.set_state(state);
-}
-
 // This rank's buffer (parameters, AdamW's moments), where its pieces sit and the generators.
 static std::shared_ptr<torch::serialize::OutputArchive> shard_archive(const Trainer& t, bool copy) {
   std::vector<int64_t> flat;  // (k, 3): local, global, size
@@ -168,7 +156,7 @@ static std::shared_ptr<torch::serialize::OutputArchive> shard_archive(const Trai
   a->write("exp_avg_sq", cpu_for_save(t.adam.exp_avg_sq, copy));
   a->write("segments", at::tensor(flat, at::kLong).view({-1, 3}));
   for (const auto& [name, device] : rng_devices(t)) {
-    a->write("rng." + name, generator_state(device));
+    a->write("rng." + name, host::generator_state(device));
     a->write("rng.tp_split." + name, parallel::tensor::split_rng_state(device));  // dropout on a tp rank's own part
   }
   return a;
@@ -486,7 +474,7 @@ void load_checkpoint(Trainer& t, const std::string& dir) {
   a.load_from(dir + "/" + rng_file);
   at::Tensor rng;
   for (const auto& [name, device] : rng_devices(t)) {  // a CPU run's checkpoint has no "rng.cuda"
-    if (a.try_read("rng." + name, rng)) set_generator_state(device, rng);
+    if (a.try_read("rng." + name, rng)) host::set_generator_state(device, rng);
     if (a.try_read("rng.tp_split." + name, rng)) parallel::tensor::set_split_rng_state(device, rng);
   }
   t.step = state.at("step").get<int64_t>();
