@@ -15,6 +15,7 @@
 #           torch, debian otherwise (the default when SLM_TORCH is unset)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+export CCACHE_BASEDIR=$PWD  # relative paths in ccache's keys, as in scripts/test.sh
 REQUIREMENTS=scripts/requirements-torch.txt
 
 # Every Debian package the project needs, one per concern.
@@ -81,7 +82,13 @@ choose_torch() {
     auto) if active_python_torch; then py=$(command -v python3); fi ;;
     *) echo "setup: SLM_TORCH=$want is not one of debian, pip, auto" >&2; exit 2 ;;
   esac
-  TORCH_KIND=debian BUILD_DIR=build CMAKE_TORCH=()
+  TORCH_KIND=debian BUILD_DIR=build CMAKE_TORCH=() WERROR=()
+  # With the toolchain scripts/test.sh is run on in CI (g++ 12, Debian's or the pinned PyPI LibTorch),
+  # warnings are errors here as there: the same compile commands, so the test command reuses this
+  # build instead of compiling it all again (~20 min on 2 cores). Another compiler may warn: not there.
+  if [ "$("${CXX:-c++}" -dumpversion 2>/dev/null)" = 12 ] && { [ -z "$py" ] || [ "$want" = pip ]; }; then
+    WERROR=(-DSLM_WERROR=ON)
+  fi
   if [ -n "$py" ]; then
     TORCH_KIND=pip BUILD_DIR=build-pip
     CMAKE_TORCH=(-DCMAKE_PREFIX_PATH="$("$py" -c 'import torch; print(torch.utils.cmake_prefix_path)')"
@@ -92,7 +99,7 @@ choose_torch() {
 build() {
   choose_torch
   echo "setup: building against the $TORCH_KIND LibTorch into $BUILD_DIR/"
-  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release "${CMAKE_TORCH[@]}" >/dev/null
+  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release "${CMAKE_TORCH[@]}" "${WERROR[@]}" >/dev/null
   cmake --build "$BUILD_DIR" -j "$(nproc)"
 }
 
