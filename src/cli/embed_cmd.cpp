@@ -166,8 +166,11 @@ void add_embed_command(CLI::App& app) {
   ev->add_option("--val-fraction", e->val_fraction, "held-out share, chosen as `slm data prepare` does")->capture_default_str()->check(in_range(0, 0.5));
   ev->add_option("--seed", e->seed, "seed of that choice (as `slm data prepare --seed`)")->capture_default_str();
   ev->add_flag("--all-docs", e->all_docs, "use every document, not the held-out ones");
-  ev->add_option("--query-tokens", e->query_tokens, "tokens of a document's start that form its query")->capture_default_str()->check(at_least(1));
-  ev->add_option("--target-tokens", e->target_tokens, "tokens after them that form its target (default: context - 1)")->check(at_least(0));
+  ev->add_option("--query-tokens", e->query_tokens, "tokens of a document's start that form its query")
+      ->capture_default_str()
+      ->check(in_range(1, 1 << 30));
+  ev->add_option("--target-tokens", e->target_tokens, "tokens after them that form its target (default: context - 1)")
+      ->check(in_range(0, 1 << 30));
   ev->add_option("--max-docs", e->max_docs, "at most this many documents (the first ones)")->capture_default_str()->check(at_least(0));
   ev->add_option("--pooling", e->pooling, "mean, last, weighted-mean or all")->capture_default_str();
   ev->add_option("--device", e->device, "auto, cpu or cuda")->capture_default_str();

@@ -16,7 +16,9 @@ void add_launch_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "launch",
       "run a command as N ranks of a job: slm launch -n 4 -- slm train -c configs/tiny.toml");
-  cmd->add_option("-n,--nproc", o->nproc, "ranks on this machine")->required()->check(at_least(1));
+  cmd->add_option("-n,--nproc", o->nproc, "ranks on this machine")
+      ->required()
+      ->check(in_range(1, comm::kMaxLocalRanks));
   auto nnodes = std::make_shared<std::string>("1");
   cmd->add_option("--nnodes", *nnodes,
                   "machines in the job (one launcher on each); MIN:MAX makes it elastic: restarts across "

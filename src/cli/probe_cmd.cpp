@@ -42,11 +42,12 @@ void add_probe_command(CLI::App& app) {
   cmd->add_option("--timeout", a->dist.timeout_s, "seconds before a silent peer counts as lost")->capture_default_str()->check(above(0));
   cmd->callback([a] {
     for (int64_t s : a->probe.sizes)
-      if (s < 4) throw UserError("probe: --sizes must be >= 4 bytes");
+      if (s < 4 || s > (int64_t{1} << 32)) throw UserError("probe: --sizes must be from 4 bytes to 4294967296 (4 GiB)");
     if (a->probe.sizes.size() < 2) throw UserError("probe: give at least two --sizes (the fit needs them)");
     comm::validate(a->dist.wan);
     for (double mb : a->probe.allreduce_mb)
-      if (mb <= 0) throw UserError("probe: --allreduce-mb sizes must be > 0");
+      if (!(mb > 0 && mb <= 1048576))
+        throw UserError("probe: --allreduce-mb sizes must be above 0 and at most 1048576");
     comm::World w = comm::init_world(a->dist, "cpu");
     a->probe.wan = a->dist.wan;
     comm::ProbeResult r = comm::probe_links(w, a->probe);

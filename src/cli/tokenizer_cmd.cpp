@@ -94,8 +94,10 @@ void run_decode(const CodecArgs& a) {
   std::vector<uint32_t> ids;
   if (!a.shard.empty()) {
     data::Shard s(a.shard);
-    int64_t end = a.count < 0 ? s.size() : std::min(s.size(), a.start + a.count);
-    for (int64_t i = std::max<int64_t>(0, a.start); i < end; ++i) ids.push_back(s[i]);
+    // Counted from what is left after start, so that no start + count overflows (2^63 - 1).
+    const int64_t from = std::min(std::max<int64_t>(0, a.start), s.size());
+    const int64_t end = a.count < 0 ? s.size() : from + std::min(a.count, s.size() - from);
+    for (int64_t i = from; i < end; ++i) ids.push_back(s[i]);
   } else {
     std::istringstream in(read_input(a.input));
     std::string w;

@@ -24,6 +24,7 @@
 #include "comm/compat.h"
 #include "comm/reach.h"
 #include "util/error.h"
+#include "util/wait_time.h"
 
 namespace slm::comm {
 namespace {
@@ -62,7 +63,7 @@ struct Rdzv {
 // Polls pred every 100 ms until it holds (true), the launcher is signalled or the time is up (false).
 template <class Pred>
 bool wait_until(Pred pred, double seconds) {
-  const auto until = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  const auto until = deadline_after(seconds);
   for (;;) {
     if (pred()) return true;
     if (launcher_signal() || Clock::now() >= until) return false;
@@ -75,7 +76,7 @@ Rdzv connect(const LaunchOptions& o, const std::string& addr, int port, bool hos
   so.port = static_cast<uint16_t>(port);
   so.isServer = host;
   so.waitWorkers = false;
-  so.timeout = std::chrono::milliseconds(static_cast<int64_t>(std::max(o.join_timeout_s, 1.0) * 1000));
+  so.timeout = wait_ms(std::max(o.join_timeout_s, 1.0));
   const std::string where = fmt::format("{}:{}", addr, port);
   const auto not_answered = [&] {
     return UserError(fmt::format("launch: no launcher with --node-rank 0 answered at {} within {:.0f} s", where,
@@ -272,6 +273,7 @@ int run_elastic(Rdzv& z, const LaunchOptions& o, const std::string& addr, bool h
 }  // namespace
 
 int launch_elastic(const LaunchOptions& o) {
+  check_rank_counts(o);
   if (o.min_nodes < 1 || o.min_nodes > o.nnodes)
     throw UserError(fmt::format("launch: --nnodes {}:{} needs 1 <= MIN <= MAX", o.min_nodes, o.nnodes));
   const size_t colon = o.master.rfind(':');

@@ -60,7 +60,8 @@ namespace {
 // Extra connections of g's ranks for chunked all-reduces (collective over g's members).
 std::shared_ptr<Wan> with_channels(World& w, const Group& g, const WanOptions& o) {
   auto wan = std::make_shared<Wan>();
-  wan->chunk_bytes = static_cast<int64_t>(o.chunk_mb * 1024 * 1024);
+  // A chunk of 1 TiB or more is the whole tensor: held there, the cast cannot overflow (1e308).
+  wan->chunk_bytes = static_cast<int64_t>(std::min(o.chunk_mb, 1048576.0) * 1024 * 1024);
   wan->min_chunk_bytes = min_chunk_bytes(o.link, g.size);
   for (int64_t c = 1; c < o.channels; ++c)
     wan->channels.push_back(new_group(w, fmt::format("{}.ch{}", g.name, c), g.ranks, /*own_connections=*/true));

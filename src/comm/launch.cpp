@@ -7,6 +7,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -20,6 +21,7 @@
 
 #include "comm/launch_record.h"
 #include "util/error.h"
+#include "util/wait_time.h"
 
 namespace slm::comm {
 namespace {
@@ -189,9 +191,7 @@ Outcome run_ranks(const LaunchOptions& o, const std::string& addr, const std::st
   bool failed = false;
   Clock::time_point kill_at = Clock::time_point::max();
   Clock::time_point next_check = Clock::now() + std::chrono::seconds(1);
-  auto after_grace = [&] {
-    return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.grace_s));
-  };
+  auto after_grace = [&] { return deadline_after(o.grace_s); };
   for (;;) {
     pump_output(cs);
     if (g_signal && forwarded != g_signal) {  // a signal to the launcher goes to every rank
@@ -236,9 +236,27 @@ Outcome run_ranks(const LaunchOptions& o, const std::string& addr, const std::st
   return out;
 }
 
+void check_rank_counts(const LaunchOptions& o) {
+  if (o.nproc < 1 || o.nproc > kMaxLocalRanks)
+    throw UserError(fmt::format("launch: -n {} must be from 1 to {} (ranks on this machine)", o.nproc, kMaxLocalRanks));
+  if (o.nnodes < 1 || o.nnodes > kMaxNodes)
+    throw UserError(fmt::format("launch: --nnodes {} must be from 1 to {}", o.nnodes, kMaxNodes));
+  const rlim_t need = 2 * static_cast<rlim_t>(o.nproc) + 64;
+  rlimit files{};
+  if (::getrlimit(RLIMIT_NOFILE, &files) != 0 || files.rlim_cur >= need) return;
+  if (files.rlim_max == RLIM_INFINITY || files.rlim_max >= need) {
+    files.rlim_cur = need;
+    if (::setrlimit(RLIMIT_NOFILE, &files) == 0) return;
+  }
+  throw UserError(
+      fmt::format("launch: -n {} needs {} open files (two pipes per rank); this shell allows {} "
+                  "(raise `ulimit -n`)",
+                  o.nproc, need, static_cast<unsigned long long>(files.rlim_cur)));
+}
+
 int launch(const LaunchOptions& o) {
-  if (o.nproc < 1) throw UserError("launch: -n must be at least 1");
-  if (o.nnodes < 1 || o.node_rank < 0 || o.node_rank >= o.nnodes)
+  check_rank_counts(o);
+  if (o.node_rank < 0 || o.node_rank >= o.nnodes)
     throw UserError(fmt::format("launch: --node-rank {} must be in [0, --nnodes {})", o.node_rank, o.nnodes));
   if (o.command.empty()) throw UserError("launch: no command; usage: slm launch -n N -- slm train ...");
   if (o.max_restarts > 0 && o.nnodes > 1)
@@ -276,8 +294,7 @@ int launch(const LaunchOptions& o) {
     std::fprintf(stderr, "slm launch: restart %d of %d in %.0f s from the newest checkpoint (%s)\n", restart + 1,
                  o.max_restarts, o.restart_delay_s, cause.c_str());
     std::fflush(stderr);
-    for (auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(o.restart_delay_s);
-         std::chrono::steady_clock::now() < until && !g_signal;)
+    for (auto until = deadline_after(o.restart_delay_s); std::chrono::steady_clock::now() < until && !g_signal;)
       ::usleep(50000);
     if (g_signal) return stopped_between_starts(g_signal);
   }

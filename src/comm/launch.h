@@ -41,6 +41,15 @@ struct LaunchOptions {
 // options.
 int launch(const LaunchOptions& o);
 
+// The most ranks one launcher starts and the most machines a job has: node_rank * nproc and the
+// world size stay ints, and a mistyped -n 100000 is refused instead of forking until the machine
+// runs out of processes.
+inline constexpr int kMaxLocalRanks = 1024;
+inline constexpr int kMaxNodes = 65536;
+// UserError unless nproc and nnodes are within those bounds; raises the soft open-file limit to
+// what the ranks' output pipes need (two per rank), or says in one line that `ulimit -n` is short.
+void check_rank_counts(const LaunchOptions& o);
+
 // How one start of the ranks of this machine ended.
 struct Outcome {
   int code = 0;          // the launcher's exit code: the first failing rank's

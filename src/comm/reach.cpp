@@ -10,6 +10,8 @@
 #include <chrono>
 #include <thread>
 
+#include "util/wait_time.h"
+
 namespace slm::comm {
 
 std::string local_address_towards(const std::string& host) {
@@ -50,7 +52,7 @@ bool connects(const addrinfo* addresses) {
 }  // namespace
 
 bool await_listener(const std::string& host, int port, double limit_s) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(limit_s);
+  const auto deadline = deadline_after(limit_s);
   addrinfo hints{};
   hints.ai_socktype = SOCK_STREAM;
   for (;;) {

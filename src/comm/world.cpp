@@ -19,6 +19,7 @@
 #include "comm/health.h"
 #include "comm/reach.h"
 #include "util/error.h"
+#include "util/wait_time.h"
 
 namespace slm::comm {
 namespace {
@@ -38,7 +39,7 @@ std::string resolve_interface(const DistConfig& cfg, const std::string& backend)
 std::shared_ptr<Backend> make_backend(World& w, const std::string& prefix, int rank, int size,
                                       const DistConfig& cfg) {
   auto store = c10::make_intrusive<c10d::PrefixStore>(prefix, store_of(w));
-  auto timeout = std::chrono::milliseconds(static_cast<int64_t>(cfg.timeout_s * 1000));
+  auto timeout = wait_ms(cfg.timeout_s);
   auto b = std::make_shared<Backend>();
   b->kind = w.backend;
   if (w.backend == "nccl") {
@@ -162,7 +163,7 @@ World init_world(const DistConfig& cfg, const std::string& device) {
   o.isServer = w.env.rank == 0 && !use_agent_store;
   o.numWorkers = static_cast<size_t>(w.env.world);
   o.waitWorkers = false;  // await_ranks waits, with messages that say who is missing
-  o.timeout = std::chrono::milliseconds(static_cast<int64_t>(cfg.join_timeout_s * 1000));
+  o.timeout = wait_ms(cfg.join_timeout_s);
   const auto start = std::chrono::steady_clock::now();
   const auto failed = [&](const std::string& what) {
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -184,7 +185,7 @@ World init_world(const DistConfig& cfg, const std::string& device) {
                                   "MASTER_PORT", w.env.master_port, w.env.master_addr));
     throw failed(what);
   }
-  store->setTimeout(std::chrono::milliseconds(static_cast<int64_t>(cfg.join_timeout_s * 1000)));
+  store->setTimeout(wait_ms(cfg.join_timeout_s));
   await_ranks(*store, w.env, secret, cfg.join_timeout_s, start);
   w.store = std::make_shared<c10::intrusive_ptr<c10d::Store>>(store);
   auto health = std::make_shared<Health>(w.env.master_addr, w.env.master_port, w.env.rank, w.env.world);

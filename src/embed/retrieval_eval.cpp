@@ -50,7 +50,9 @@ std::vector<Hit> top_hits(const at::Tensor& row, int64_t k) {
 RetrievalTask make_retrieval_task(const data::Corpus& corpus, const std::vector<bool>& use,
                                   const train::ModelTokenizer& tok, int64_t query_tokens, int64_t target_tokens,
                                   int64_t max_docs) {
-  if (query_tokens < 1 || target_tokens < 1) throw UserError("embed eval: --query-tokens and --target-tokens must be >= 1");
+  // (at most 2^30: query_tokens + 16 below would overflow near 2^63)
+  if (query_tokens < 1 || target_tokens < 1 || query_tokens > (1 << 30) || target_tokens > (1 << 30))
+    throw UserError("embed eval: --query-tokens and --target-tokens must be from 1 to 1073741824");
   RetrievalTask t{{}, {}, query_tokens, target_tokens};
   tokenizer::Encoder enc(tok.tok);
   for (size_t d = 0; d < corpus.docs.size() && static_cast<int64_t>(t.queries.size()) < max_docs; ++d) {

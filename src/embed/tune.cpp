@@ -132,8 +132,11 @@ StepStats tune_step(Run& r, const TuneOptions& o, const comm::Group& world) {
   const ContrastiveLoss l = info_nce(parallel::gather_rows(a, world), parallel::gather_rows(p, world), o.temperature);
   l.loss.backward();
   parallel::sum_gradients(r.params, world);
-  s.grad_norm = torch::nn::utils::clip_grad_norm_(  // the norm is logged even without clipping
-      r.params, o.grad_clip > 0 ? o.grad_clip : std::numeric_limits<double>::infinity());
+  // The norm is logged even without clipping; a limit beyond float's range (1e308) is no limit
+  // (LibTorch refuses to convert it to the gradients' float).
+  const bool clips = o.grad_clip > 0 && o.grad_clip < std::numeric_limits<float>::max();
+  s.grad_norm =
+      torch::nn::utils::clip_grad_norm_(r.params, clips ? o.grad_clip : std::numeric_limits<double>::infinity());
   train::ScheduleConfig sched;
   sched.max_steps = o.steps, sched.warmup_steps = o.warmup, sched.min_lr_ratio = o.min_lr_ratio;
   s.lr = train::lr_at(sched, o.lr, r.step);

@@ -27,6 +27,11 @@ std::unique_ptr<faiss::Index> make(const VectorIndexSpec& s, int64_t dim, int64_
   if (s.kind == "flat") desc = "IDMap," + storage(s);
   if (s.kind == "hnsw") desc = fmt::format("IDMap,HNSW{}{}", s.hnsw_m, s.dtype == "fp16" ? "_SQfp16" : "");
   if (s.kind == "ivf") {
+    if (s.ivf_lists > n_train)  // faiss's k-means needs a point per cluster
+      throw UserError(
+          fmt::format("--ivf-lists {}: ivf needs at least one entry per cluster and has {} (lower it, or 0 "
+                      "for about 4 sqrt(entries))",
+                      s.ivf_lists, n_train));
     int64_t lists = s.ivf_lists > 0 ? s.ivf_lists
                                     : std::min<int64_t>(static_cast<int64_t>(4 * std::sqrt(double(n_train))), n_train / 39);
     desc = fmt::format("IVF{},{}", std::max<int64_t>(1, lists), storage(s));

@@ -2,6 +2,8 @@
 #include <torch/torch.h>
 
 #include <fmt/format.h>
+
+#include <algorithm>
 #include <limits>
 #include <utility>
 #include <vector>
@@ -25,7 +27,8 @@ struct ReadyHook : torch::autograd::FunctionPostHook {
 };
 
 std::vector<Bucket> make_buckets(const FlatLayout& l, double bucket_mb) {
-  const int64_t cap = std::max<int64_t>(1, static_cast<int64_t>(bucket_mb * 1024 * 1024 / 4));
+  // A bucket of 1 TiB or more holds every gradient: held there, the cast cannot overflow (1e308).
+  const int64_t cap = std::max<int64_t>(1, static_cast<int64_t>(std::min(bucket_mb, 1048576.0) * 1024 * 1024 / 4));
   std::vector<Bucket> out;
   for (size_t k = l.names.size(); k-- > 0;) {  // backward order: last parameters first
     if (out.empty() || out.back().end - out.back().begin >= cap)

@@ -19,24 +19,26 @@ int TestbedSpec::world() const {
 
 namespace {
 
-
-double number(const toml::table& t, const char* key, double fallback, const std::string& where) {
+// A number in [0, max]. The upper bounds keep every conversion that follows exact: tc's kbit and
+// ms, the delayer's timespecs, the cgroup's quota (llround of cpus x 100000 us), the socket buffer
+// sysctl (an int of bytes), the planner's bytes of memory_gb.
+double number(const toml::table& t, const char* key, double fallback, const std::string& where, double max) {
   const toml::node* n = t.get(key);
   if (!n) return fallback;
   if (auto v = n->value<double>()) {
     if (*v < 0) throw UserError(fmt::format("{}: '{}' must be >= 0", where, key));
+    if (*v > max) throw UserError(fmt::format("{}: '{}' must be at most {}", where, key, max));
     return *v;
   }
   throw UserError(fmt::format("{}: '{}' must be a number", where, key));
 }
 
 LinkSpec link_of(const toml::table& t, const std::string& where) {
-  LinkSpec l{number(t, "delay_ms", 0, where), number(t, "rate_mbit", 0, where)};
-  l.loss_pct = number(t, "loss_pct", 0, where);
-  l.jitter_ms = number(t, "jitter_ms", 0, where);
-  l.down_at_s = number(t, "down_at_s", 0, where);
-  l.down_for_s = number(t, "down_for_s", 0, where);
-  if (l.loss_pct > 100) throw UserError(fmt::format("{}: 'loss_pct' must be <= 100", where));
+  LinkSpec l{number(t, "delay_ms", 0, where, 1e6), number(t, "rate_mbit", 0, where, 1e7)};
+  l.loss_pct = number(t, "loss_pct", 0, where, 100);
+  l.jitter_ms = number(t, "jitter_ms", 0, where, 1e6);
+  l.down_at_s = number(t, "down_at_s", 0, where, 1e9);
+  l.down_for_s = number(t, "down_for_s", 0, where, 1e9);
   if (t.get("down_at_s") && l.down_for_s <= 0)
     throw UserError(fmt::format("{}: 'down_at_s' needs 'down_for_s' (how long the link is down)", where));
   return l;
@@ -54,14 +56,14 @@ SiteSpec site_of(const toml::node& node, size_t i, const std::string& where) {
   auto ranks = !rn ? std::optional<int64_t>(1) : rn->is_integer() ? rn->value<int64_t>() : std::nullopt;
   if (!ranks || *ranks < 1 || *ranks > 65536) throw UserError(w + ": 'ranks' must be 1..65536");
   site.ranks = static_cast<int>(*ranks);
-  site.cpus = number(*st, "cpus", 0, w);
+  site.cpus = number(*st, "cpus", 0, w, 4096);
   if (auto* d = st->get("device")) {
     auto v = d->value<std::string>();
     if (!v || v->empty()) throw UserError(w + ": 'device' must be a non-empty string");
     site.device = *v;
   }
-  site.memory_gb = number(*st, "memory_gb", 0, w);
-  site.price_per_hour = number(*st, "price_per_hour", 0, w);
+  site.memory_gb = number(*st, "memory_gb", 0, w, 1e9);
+  site.price_per_hour = number(*st, "price_per_hour", 0, w, 1e9);
   return site;
 }
 
@@ -104,7 +106,7 @@ TestbedSpec parse_testbed(const std::string& text, const std::string& where) {
       throw UserError(fmt::format("{}: 'name' must be 1-8 lowercase letters or digits", where));
     s.name = *v;
   }
-  s.tcp_buffer_mb = number(t, "tcp_buffer_mb", s.tcp_buffer_mb, where);
+  s.tcp_buffer_mb = number(t, "tcp_buffer_mb", s.tcp_buffer_mb, where, 2047);
   if (auto* n = t.get("delay")) {
     s.delay = n->value_or(std::string());
     if (s.delay != "auto" && s.delay != "netem" && s.delay != "delayer")

@@ -13,6 +13,7 @@
 
 #include "comm/collectives.h"
 #include "util/error.h"
+#include "util/wait_time.h"
 
 namespace slm::train {
 
@@ -137,7 +138,7 @@ void await_replay(StepGraph& g) {
 
 bool poll_until(const std::function<bool()>& ready, double timeout_s) {
   using Clock = std::chrono::steady_clock;
-  const auto end = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
+  const auto end = deadline_after(timeout_s);
   for (;;) {
     if (ready()) return true;
     if (Clock::now() >= end) return false;

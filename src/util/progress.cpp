@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fmt/format.h>
 
@@ -35,7 +36,8 @@ static std::string amount(int64_t v, const std::string& unit) {
 }
 
 std::string format_duration(double s) {
-  int t = static_cast<int>(s + 0.5);
+  // Held to 10^12 s in an int64, so that an estimate for 2^40 steps fits (NaN, negative: no time).
+  const int64_t t = static_cast<int64_t>((s > 0 ? std::min(s, 1e12) : 0.0) + 0.5);
   if (t >= 3600) return fmt::format("{}h{:02d}m", t / 3600, (t / 60) % 60);
   return fmt::format("{}m{:02d}s", t / 60, t % 60);
 }

@@ -175,6 +175,11 @@ expect_error "ix: built with another pooling" "$SLM" embed run b.txt --separator
 expect_error "ix: already exists" "$SLM" embed run b.txt -q --out ix
 expect_error "embed: --index chooses a new index's kind (--out); --append ix keeps the kind it was made with" \
   "$SLM" embed run b.txt --separator blank -q --append ix --index hnsw
+# (faiss's k-means stopped with an internal error; 2^63 - 1 lists overflowed its factory's stoi)
+expect_error "--ivf-lists 100000: ivf needs at least one entry per cluster" \
+  "$SLM" embed run b.txt --separator blank -q --out ivfbig --index ivf --ivf-lists 100000
+expect_error "--ivf-lists 9223372036854775807: ivf needs at least one entry per cluster" \
+  "$SLM" embed run b.txt --separator blank -q --out ivfbig --index ivf --ivf-lists 9223372036854775807
 expect_error "nowhere: no such index folder" "$SLM" search nowhere "query"
 expect_error "search: empty query" "$SLM" search ix "  "
 [ "$(cat ix/* | sha256sum)" = "$sum_before" ] || fail "a refused command changed the index"

@@ -11,7 +11,7 @@
 #     gather or a swapped pair would not).
 #  4. Refusals in one line: an existing --out without --resume, --resume with other options or a
 #     damaged optimizer state, a batch not divisible by the ranks, more pairs than documents, a
-#     bad --window, a missing model.
+#     bad --window, a missing model; a --grad-clip of 1e308 is no limit, not an error.
 source "$(dirname "$0")/lib.sh"
 cd "$WORK"
 make_dataset "$(real_corpus)" 512 0.05
@@ -137,4 +137,8 @@ expect_error "unreadable" "$SLM" "${TUNE[@]}" --out damaged --resume
 expect_error "lower --batch" "$SLM" embed tune run "${T[@]}" --batch 5000 --out big
 expect_error "--window 500 must be in" "$SLM" embed tune run "${T[@]}" --window 500 --out w
 expect_error "no valid checkpoint" "$SLM" embed tune nowhere topics.txt --out x
+# A clip limit beyond float's range is no limit (it was an internal error: LibTorch would not
+# convert 1e308 to the gradients' float).
+"$SLM" embed tune run "${T[@]}" --batch 8 --steps 1 --warmup 0 --grad-clip 1e308 --out noclip 2> noclip.log ||
+  { cat noclip.log; fail "--grad-clip 1e308"; }
 echo "embed_tune: all passed"

@@ -24,8 +24,21 @@ expect_exit 2 "--world: must be at least 1 (got 0)" "$SLM" plan make --world 0
 expect_exit 2 "The following argument was not expected: --bogus" "$SLM" train --bogus
 expect_exit 2 "inputs is required" "$SLM" data prepare
 expect_exit 2 "--temperature: must be a finite number (got inf)" "$SLM" generate x --temperature inf
-expect_exit 2 "--nproc: must be at least 1 (got 0)" "$SLM" launch -n 0 -- true
+expect_exit 2 "--nproc: must be between 1 and 1024 (got 0)" "$SLM" launch -n 0 -- true
+# (-n 1048576 forked until the machine ran out of processes: one launcher starts at most 1024;
+# a machine count that made the world size wrap is refused; the ranks' pipes need open files)
+expect_exit 2 "--nproc: must be between 1 and 1024 (got 1048576)" "$SLM" launch -n 1048576 -- true
+expect_exit 1 "launch: --nnodes 2147483647 must be from 1 to 65536" \
+  "$SLM" launch -n 2 --nnodes 2147483647 --master 127.0.0.1:1 -- true
+(ulimit -n 100 && expect_exit 1 "launch: -n 64 needs 192 open files (two pipes per rank); this shell allows 100" \
+  "$SLM" launch -n 64 -- true) || fail "launch under a short ulimit -n"
 expect_exit 2 "--threads: must be between 0 and 4096 (got 1000000)" "$SLM" data prepare x -t y --out z --threads 1000000
+# (query_tokens + 16 overflowed: a string of 2^63 bytes)
+expect_exit 2 "--query-tokens: must be between 1 and 1073741824 (got 9223372036854775807)" \
+  "$SLM" embed eval x y --query-tokens 9223372036854775807
+expect_exit 1 "probe: --allreduce-mb sizes must be above 0 and at most 1048576" \
+  "$SLM" probe --allreduce-mb 1e308
+expect_exit 1 "probe: --sizes must be from 4 bytes to 4294967296 (4 GiB)" "$SLM" probe --sizes 4 1099511627776
 "$SLM" --help >/dev/null || fail "--help must exit 0"
 
 # 7. Non-finite numbers are refused everywhere: --set, config files, other TOML files.
@@ -55,6 +68,14 @@ tail -1 div.log | grep -q "slm: error: loss not finite at steps 4..8: training d
   fail "only steps with a finite loss may be saved: $(ls div/checkpoints)"
 # (step 3's weights are huge but finite: generating from them is one line, not a crash)
 expect_exit 1 "the model's outputs are not finite" "$SLM" generate div/checkpoints/step_00000003 -n 2
+
+# A shard's tokens from --start for --count: a count near 2^63 is "the rest" (start + count
+# overflowed: nothing was printed), a start near 2^63 is past the end.
+all=$("$SLM" tokenizer decode -t sub/tok --shard data/train_000000.bin --start 2 --count -1)
+rest=$("$SLM" tokenizer decode -t sub/tok --shard data/train_000000.bin --start 2 --count 9223372036854775807)
+[ -n "$rest" ] && [ "$rest" = "$all" ] || fail "decode --count 2^63-1 must be the rest of the shard"
+[ -z "$("$SLM" tokenizer decode -t sub/tok --shard data/train_000000.bin --start 9223372036854775807 --count 8)" ] ||
+  fail "decode --start 2^63-1 must be empty"
 
 # 18. A --set value with a line break is an error, not a silently shortened value.
 expect_exit 1 "--set optim.lr: the value holds a line break" "$SLM" train "${TINY[@]}" --set $'optim.lr=1\nx=2'

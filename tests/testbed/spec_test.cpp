@@ -61,6 +61,13 @@ TEST(TestbedSpec, OneLineErrors) {
             "t.toml: link 0: 'delay_ms' must be >= 0");
   EXPECT_EQ(error("delay = \"fast\"\n[[site]]\n"), "t.toml: 'delay' must be \"auto\", \"netem\" or \"delayer\"");
   EXPECT_EQ(error("[[site]]\ncpus = -1\n"), "t.toml: site 0: 'cpus' must be >= 0");
+  // Each number has an upper bound: cpus = 1e308 became a quota of 0.01 cores (llround overflowed; x86),
+  // tcp_buffer_mb = 1e308 an undefined cast to the sysctl's bytes.
+  EXPECT_EQ(error("[[site]]\ncpus = 1e308\n"), "t.toml: site 0: 'cpus' must be at most 4096");
+  EXPECT_EQ(error("tcp_buffer_mb = 4096\n[[site]]\n"), "t.toml: 'tcp_buffer_mb' must be at most 2047");
+  const std::string ab = "[[site]]\nname = \"a\"\n[[site]]\nname = \"b\"\n[[link]]\nsites = [\"a\", \"b\"]\n";
+  EXPECT_EQ(error(ab + "rate_mbit = 1e300\n"), "t.toml: link 0: 'rate_mbit' must be at most 10000000");
+  EXPECT_EQ(error(ab + "delay_ms = 1000000\n"), "");
   // Two links between one pair of sites: one would silently win (in either order of the names).
   EXPECT_EQ(error("[[site]]\nname = \"a\"\n[[site]]\nname = \"b\"\n[[link]]\nsites = [\"a\", \"b\"]\ndelay_ms = 5\n"
                   "[[link]]\nsites = [\"b\", \"a\"]\ndelay_ms = 50\n"),
@@ -111,7 +118,7 @@ TEST(TestbedSpec, LinkFaults) {
   EXPECT_DOUBLE_EQ(l.down_for_s, 60);
   EXPECT_TRUE(l.faulty());
   EXPECT_FALSE(link_between(parse_testbed(two, "t.toml"), 0, 1).faulty());
-  EXPECT_EQ(error(two + "loss_pct = 101\n"), "t.toml: link 0: 'loss_pct' must be <= 100");
+  EXPECT_EQ(error(two + "loss_pct = 101\n"), "t.toml: link 0: 'loss_pct' must be at most 100");
   EXPECT_EQ(error(two + "jitter_ms = -1\n"), "t.toml: link 0: 'jitter_ms' must be >= 0");
   EXPECT_EQ(error(two + "down_at_s = 5\n"), "t.toml: link 0: 'down_at_s' needs 'down_for_s' (how long the link is down)");
   EXPECT_EQ(error("[inside]\nloss_pct = 1\n[[site]]\n"), "t.toml: [inside]: unknown key 'loss_pct'");

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 namespace slm {
 
 TEST(Progress, PlainLinesWithRateAndEta) {
@@ -36,6 +38,17 @@ TEST(Progress, QuietPrintsNothing) {
     p.add(10);
   }
   EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+}
+
+TEST(Progress, DurationsOfAnySize) {
+  EXPECT_EQ(format_duration(59.6), "1m00s");
+  EXPECT_EQ(format_duration(3725), "1h02m");
+  // A run of 2^40 steps has an estimate beyond an int's seconds (the cast was undefined); no
+  // estimate (NaN, negative) reads as none.
+  EXPECT_EQ(format_duration(2.27e11), "63055555h33m");
+  EXPECT_EQ(format_duration(1e308), "277777777h46m");
+  EXPECT_EQ(format_duration(std::nan("")), "0m00s");
+  EXPECT_EQ(format_duration(-5), "0m00s");
 }
 
 }  // namespace slm
