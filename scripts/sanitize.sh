@@ -3,8 +3,8 @@
 # and UndefinedBehaviorSanitizer: Debian's LibTorch 1.13, the project's own code instrumented
 # (-O2 -g, RelWithDebInfo) in build-asan/, then CTest there with the sanitizers' options set
 # (a leak, an invalid access or undefined behaviour fails the test that met it). Extra arguments go
-# to CTest (e.g. -R 'e2e\.wan_comm'). Not part of CI: on 2 cores the build takes ~35 min (cold ccache) and
-# the tests ~30 min. Run it after changes to memory or thread handling (comm/, parallel/, train/).
+# to CTest (e.g. -R 'e2e\.wan_comm'). Not part of CI: on 2 cores the build takes ~35-85 min (cold ccache) and
+# the tests ~40 min. Run it after changes to memory or thread handling (comm/, parallel/, train/).
 # Left out, as in scripts/test.sh: cross_build (the other build's test).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -11,6 +11,7 @@
 #include "comm/collectives.h"
 #include "comm/wan.h"
 #include "comm/world.h"
+#include "util/byte_size.h"
 #include "util/error.h"
 #include "util/files.h"
 
@@ -60,8 +61,7 @@ namespace {
 // Extra connections of g's ranks for chunked all-reduces (collective over g's members).
 std::shared_ptr<Wan> with_channels(World& w, const Group& g, const WanOptions& o) {
   auto wan = std::make_shared<Wan>();
-  // A chunk of 1 TiB or more is the whole tensor: held there, the cast cannot overflow (1e308).
-  wan->chunk_bytes = static_cast<int64_t>(std::min(o.chunk_mb, 1048576.0) * 1024 * 1024);
+  wan->chunk_bytes = mib_bytes(o.chunk_mb);
   wan->min_chunk_bytes = min_chunk_bytes(o.link, g.size);
   for (int64_t c = 1; c < o.channels; ++c)
     wan->channels.push_back(new_group(w, fmt::format("{}.ch{}", g.name, c), g.ranks, /*own_connections=*/true));

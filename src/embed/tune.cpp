@@ -132,9 +132,8 @@ StepStats tune_step(Run& r, const TuneOptions& o, const comm::Group& world) {
   const ContrastiveLoss l = info_nce(parallel::gather_rows(a, world), parallel::gather_rows(p, world), o.temperature);
   l.loss.backward();
   parallel::sum_gradients(r.params, world);
-  // The norm is logged even without clipping; a limit beyond float's range (1e308) is no limit
-  // (LibTorch refuses to convert it to the gradients' float).
-  const bool clips = o.grad_clip > 0 && o.grad_clip < std::numeric_limits<float>::max();
+  // The norm is logged even without clipping.
+  const bool clips = train::clips_float_norm(o.grad_clip);
   s.grad_norm =
       torch::nn::utils::clip_grad_norm_(r.params, clips ? o.grad_clip : std::numeric_limits<double>::infinity());
   train::ScheduleConfig sched;

@@ -11,6 +11,7 @@
 #include "comm/hierarchy.h"
 #include "parallel/data_parallel_impl.h"
 #include "parallel/tensor/model.h"
+#include "util/byte_size.h"
 #include "util/error.h"
 #include "util/trace.h"
 
@@ -27,8 +28,7 @@ struct ReadyHook : torch::autograd::FunctionPostHook {
 };
 
 std::vector<Bucket> make_buckets(const FlatLayout& l, double bucket_mb) {
-  // A bucket of 1 TiB or more holds every gradient: held there, the cast cannot overflow (1e308).
-  const int64_t cap = std::max<int64_t>(1, static_cast<int64_t>(std::min(bucket_mb, 1048576.0) * 1024 * 1024 / 4));
+  const int64_t cap = std::max<int64_t>(1, mib_bytes(bucket_mb) / 4);  // fp32 gradients
   std::vector<Bucket> out;
   for (size_t k = l.names.size(); k-- > 0;) {  // backward order: last parameters first
     if (out.empty() || out.back().end - out.back().begin >= cap)

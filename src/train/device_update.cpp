@@ -52,8 +52,7 @@ namespace {
 at::Tensor clip(at::Tensor& grad, const at::Tensor& norm_sq, const OptimConfig& o) {
   const at::Tensor norm = norm_sq.reshape({}).sqrt();
   const at::Tensor found_inf = norm.isfinite().logical_not().to(at::kFloat);
-  // A limit beyond float's range (1e308) no float norm exceeds, and LibTorch refuses to convert it.
-  if (o.grad_clip > 0 && o.grad_clip < std::numeric_limits<float>::max()) {
+  if (clips_float_norm(o.grad_clip)) {
     // Where the norm is not finite the update is skipped whatever the factor; above the limit the
     // factor is the host path's double, rounded once to the gradients' dtype by mul_.
     const at::Tensor factor = at::where(norm > o.grad_clip, o.grad_clip / (norm + 1e-6), at::ones_like(norm));

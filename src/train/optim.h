@@ -9,6 +9,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <limits>
 #include <utility>
 #include <vector>
 
@@ -49,5 +50,10 @@ void adamw_step_by_tensors(AdamW& a, at::Tensor param, const at::Tensor& grad, c
                            const at::Tensor& lr, const at::Tensor& step, const at::Tensor& found_inf = {});
 // Learning rate for optimizer step `step` (0-based).
 double lr_at(const ScheduleConfig& s, double peak_lr, int64_t step);
+// Whether a global-norm limit clips a float tensor's gradients: above 0 and within float's range
+// (a larger limit, such as 1e308, no float norm exceeds, and LibTorch refuses to convert it).
+inline bool clips_float_norm(double grad_clip) {
+  return grad_clip > 0 && grad_clip < std::numeric_limits<float>::max();
+}
 
 }  // namespace slm::train

@@ -88,12 +88,16 @@ rc=0
 [ "$rc" -ne 0 ] || fail "a failing command should fail the run"
 left_behind "after a failing command"
 # A second command on a live testbed is refused in one line and leaves the first's ranks alone
-# (issue 16, case 6).
-"$SLM" testbed run geo.toml -- sleep 4 > first.log 2>&1 &
+# (issue 16, case 6). The first run's ranks wait until the checks are done (at most 120 s), not
+# for a fixed time that a slow build (the sanitizers') can outlast.
+rm -f "$WORK/release"
+"$SLM" testbed run geo.toml -- sh -c 'for _ in $(seq 1200); do [ -e "$1" ] && exit 0; sleep 0.1; done; exit 1' _ \
+  "$WORK/release" > first.log 2>&1 &
 first=$!
-for _ in $(seq 50); do ip netns list | grep -q '^tbt-r3' && break; sleep 0.2; done
+for _ in $(seq 300); do ip netns list | grep -q '^tbt-r3' && break; sleep 0.2; done
 expect_error "testbed tbt is in use by another slm testbed command (pid $first)" "$SLM" testbed run geo.toml -- true
 expect_error "testbed tbt is in use" "$SLM" testbed down geo.toml
+touch "$WORK/release"
 wait $first || { cat first.log; fail "the first testbed run was disturbed by the second"; }
 left_behind "after the refused second run"
 "$SLM" testbed up geo.toml > up.log 2>&1 || { cat up.log; fail "testbed up"; }
@@ -145,12 +149,19 @@ PY
   cat counts.txt
   python3 - counts.txt <<'PY' || fail "by time: the faster site did not take more inner steps"
 import re, sys
-n = [tuple(map(int, m)) for m in re.findall(r"take (\d+), (\d+) inner", open(sys.argv[1]).read())]
-a = sorted(x for x, _ in n)
-# most rounds: a cgroup quota lets a rank that waited run a burst at full speed (either site's:
-# seen in CI, site b measured faster in the first round, [(4, 5), (8, 4), (10, 4), (9, 4)]), so not
-# every round; the slower site of each round keeps inner_steps
-assert sum(x > y for x, y in n) * 2 > len(n) and all(min(x, y) == 4 for x, y in n) and a[len(a) // 2] >= 8, n
+r = re.findall(r"take (\d+), (\d+) inner steps per 4 steps \(measured ([\d.e+]+), ([\d.e+]+)", open(sys.argv[1]).read())
+n = [(int(x), int(y)) for x, y, _, _ in r]
+# Site a takes more in most rounds: a cgroup quota lets a rank that waited run a burst at full speed
+# (either site's: seen in CI, site b measured faster in the first round, [(4, 5), (8, 4), (10, 4),
+# (9, 4)]), so not every round. Each round follows the speeds measured: the slower site keeps
+# inner_steps, the faster takes round(4 x its speedup), at most 4 x 4 (1 apart where the printed
+# speeds' three digits round across a half). How much faster site a is depends on what else the
+# machine runs (a whole core alone; under a build beside it 1.6x, [(6, 4), (7, 4), (6, 4), (7, 4)]).
+assert sum(x > y for x, y in n) * 2 > len(n), n
+for (x, y, u, v) in r:
+    x, y, u, v = int(x), int(y), float(u), float(v)
+    want = round(4 * min(4.0, max(u, v) / min(u, v)))
+    assert min(x, y) == 4 and abs(max(x, y) - want) <= 1 and (x == y or (x > y) == (u > v)), (x, y, u, v, want)
 PY
   grep -q "\[0\] sync: final outer sync at step 16" bytime.log || { cat bytime.log; fail "by time: no final sync"; }
   left_behind "after DiLoCo by time"

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <cmath>
+
 #include "train/optim.h"
 #include "util/torch_compat.h"
 
@@ -113,6 +115,16 @@ TEST(AdamW, OnePassIsTheSameHoweverSplit) {
   EXPECT_TRUE(torch::equal(p, q));
   EXPECT_TRUE(torch::equal(whole.exp_avg, torch::cat({lo.exp_avg, hi.exp_avg})));
   EXPECT_TRUE(torch::equal(whole.exp_avg_sq, torch::cat({lo.exp_avg_sq, hi.exp_avg_sq})));
+}
+
+TEST(GradClip, LimitsBeyondFloatsRangeDoNotClip) {
+  EXPECT_TRUE(clips_float_norm(1.0));
+  EXPECT_TRUE(clips_float_norm(1e38));
+  EXPECT_FALSE(clips_float_norm(0));  // off
+  EXPECT_FALSE(clips_float_norm(-1));
+  EXPECT_FALSE(clips_float_norm(1e39));  // no float norm exceeds it, and LibTorch will not convert it
+  EXPECT_FALSE(clips_float_norm(1e308));
+  EXPECT_FALSE(clips_float_norm(std::nan("")));
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 
 #include <ATen/ATen.h>
 #include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
 #include <algorithm>
@@ -20,6 +21,8 @@ DType dtype_of(const at::Tensor& t) {
   }
 }
 
+// The tensor's device's current stream. Each op below first makes the tensor's device the current
+// one (as ATen's CUDA ops do): the launch, and the SM count the grids are sized by, are that device's.
 void* stream_of(const at::Tensor& t) { return c10::cuda::getCurrentCUDAStream(t.device().index()).stream(); }
 
 // Row groups of the bias + GELU kernels: about 32 blocks per SM over the column tiles of 256, so
@@ -41,6 +44,7 @@ bool kernels_take(const at::Tensor& t) {
 at::Tensor xent_rows(at::Tensor& logits, const at::Tensor& targets, int64_t V, bool grad) {
   TORCH_CHECK(kernels_take(logits) && logits.dim() == 2 && V >= 1 && V <= logits.size(1),
               "cuda::xent_rows: needs a contiguous float/bf16/fp16 CUDA matrix with at least V = ", V, " columns");
+  const c10::cuda::CUDAGuard on(logits.device());
   const int64_t rows = logits.size(0);
   const at::Tensor t = targets.to(logits.device(), at::kLong).contiguous();
   TORCH_CHECK(t.numel() == rows, "cuda::xent_rows: ", t.numel(), " targets for ", rows, " rows");
@@ -55,6 +59,7 @@ std::vector<at::Tensor> add_layer_norm_forward(const at::Tensor& r, const at::Te
                                                const at::Tensor& b, double eps, at::ScalarType y_type) {
   TORCH_CHECK(kernels_take(r) && kernels_take(d) && r.sizes() == d.sizes() && r.dim() >= 1,
               "cuda::add_layer_norm: needs contiguous float/bf16/fp16 CUDA tensors of one shape");
+  const c10::cuda::CUDAGuard on(r.device());
   const int64_t C = r.size(-1), rows = r.numel() / std::max<int64_t>(C, 1);
   TORCH_CHECK(w.is_cuda() && b.is_cuda() && w.scalar_type() == at::kFloat && b.scalar_type() == at::kFloat &&
                   w.numel() == C && b.numel() == C && w.is_contiguous() && b.is_contiguous(),
@@ -78,6 +83,7 @@ std::vector<at::Tensor> add_layer_norm_backward(const at::Tensor& gy_in, const a
   const at::Tensor gs = gs_in.defined() ? gs_in.to(s.scalar_type()).contiguous() : at::Tensor();
   TORCH_CHECK(kernels_take(s) && kernels_take(gy) && gy.sizes() == s.sizes() && (!gs.defined() || gs.sizes() == s.sizes()),
               "cuda::add_layer_norm_backward: needs contiguous CUDA gradients shaped like the sum");
+  const c10::cuda::CUDAGuard on(s.device());
   const int64_t C = s.size(-1), rows = s.numel() / std::max<int64_t>(C, 1);
   TORCH_CHECK(C >= 1 && C <= kAddLayerNormMaxC, "cuda::add_layer_norm_backward: rows of ", C, " (1 to ",
               kAddLayerNormMaxC, ")");
@@ -104,6 +110,7 @@ at::Tensor bias_gelu_forward(const at::Tensor& x, const at::Tensor& b) {
   TORCH_CHECK(kernels_take(x) && x.dim() >= 1 && b.is_cuda() && b.scalar_type() == at::kFloat && b.is_contiguous() &&
                   b.numel() == x.size(-1),
               "cuda::bias_gelu: needs a contiguous float/bf16/fp16 CUDA tensor and an fp32 CUDA bias of its last size");
+  const c10::cuda::CUDAGuard on(x.device());
   at::Tensor y = at::empty_like(x);
   BiasGelu a;
   a.x = x.data_ptr(), a.b = b.data_ptr<float>(), a.y = y.data_ptr(), a.type = dtype_of(x);
@@ -116,6 +123,7 @@ at::Tensor bias_gelu_forward(const at::Tensor& x, const at::Tensor& b) {
 std::vector<at::Tensor> bias_gelu_backward(const at::Tensor& gy_in, const at::Tensor& x, const at::Tensor& b) {
   const at::Tensor gy = gy_in.to(x.scalar_type()).contiguous();
   TORCH_CHECK(kernels_take(x) && gy.sizes() == x.sizes(), "cuda::bias_gelu_backward: needs gy shaped like x");
+  const c10::cuda::CUDAGuard on(x.device());
   const int64_t N = x.size(-1), rows = N == 0 ? 0 : x.numel() / N, groups = row_groups(rows, N);
   at::Tensor gx = at::empty_like(x), partial = at::empty({groups, N}, x.options().dtype(at::kFloat));
   at::Tensor db = at::empty({N}, partial.options());
