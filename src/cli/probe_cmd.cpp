@@ -1,6 +1,8 @@
 // cli/probe_cmd.cpp: `slm probe`: measure the links between the ranks of a job (comm/probe.h);
 // run it under a launcher (`slm launch`, `slm testbed run`, torchrun, Slurm, mpirun). Rank 0
 // prints the matrix and writes the topology file.
+#include <fmt/format.h>
+
 #include <cstdio>
 #include <memory>
 
@@ -9,6 +11,7 @@
 #include "comm/hierarchy.h"
 #include "comm/probe.h"
 #include "comm/world.h"
+#include "util/byte_size.h"
 #include "util/error.h"
 #include "util/files.h"
 
@@ -46,8 +49,8 @@ void add_probe_command(CLI::App& app) {
     if (a->probe.sizes.size() < 2) throw UserError("probe: give at least two --sizes (the fit needs them)");
     comm::validate(a->dist.wan);
     for (double mb : a->probe.allreduce_mb)
-      if (!(mb > 0 && mb <= 1048576))
-        throw UserError("probe: --allreduce-mb sizes must be above 0 and at most 1048576");
+      if (!(mb > 0 && mb <= kMaxMiB))
+        throw UserError(fmt::format("probe: --allreduce-mb sizes must be above 0 and at most {}", kMaxMiB));
     comm::World w = comm::init_world(a->dist, "cpu");
     a->probe.wan = a->dist.wan;
     comm::ProbeResult r = comm::probe_links(w, a->probe);

@@ -12,6 +12,7 @@
 
 #include "comm/collectives.h"
 #include "comm/hierarchy.h"
+#include "util/byte_size.h"
 #include "util/stats.h"
 
 namespace slm::comm {
@@ -186,7 +187,7 @@ void probe_collectives(World& w, const ProbeConfig& c, ProbeResult& r) {
   make_wan_group(w, wan, c.wan);
   const std::string how = describe_wan(wan);
   for (double mb : c.allreduce_mb) {
-    at::Tensor t = at::zeros({std::max<int64_t>(1, static_cast<int64_t>(mb * (1 << 20) / 4))}, at::kFloat);
+    at::Tensor t = at::zeros({std::max<int64_t>(1, mib_bytes(mb) / 4)}, at::kFloat);
     all_reduce_sum(t, wan);  // warm-up: connections of the extra groups
     timed(how.empty() ? "all-reduce (flat)" : "all-reduce (" + how + ")", t.numel() * 4,
           [&] { all_reduce_sum(t, wan); });
