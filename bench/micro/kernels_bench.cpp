@@ -5,7 +5,8 @@
 // gradient's sum) and the residual add + LayerNorm (ours vs add, layer_norm and, under autocast,
 // the cast of its output the next linear makes), in fp32 and bf16 autocast, one thread per core.
 // Run with slm's environment (OMP_WAIT_POLICY=PASSIVE, ATEN_CPU_CAPABILITY=avx512 where the CPU
-// has it). Usage: bench_kernels [B=8] [H=4] [T=256] [C=256] [V=4096] [repeats=15]
+// has it). The kernels run with the instruction set model/cpu_rows.h picks (AVX-512: fp32 and bf16;
+// AVX2: fp32). Usage: bench_kernels [B=8] [H=4] [T=256] [C=256] [V=4096] [repeats=15]
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "model/causal_attention.h"
+#include "model/cpu_rows.h"
 #include "util/torch_compat.h"
 #include "model/fused_head.h"
 #include "model/bias_gelu.h"
@@ -54,6 +56,10 @@ int main(int argc, char** argv) {
   std::printf("B=%ld H=%ld T=%ld C=%ld V=%ld, %d threads\n", B, H, T, C, V, at::get_num_threads());
   for (const char* prec : {"fp32", "bf16"}) {
     const at::ScalarType dt = std::string(prec) == "bf16" ? at::kBFloat16 : at::kFloat;
+    if (!model::cpu_rows_take(dt)) {  // bf16 on an AVX2 CPU (model/cpu_rows.h)
+      std::printf("%s: slm's CPU kernels do not run in %s on this CPU\n", prec, prec);
+      continue;
+    }
     auto qkv = [&] { return (torch::randn({B, T, H, D}) * 0.5).to(dt).transpose(1, 2).requires_grad_(true); };
     at::Tensor q = qkv(), k = qkv(), v = qkv();  // non-contiguous views, as the model has
     at::Tensor dy = torch::randn({B, T, H, D}).to(dt).transpose(1, 2);  // as the model's reshape passes it back

@@ -19,6 +19,7 @@
 #include "host/hardware.h"
 #include "host/machine.h"
 #include "host/runtime.h"
+#include "model/cpu_rows.h"
 #include "model/kernel_threads.h"
 #include "testbed/netns.h"
 #include "train/precision.h"
@@ -91,12 +92,18 @@ std::vector<Check> speed_checks(const train::Config& cfg) {
   host::configure_cpu_threads(cfg.system.threads, 1);
   c.push_back({"runtime", "ok", host::runtime_settings() + " (as `slm train` runs; set one to override it)", ""});
   const int kernel = model::kernel_threads(), threads = host::cpu_threads();
-  c.push_back(kernel == threads
-                  ? Check{"kernels", "ok", fmt::format("slm's own CPU kernels run on all {} threads", threads), ""}
-                  : Check{"kernels", "warn",
-                          fmt::format("slm's own CPU kernels run on {} of {} threads: built without OpenMP", kernel,
-                                      threads),
-                          "rebuild with scripts/setup.sh --build"});
+  if (model::cpu_rows_isa() == model::CpuRows::kNone)
+    c.push_back({"kernels", "info", "no AVX2 or AVX-512 on this CPU: ATen's operators run in place of slm's own", ""});
+  else
+    c.push_back(kernel == threads ? Check{"kernels", "ok",
+                                          fmt::format("slm's own CPU kernels, {}, run on all {} threads",
+                                                      model::cpu_rows_describe(), threads),
+                                          ""}
+                                  : Check{"kernels", "warn",
+                                          fmt::format("slm's own CPU kernels, {}, run on {} of {} threads: built "
+                                                      "without OpenMP",
+                                                      model::cpu_rows_describe(), kernel, threads),
+                                          "rebuild with scripts/setup.sh --build"});
   for (const char* p : {"fp32", "bf16"}) {
     const host::DeviceInfo d = host::describe_device(device, p, host::cpu_threads(), 0, 0, host::PeakCache::kRefresh);
     c.push_back({std::string(p) + " peak", "ok",

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "model/avx512_rows.h"
+#include "model/cpu_rows.h"
 
 namespace slm::model {
 
@@ -93,7 +94,7 @@ static bool float_or_bf16(at::ScalarType t) { return t == at::kFloat || t == at:
 bool add_layer_norm_rows_take(const at::Tensor& r, const at::Tensor& d, const at::Tensor& w, const at::Tensor& b,
                               at::ScalarType y_type) {
 #if defined(__x86_64__)
-  if (!avx512_rows::cpu_has() || !r.defined() || !w.defined() || !b.defined()) return false;
+  if (cpu_rows_isa() != CpuRows::kAvx512 || !r.defined() || !w.defined() || !b.defined()) return false;
   const auto cpu_contiguous = [](const at::Tensor& t) { return t.device().is_cpu() && t.is_contiguous(); };
   if (!cpu_contiguous(r) || r.scalar_type() != at::kFloat || !float_or_bf16(y_type) || r.dim() < 1 || r.size(-1) < 1)
     return false;

@@ -1,5 +1,6 @@
-// model/bias_gelu_rows.h: the MLP's bias + GELU (model/bias_gelu.h) on the CPU, with AVX-512, one
-// pass each way over the fc matmul's output taken without its bias. Forward: y = gelu_tanh(x + b)
+// model/bias_gelu_rows.h: the MLP's bias + GELU (model/bias_gelu.h) on the CPU, with AVX-512 (fp32,
+// bf16) or AVX2 (fp32; model/cpu_rows.h), one pass each way over the fc matmul's output taken
+// without its bias. Forward: y = gelu_tanh(x + b)
 // (LibTorch's addmm first copies the bias into every row of its output). Backward: gx = gy
 // gelu'(x + b) and, from the same registers, b's gradient: the column sums of gx as rounded to its
 // dtype, as eager's sum of the bias gradient sees it (it reads gx once more), summed per block of
@@ -13,8 +14,9 @@
 
 namespace slm::model {
 
-// Whether the kernels take these on this CPU (AVX-512 F, BW and VL): x a contiguous CPU tensor
-// (..., N), fp32 or bf16, N >= 1, and b a contiguous fp32 CPU vector of N.
+// Whether the kernels take these on this CPU: x a contiguous CPU tensor (..., N), N >= 1, of a
+// dtype cpu_rows_take takes (fp32 and bf16 with AVX-512, fp32 with AVX2), and b a contiguous fp32
+// CPU vector of N.
 bool bias_gelu_rows_take(const at::Tensor& x, const at::Tensor& b);
 // Whether they run on this CPU and take b as the bias of n columns (what is asked of x aside).
 bool bias_gelu_rows_take_bias(const at::Tensor& b, int64_t n);

@@ -6,9 +6,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
+#include "model/avx2_rows.h"
 #include "model/avx512_rows.h"
+#include "model/cpu_rows.h"
 #include "model/recompute.h"
 #include "util/torch_compat.h"
 
@@ -81,20 +84,91 @@ SLM_AVX512 void softmax_backward_row(const T* p, T* dp, int64_t stride, int64_t 
   }
 }
 
+// The two rows above with AVX2, fp32.
+SLM_AVX2 void softmax_row_avx2(float* s, int64_t stride, int64_t L, int64_t segs, int64_t n, float scale, float* buf) {
+  using namespace avx2_rows;
+  const __m256 vs = _mm256_set1_ps(scale);
+  __m256 mx = _mm256_set1_ps(-INFINITY);
+  for (int64_t c = 0; c < segs; ++c) {
+    const int64_t live = live_in(c, n, L);
+    for (int64_t j = 0; j < live; j += 8) {
+      const __m256 v = _mm256_mul_ps(load8(s + c * stride + j, live - j), vs);
+      store8(buf + c * L + j, v, live - j);
+      mx = select8(mx, _mm256_max_ps(mx, v), mask8(live - j));
+    }
+  }
+  const __m256 vmax = _mm256_set1_ps(max8(mx));
+  __m256 sum = _mm256_setzero_ps();
+  for (int64_t j = 0; j < n; j += 8) {  // the live columns lie at buf[0, n)
+    const __m256 e = exp8(_mm256_sub_ps(load8(buf + j, n - j), vmax));
+    sum = select8(sum, _mm256_add_ps(sum, e), mask8(n - j));
+    store8(buf + j, e, n - j);
+  }
+  const __m256 inv = _mm256_set1_ps(1.0f / sum8(sum));
+  for (int64_t c = 0; c < segs; ++c) {
+    const int64_t live = live_in(c, n, L);
+    for (int64_t j = 0; j < L; j += 8)  // the masked future gets exact zeros (load8 reads 0 beyond live)
+      store8(s + c * stride + j, j < live ? _mm256_mul_ps(load8(buf + c * L + j, live - j), inv) : _mm256_setzero_ps(),
+             L - j);
+  }
+}
+
+SLM_AVX2 void softmax_backward_row_avx2(const float* p, float* dp, int64_t stride, int64_t L, int64_t segs, int64_t n,
+                                        float scale) {
+  using namespace avx2_rows;
+  __m256 dot = _mm256_setzero_ps();
+  for (int64_t c = 0; c < segs; ++c) {
+    const int64_t live = live_in(c, n, L);
+    for (int64_t j = 0; j < live; j += 8)
+      dot = _mm256_fmadd_ps(load8(p + c * stride + j, live - j), load8(dp + c * stride + j, live - j), dot);
+  }
+  const __m256 vdot = _mm256_set1_ps(sum8(dot)), vs = _mm256_set1_ps(scale);
+  for (int64_t c = 0; c < segs; ++c) {
+    const int64_t live = live_in(c, n, L);
+    const float* pc = p + c * stride;
+    float* dc = dp + c * stride;
+    for (int64_t j = 0; j < L; j += 8) {
+      const __m256 on = _mm256_castsi256_ps(mask8(live - j));  // none where j >= live
+      const __m256 g =
+          _mm256_mul_ps(_mm256_mul_ps(load8(pc + j, live - j), _mm256_sub_ps(load8(dc + j, live - j), vdot)), vs);
+      store8(dc + j, _mm256_and_ps(g, on), L - j);
+    }
+  }
+}
+
 // The rows of a (segs, BH, L, L) block of scores: row r is position r0 + r % L of its head.
 template <typename T>
 void softmax_rows(T* s, int64_t segs, int64_t BH, int64_t L, int64_t r0, float scale) {
+  const bool avx2 = cpu_rows_isa() == CpuRows::kAvx2;  // fp32 only (cpu_rows_take)
   at::parallel_for(0, BH * L, 16, [&](int64_t begin, int64_t end) {
     std::vector<float> buf(static_cast<size_t>(segs * L) + 16);
-    for (int64_t r = begin; r < end; ++r) softmax_row(s + r * L, BH * L * L, L, segs, r0 + r % L + 1, scale, buf.data());
+    for (int64_t r = begin; r < end; ++r) {
+      const int64_t n = r0 + r % L + 1;
+      if constexpr (std::is_same_v<T, float>) {
+        if (avx2) {
+          softmax_row_avx2(s + r * L, BH * L * L, L, segs, n, scale, buf.data());
+          continue;
+        }
+      }
+      softmax_row(s + r * L, BH * L * L, L, segs, n, scale, buf.data());
+    }
   });
 }
 
 template <typename T>
 void softmax_backward_rows(const T* p, T* dp, int64_t segs, int64_t BH, int64_t L, int64_t r0, float scale) {
+  const bool avx2 = cpu_rows_isa() == CpuRows::kAvx2;
   at::parallel_for(0, BH * L, 16, [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r)
-      softmax_backward_row(p + r * L, dp + r * L, BH * L * L, L, segs, r0 + r % L + 1, scale);
+    for (int64_t r = begin; r < end; ++r) {
+      const int64_t n = r0 + r % L + 1;
+      if constexpr (std::is_same_v<T, float>) {
+        if (avx2) {
+          softmax_backward_row_avx2(p + r * L, dp + r * L, BH * L * L, L, segs, n, scale);
+          continue;
+        }
+      }
+      softmax_backward_row(p + r * L, dp + r * L, BH * L * L, L, segs, n, scale);
+    }
   });
 }
 #endif
@@ -219,8 +293,7 @@ struct RowsAttention : torch::autograd::Function<RowsAttention> {
 
 bool causal_attention_rows_supported(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
   const at::ScalarType t = q.scalar_type();
-  return avx512_rows::cpu_has() && q.device().is_cpu() && q.dim() == 4 && (t == at::kFloat || t == at::kBFloat16) &&
-         k.scalar_type() == t && v.scalar_type() == t;
+  return q.device().is_cpu() && q.dim() == 4 && cpu_rows_take(t) && k.scalar_type() == t && v.scalar_type() == t;
 }
 
 bool prefer_causal_attention_rows(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
@@ -230,7 +303,8 @@ bool prefer_causal_attention_rows(const at::Tensor& q, const at::Tensor& k, cons
 }
 
 at::Tensor causal_attention_rows(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
-  TORCH_CHECK(causal_attention_rows_supported(q, k, v), "causal_attention_rows: needs float/bf16 CPU tensors and AVX-512");
+  TORCH_CHECK(causal_attention_rows_supported(q, k, v),
+              "causal_attention_rows: needs CPU tensors, fp32/bf16 with AVX-512 or fp32 with AVX2");
   AutocastOff no_autocast;  // the inputs are already in the dtype to run in
   return RowsAttention::apply(q, k, v);
 }

@@ -1,6 +1,7 @@
 // model/causal_attention.h: causal self-attention as batched matmuls over blocks of positions (a
 // query block with each key block up to its own) around a one-pass causal softmax per row (scale,
-// mask, max, exp, sum, normalise; backward likewise), for CPUs with AVX-512. Owns:
+// mask, max, exp, sum, normalise; backward likewise), for CPUs with AVX-512 (fp32, bf16) or AVX2
+// (fp32; model/cpu_rows.h). Owns:
 // causal_attention_rows_supported, causal_attention_rows.
 // Why: on a 2-core CPU at short sequences, ATen's CPU flash attention (2.x) runs bf16 at ~20-60
 // GFLOP/s and the unfused math path streams the (B, H, T, T) scores through memory five times; the
@@ -12,7 +13,8 @@
 
 namespace slm::model {
 
-// q, k, v (B, H, T, hd) float or bf16 on a CPU with AVX-512 (F, BW, VL), all of one dtype.
+// q, k, v (B, H, T, hd) CPU tensors of one dtype cpu_rows_take takes (float or bf16 with AVX-512,
+// float with AVX2).
 bool causal_attention_rows_supported(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v);
 
 // Whether the model should use it (measured on 2 cores, bench_kernels): instead of LibTorch 1.x's

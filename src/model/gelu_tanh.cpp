@@ -4,7 +4,9 @@
 #include <torch/torch.h>
 #include <ATen/Parallel.h>
 
+#include "model/avx2_rows.h"
 #include "model/avx512_rows.h"
+#include "model/cpu_rows.h"
 
 namespace slm::model {
 namespace {
@@ -28,28 +30,63 @@ SLM_AVX512 void backward_range(const T* x, const T* dy, T* dx, int64_t begin, in
   }
 }
 
+// The same with AVX2, fp32.
+SLM_AVX2 void forward_range_avx2(const float* x, float* y, int64_t begin, int64_t end) {
+  for (int64_t i = begin; i < end; i += 8)
+    avx2_rows::store8(y + i, avx2_rows::gelu8(avx2_rows::load8(x + i, end - i)), end - i);
+}
+
+SLM_AVX2 void backward_range_avx2(const float* x, const float* dy, float* dx, int64_t begin, int64_t end) {
+  for (int64_t i = begin; i < end; i += 8) {
+    const __m256 g =
+        _mm256_mul_ps(avx2_rows::gelu_slope8(avx2_rows::load8(x + i, end - i)), avx2_rows::load8(dy + i, end - i));
+    avx2_rows::store8(dx + i, g, end - i);
+  }
+}
+
 template <typename F>
 void over_elements(int64_t n, const F& f) {
   at::parallel_for(0, n, 1 << 14, [&](int64_t b, int64_t e) { f(b, e); });
 }
 
+// y = gelu(x), contiguous tensors of one dtype cpu_rows_take takes.
+void forward_into(const at::Tensor& x, at::Tensor& y) {
+  if (cpu_rows_isa() == CpuRows::kAvx2)
+    return over_elements(
+        x.numel(), [&](int64_t b, int64_t e) { forward_range_avx2(x.data_ptr<float>(), y.data_ptr<float>(), b, e); });
+  by_element_type(x.scalar_type(), [&](auto el) {
+    using T = decltype(el);
+    over_elements(x.numel(), [&](int64_t b, int64_t e) {
+      forward_range(static_cast<const T*>(x.data_ptr()), static_cast<T*>(y.data_ptr()), b, e);
+    });
+  });
+}
+
+// dx = dy gelu'(x), likewise.
+void backward_into(const at::Tensor& x, const at::Tensor& dy, at::Tensor& dx) {
+  if (cpu_rows_isa() == CpuRows::kAvx2)
+    return over_elements(x.numel(), [&](int64_t b, int64_t e) {
+      backward_range_avx2(x.data_ptr<float>(), dy.data_ptr<float>(), dx.data_ptr<float>(), b, e);
+    });
+  by_element_type(x.scalar_type(), [&](auto el) {
+    using T = decltype(el);
+    over_elements(x.numel(), [&](int64_t b, int64_t e) {
+      backward_range(static_cast<const T*>(x.data_ptr()), static_cast<const T*>(dy.data_ptr()),
+                     static_cast<T*>(dx.data_ptr()), b, e);
+    });
+  });
+}
+
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-bool supported(const at::Tensor& x) {
-  return cpu_has() && x.device().is_cpu() && (x.scalar_type() == at::kFloat || x.scalar_type() == at::kBFloat16);
-}
+bool supported(const at::Tensor& x) { return x.device().is_cpu() && cpu_rows_take(x.scalar_type()); }
 
 struct GeluTanh : torch::autograd::Function<GeluTanh> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x_in) {
     const at::Tensor x = x_in.contiguous();
     at::Tensor y = at::empty_like(x);
-    by_element_type(x.scalar_type(), [&](auto el) {
-      using T = decltype(el);
-      over_elements(x.numel(), [&](int64_t b, int64_t e) {
-        forward_range(static_cast<const T*>(x.data_ptr()), static_cast<T*>(y.data_ptr()), b, e);
-      });
-    });
+    forward_into(x, y);
     ctx->save_for_backward({x});
     return y;
   }
@@ -58,13 +95,7 @@ struct GeluTanh : torch::autograd::Function<GeluTanh> {
     const at::Tensor x = ctx->get_saved_variables()[0];
     const at::Tensor dy = g[0].to(x.scalar_type()).contiguous();
     at::Tensor dx = at::empty_like(x);
-    by_element_type(x.scalar_type(), [&](auto el) {
-      using T = decltype(el);
-      over_elements(x.numel(), [&](int64_t b, int64_t e) {
-        backward_range(static_cast<const T*>(x.data_ptr()), static_cast<const T*>(dy.data_ptr()),
-                       static_cast<T*>(dx.data_ptr()), b, e);
-      });
-    });
+    backward_into(x, dy, dx);
     return {dx};
   }
 };

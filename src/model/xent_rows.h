@@ -4,7 +4,8 @@
 // log(sum) + max - logit[target], and (asked for) the gradient softmax - onehot written over the
 // logits in their own dtype. ATen's log_softmax, exp and cast each stream the whole (rows, V) block
 // through memory, which on a 2-core VM costs more than the head's three matmuls together
-// (docs/benchmarks.md). Vectorised with AVX-512 (a hand-written exp, ~1 ulp); on a GPU the same
+// (docs/benchmarks.md). Vectorised with AVX-512 or AVX2 (model/cpu_rows.h; a hand-written exp,
+// ~1 ulp); on a GPU the same
 // in a CUDA kernel (model/cuda/xent_rows.cu); elsewhere the fused head keeps ATen's ops.
 #pragma once
 #include <ATen/core/Tensor.h>
@@ -12,7 +13,8 @@
 namespace slm::model {
 
 // Whether xent_rows can run on `logits` (rows, width) with the first V columns taking part: a
-// contiguous CPU float or bf16 tensor with width == V on a CPU with AVX-512 (F, BW and VL), or, in
+// contiguous CPU tensor with width == V of a dtype cpu_rows_take takes (fp32 and bf16 with AVX-512,
+// fp32 with AVX2), or, in
 // a build with the own CUDA kernels (model/cuda/kernels.h), a contiguous float, bf16 or fp16 CUDA
 // tensor of any width >= V (the padded vocabulary).
 bool xent_rows_supported(const at::Tensor& logits, int64_t V);

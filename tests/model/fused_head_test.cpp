@@ -3,12 +3,14 @@
 // chunks that do not divide the rows, padding rows of the weight (zero gradient), the padded width
 // GPUs use, no-grad calls.
 #include "model/fused_head.h"
-#include "model/xent_rows.h"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
 #include "model/autocast.h"
+#include "model/cpu_rows.h"
+#include "model/kernel_test_util.h"
+#include "model/xent_rows.h"
 
 namespace slm::model {
 namespace {
@@ -91,30 +93,37 @@ namespace slm::model {
 namespace {
 
 // The one-pass row kernel against ATen's log_softmax in double: loss and softmax - onehot, for a
-// row length that is not a multiple of 16, large logits (the max shift) and both dtypes.
+// row length that is not a multiple of 16 or 8, large logits (the max shift) and both dtypes (bf16:
+// AVX-512), with each instruction set the CPU runs.
 TEST(XentRows, MatchesLogSoftmax) {
   if (!xent_rows_supported(at::zeros({1, 16}), 16))
-    GTEST_SKIP() << "no AVX-512 on this CPU: the fused head uses ATen's ops (tested above)";
-  torch::manual_seed(5);
-  for (int64_t V : {1, 37, 1000}) {
-    at::Tensor logits = torch::randn({6, V}) * 8 + 40, t = torch::randint(V, {6}, torch::kLong);
-    at::Tensor ref_logp = at::log_softmax(logits.to(at::kDouble), 1);
-    at::Tensor ref_loss = -ref_logp.gather(1, t.unsqueeze(1)).squeeze(1);
-    at::Tensor ref_grad = ref_logp.exp().scatter_add(1, t.unsqueeze(1), -at::ones({6, 1}, at::kDouble));
-    at::Tensor g = logits.clone();
-    EXPECT_TRUE(at::allclose(xent_rows(g, t, true, V).to(at::kDouble), ref_loss, 1e-5, 1e-5)) << V;
-    EXPECT_LT((g.to(at::kDouble) - ref_grad).abs().max().item<double>(), 1e-6) << V;
-    at::Tensor b = logits.to(at::kBFloat16), b_copy = b.clone();
-    const at::Tensor bl = xent_rows(b_copy, t, false, V);
-    EXPECT_TRUE(at::equal(b_copy, b)) << "no gradient asked: the logits stay";
-    at::Tensor blogp = at::log_softmax(b.to(at::kDouble), 1);  // of the bf16-rounded logits
-    EXPECT_TRUE(at::allclose(bl.to(at::kDouble), -blogp.gather(1, t.unsqueeze(1)).squeeze(1), 1e-5, 1e-4)) << V;
-    at::Tensor bgrad = blogp.exp().scatter_add(1, t.unsqueeze(1), -at::ones({6, 1}, at::kDouble));
-    xent_rows(b, t, true, V);
-    EXPECT_LT((b.to(at::kDouble) - bgrad).abs().max().item<double>(), 4e-3) << V;  // bf16's rounding of [-1, 1]
-  }
-  at::Tensor bad = at::zeros({2, 5});
-  EXPECT_THROW(xent_rows(bad, torch::tensor({0, 5}, torch::kLong), false, 5), c10::Error);
+    GTEST_SKIP() << "no AVX2 or AVX-512 on this CPU: the fused head uses ATen's ops (tested above)";
+  test::for_each_cpu_rows([] {
+    torch::manual_seed(5);
+    for (int64_t V : {1, 37, 1000}) {
+      at::Tensor logits = torch::randn({6, V}) * 8 + 40, t = torch::randint(V, {6}, torch::kLong);
+      at::Tensor ref_logp = at::log_softmax(logits.to(at::kDouble), 1);
+      at::Tensor ref_loss = -ref_logp.gather(1, t.unsqueeze(1)).squeeze(1);
+      at::Tensor ref_grad = ref_logp.exp().scatter_add(1, t.unsqueeze(1), -at::ones({6, 1}, at::kDouble));
+      at::Tensor g = logits.clone();
+      EXPECT_TRUE(at::allclose(xent_rows(g, t, true, V).to(at::kDouble), ref_loss, 1e-5, 1e-5)) << V;
+      EXPECT_LT((g.to(at::kDouble) - ref_grad).abs().max().item<double>(), 1e-6) << V;
+      at::Tensor f = logits.clone();
+      EXPECT_TRUE(at::allclose(xent_rows(f, t, false, V).to(at::kDouble), ref_loss, 1e-5, 1e-5)) << V;
+      EXPECT_TRUE(at::equal(f, logits)) << "no gradient asked: the logits stay";
+      if (!cpu_rows_take(at::kBFloat16)) continue;
+      at::Tensor b = logits.to(at::kBFloat16), b_copy = b.clone();
+      const at::Tensor bl = xent_rows(b_copy, t, false, V);
+      EXPECT_TRUE(at::equal(b_copy, b)) << "no gradient asked: the logits stay";
+      at::Tensor blogp = at::log_softmax(b.to(at::kDouble), 1);  // of the bf16-rounded logits
+      EXPECT_TRUE(at::allclose(bl.to(at::kDouble), -blogp.gather(1, t.unsqueeze(1)).squeeze(1), 1e-5, 1e-4)) << V;
+      at::Tensor bgrad = blogp.exp().scatter_add(1, t.unsqueeze(1), -at::ones({6, 1}, at::kDouble));
+      xent_rows(b, t, true, V);
+      EXPECT_LT((b.to(at::kDouble) - bgrad).abs().max().item<double>(), 4e-3) << V;  // bf16's rounding of [-1, 1]
+    }
+    at::Tensor bad = at::zeros({2, 5});
+    EXPECT_THROW(xent_rows(bad, torch::tensor({0, 5}, torch::kLong), false, 5), c10::Error);
+  });
 }
 
 }  // namespace
