@@ -5,7 +5,8 @@
 // gradient's sum) and the residual add + LayerNorm (ours vs add, layer_norm and, under autocast,
 // the cast of its output the next linear makes), in fp32 and bf16 autocast, one thread per core.
 // Run with slm's environment (OMP_WAIT_POLICY=PASSIVE, ATEN_CPU_CAPABILITY=avx512 where the CPU
-// has it). The kernels run with the instruction set model/cpu_rows.h picks (AVX-512: fp32 and bf16;
+// has it, and slm's malloc thresholds: GLIBC_TUNABLES as bench/compare/train_compare.sh sets; without
+// them ATen's large buffers are mapped and faulted in on every call, and its side looks slower). The kernels run with the instruction set model/cpu_rows.h picks (AVX-512: fp32 and bf16;
 // AVX2: fp32). Usage: bench_kernels [B=8] [H=4] [T=256] [C=256] [V=4096] [repeats=15]
 #include <torch/torch.h>
 
