@@ -85,3 +85,15 @@ TEST(Precision, AutoOnCpuDecidesByMeasurement) {
   EXPECT_NE(why.find("fp32 "), std::string::npos) << why;
   EXPECT_NE(why.find("cached"), std::string::npos) << why;  // the second call reads the cache
 }
+
+// The probe's timing rule: a warm-up and the best of three, or the warm-up alone once it has taken
+// longer than the limit (bf16 emulated on a CPU without bf16 instructions).
+TEST(Precision, BestTimeStopsAfterTheWarmUpOnlyPastItsLimit) {
+  int runs = 0;
+  const auto run = [&] { ++runs; };
+  EXPECT_GE(slm::host::best_time(run, slm::host::kNoLimit), 0.0);
+  EXPECT_EQ(runs, 4) << "a warm-up and three timed runs";
+  runs = 0;
+  EXPECT_GE(slm::host::best_time(run, -1.0), 0.0);
+  EXPECT_EQ(runs, 1) << "past the limit: the warm-up's time alone";
+}
