@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <initializer_list>
 
+#include "model/avx512_rows.h"
+
 #if defined(__x86_64__)
 #include <immintrin.h>
 #define SLM_AVX2 __attribute__((target("avx2,fma")))
@@ -80,8 +82,8 @@ SLM_AVX2 inline __m256 exp8(__m256 x) {
 }
 
 // GPT-2's GELU as x s, s = 1 / (1 + exp(-2u)), u = k0 (x + k1 x^3), and its slope
-// s + 2 k0 (1 + 3 k1 x^2) x s (1 - s): avx512_rows.h says why this form.
-constexpr float kGeluK0 = 0.7978845608028654f, kGeluK1 = 0.044715f;
+// s + 2 k0 (1 + 3 k1 x^2) x s (1 - s): avx512_rows.h says why this form, and holds k0 and k1.
+using avx512_rows::kGeluK0, avx512_rows::kGeluK1;
 
 SLM_AVX2 inline __m256 gelu_denominator(__m256 x) {
   const __m256 x2 = _mm256_mul_ps(x, x);
