@@ -55,9 +55,12 @@ at::Tensor chunked_loss(const at::Tensor& x, const at::Tensor& w, int64_t V, int
       at::exp_out(gc, logp);
       gc.scatter_(1, t, logp_t.exp().sub_(1).to(cdt));
     }
-    dx->narrow(0, r, n).copy_(at::mm(gc, wv));
-    const at::Tensor dw_chunk = at::mm(gc.t(), xc);
-    r == 0 ? dwv.copy_(dw_chunk) : dwv.add_(dw_chunk);
+    at::Tensor dxc = dx->narrow(0, r, n);
+    if (dxc.scalar_type() == cdt) at::mm_out(dxc, gc, wv);  // straight into the gradients (rows: contiguous)
+    else dxc.copy_(at::mm(gc, wv));                          // or cast there (fp32 master weights)
+    if (dwv.scalar_type() != cdt) r == 0 ? dwv.copy_(at::mm(gc.t(), xc)) : dwv.add_(at::mm(gc.t(), xc));
+    else if (r == 0) at::mm_out(dwv, gc.t(), xc);
+    else dwv.addmm_(gc.t(), xc);
   }
   return total;
 }
@@ -78,10 +81,13 @@ struct FusedLinearCE : torch::autograd::Function<FusedLinearCE> {
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list g) {
+    // Scaled in place: the saved gradients are this node's alone and released after it, so the
+    // (V, C) weight gradient is not held twice at the backward's peak.
     variable_list s = ctx->get_saved_variables();
     const at::Tensor scale = g[0] / ctx->saved_data["n"].toDouble();
-    return {s[0] * scale.to(s[0].scalar_type()), s[1] * scale.to(s[1].scalar_type()), at::Tensor(), at::Tensor(),
-            at::Tensor(), at::Tensor()};
+    s[0].mul_(scale.to(s[0].scalar_type()));
+    s[1].mul_(scale.to(s[1].scalar_type()));
+    return {s[0], s[1], at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
