@@ -21,7 +21,8 @@ bool causal_attention_rows_supported(const at::Tensor& q, const at::Tensor& k, c
 // math path always (faster, less memory); instead of 2.x's SDPA only in bf16 up to T = 1024 (Zen 5
 // EPYC, 2.15: 3.3x faster at T = 256, 2x at 1024, where it keeps the lower part of each head's
 // (T, T) bf16 probabilities, which SDPA does not: ~31 MB per layer for gpt2 at micro-batch 2; in
-// fp32 SDPA is as fast or faster).
+// fp32 SDPA is as fast or faster; on an AVX2 EPYC the rows alone ran 1.2-1.3x SDPA's speed, but the
+// tiny preset's fp32 step with them was slower in 5 of 6 alternating pairs, docs/benchmarks.md).
 bool prefer_causal_attention_rows(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v);
 
 // softmax(q k^T / sqrt(hd), future positions masked) v, differentiable in q, k and v. Runs in q's

@@ -12,6 +12,7 @@
 
 #include "model/cpu_rows.h"
 #include "model/kernel_test_util.h"
+#include "util/torch_compat.h"
 
 namespace slm::model {
 namespace {
@@ -74,6 +75,31 @@ TEST(CausalAttentionRows, MatchesTheMathPath) {
       EXPECT_TRUE(at::allclose(f.y.select(2, 0), ref.y.select(2, 0), 0, 1e-6));
     }
   });
+}
+
+// The rule the model follows: always with 1.x (instead of its math path); with 2.x's SDPA beside
+// it, bf16 up to T = 1024 only (SDPA's fp32 steps were as fast or faster).
+TEST(CausalAttentionRows, PreferredWhereMeasuredFaster) {
+  const auto prefer = [](at::ScalarType dt, int64_t T) {
+    const at::Tensor q = at::zeros({1, 2, T, 8}, at::TensorOptions().dtype(dt));
+    return prefer_causal_attention_rows(q, q, q);
+  };
+  bool any = false;
+  test::for_each_cpu_rows([&] {
+    any = true;
+    EXPECT_TRUE(prefer(at::kFloat, 256) == !compat::kHasSdpa);
+    EXPECT_TRUE(prefer(at::kFloat, 1025) == !compat::kHasSdpa);
+    EXPECT_FALSE(prefer(at::kDouble, 256));  // not a dtype the kernels take
+    if (!cpu_rows_take(at::kBFloat16)) {
+      EXPECT_FALSE(prefer(at::kBFloat16, 256));
+      return;
+    }
+    EXPECT_TRUE(prefer(at::kBFloat16, 1024));
+    EXPECT_TRUE(prefer(at::kBFloat16, 1025) == !compat::kHasSdpa);
+  });
+  if (!any) {
+    EXPECT_FALSE(prefer(at::kFloat, 256));  // no kernels on this CPU: never
+  }
 }
 
 }  // namespace
