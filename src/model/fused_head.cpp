@@ -23,6 +23,19 @@ int64_t chunk_rows(int64_t N, int64_t V, int64_t asked) {
   return std::clamp<int64_t>((int64_t{1} << 28) / V, 1, std::max<int64_t>(N, 1));
 }
 
+// out = a b, or out += a b: straight into out (a gradient's rows) where it has the product's dtype,
+// else cast there (fp32 master weights under autocast).
+void mm_into(at::Tensor out, const at::Tensor& a, const at::Tensor& b, bool accumulate) {
+  if (out.scalar_type() != a.scalar_type()) {
+    const at::Tensor p = at::mm(a, b);
+    accumulate ? out.add_(p) : out.copy_(p);
+  } else if (accumulate) {
+    out.addmm_(a, b);
+  } else {
+    at::mm_out(out, a, b);
+  }
+}
+
 // Sum over the rows of -log softmax(x w_v^T)[target]; with dx/dw defined, also the unscaled
 // gradients of that sum (dx = G w_v, dw[0:V] = G^T x with G = softmax - onehot).
 // The logits have `width` columns (V, or w's padded rows): columns from V on are -inf, so their
@@ -55,12 +68,8 @@ at::Tensor chunked_loss(const at::Tensor& x, const at::Tensor& w, int64_t V, int
       at::exp_out(gc, logp);
       gc.scatter_(1, t, logp_t.exp().sub_(1).to(cdt));
     }
-    at::Tensor dxc = dx->narrow(0, r, n);
-    if (dxc.scalar_type() == cdt) at::mm_out(dxc, gc, wv);  // straight into the gradients (rows: contiguous)
-    else dxc.copy_(at::mm(gc, wv));                          // or cast there (fp32 master weights)
-    if (dwv.scalar_type() != cdt) r == 0 ? dwv.copy_(at::mm(gc.t(), xc)) : dwv.add_(at::mm(gc.t(), xc));
-    else if (r == 0) at::mm_out(dwv, gc.t(), xc);
-    else dwv.addmm_(gc.t(), xc);
+    mm_into(dx->narrow(0, r, n), gc, wv, false);
+    mm_into(dwv, gc.t(), xc, r > 0);
   }
   return total;
 }
