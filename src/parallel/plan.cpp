@@ -356,10 +356,11 @@ MemoryEstimate estimate_memory(const Plan& p, const ModelShape& m, int64_t seq_l
     if (k == static_cast<int>(S) - 1) {
       trained += 2 * C;
       if (S > 1) head_copy = V * C / t;
-      // tp > 1: the vocabulary-parallel loss keeps fp32 logits and their gradient; tp 1: the fused
-      // head (model/fused_head.h) holds one (b T, V) block in the compute dtype while it runs
-      // and keeps the head's weight gradient until backward.
-      logits = t > 1 ? b * T * V / t * 4 * 2 : b * T * V * m.activation_bytes + V * C * 4;
+      // tp > 1: the vocabulary-parallel loss keeps an fp32 copy of its logits (the softmax, then
+      // in place its gradient) beside the logits or, in backward, the gradient cast back to them;
+      // tp 1: the fused head (model/fused_head.h) holds one (b T, V) block in the compute dtype
+      // while it runs and keeps the head's weight gradient until backward.
+      logits = t > 1 ? b * T * V / t * (4 + m.activation_bytes) : b * T * V * m.activation_bytes + V * C * 4;
     }
   }
   MemoryEstimate e;
