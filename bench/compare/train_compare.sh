@@ -55,12 +55,12 @@ import json, statistics
 r = [x for x in (json.loads(l) for l in open('$W/run/metrics.jsonl') if 'mfu' in l) if x['step'] > 2]
 r = [x for x in r if '${PROFILE_DIR:-}' == '' or x['step'] not in (4, 5)]
 print(f\"{100 * statistics.median(x['mfu'] for x in r):.1f}%\")")
-  # Peak memory: on a GPU slm's and eager PyTorch's device peaks (max_memory_allocated), else slm's RSS.
+  # Peak memory: on a GPU slm's and eager PyTorch's device peaks (max_memory_allocated), else their peak RSS.
   peak=$(python3 -c "
 import json
 r = [json.loads(l) for l in open('$W/run/metrics.jsonl') if 'peak_mem_bytes' in l]
 gpu = max(x.get('gpu_peak_mem_bytes', 0) for x in r)
-print(f\"GPU {gpu / 2**30:.2f} GiB (eager $(cat "$W/eager_peak" 2>/dev/null || echo -) GiB)\" if gpu else f\"RSS {max(x['peak_mem_bytes'] for x in r) / 2**30:.2f} GiB\")")
+print(f\"GPU {gpu / 2**30:.2f} GiB (eager $(cat "$W/eager_peak" 2>/dev/null || echo -) GiB)\" if gpu else f\"RSS {max(x['peak_mem_bytes'] for x in r) / 2**30:.2f} GiB (eager $(cat "$W/eager_peak" 2>/dev/null || echo -) GiB)\")")
   echo "round $r ($DEVICE $PREC, L=$L C=$C T=$T V=$V, batch $B micro $MICRO, $THREADS threads): pytorch $("$PY" -c 'import torch; print(torch.__version__)') eager $py tok/s$compiled, slm ($("$SLM" --version)) $slm tok/s (MFU $mfu), peak $peak, ratio to eager $(python3 -c "print(f'{$slm/$py:.2f}')")"
 done
 if [ -n "${PROFILE_DIR:-}" ]; then  # side by side, then each one's table

@@ -84,8 +84,10 @@ for i in range(STEPS + WARM):
     sync()
     if i >= WARM: rates.append(B * T / (time.time() - t0))
 print(f"{statistics.median(rates):.0f}")
-if DEVICE == "cuda" and os.environ.get("PEAK_OUT"):  # the GPU's peak beside slm's gpu_peak_mem_bytes
-    open(os.environ["PEAK_OUT"], "w").write(f"{torch.cuda.max_memory_allocated() / 2**30:.2f}\n")
+if os.environ.get("PEAK_OUT"):  # the GPU's peak beside slm's gpu_peak_mem_bytes, else the peak RSS beside slm's
+    import resource
+    peak = torch.cuda.max_memory_allocated() if DEVICE == "cuda" else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    open(os.environ["PEAK_OUT"], "w").write(f"{peak / 2**30:.2f}\n")
 if os.environ.get("PROFILE"):  # PROFILE_STEPS more steps under torch.profiler, as slm's log.profile_steps
     n = int(os.environ.get("PROFILE_STEPS", "2"))
     acts = [torch.profiler.ProfilerActivity.CPU] + ([torch.profiler.ProfilerActivity.CUDA] if DEVICE == "cuda" else [])
