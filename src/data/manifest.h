@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "data/corpus.h"
+#include "data/loader.h"
 #include "data/shard.h"
 
 namespace slm::data {
@@ -55,6 +56,7 @@ struct Dataset {
   std::string dir;
   Manifest manifest;
   std::vector<Shard> train, val;
+  SourceMix train_mix;  // empty, or whose the training shards are (data.mix: data/mix.h)
 };
 
 // Opens and validates every shard listed in the manifest: header, size, checksum (a bit flip after

@@ -11,6 +11,7 @@
 #include <toml++/toml.h>
 #include <variant>
 
+#include "data/mix.h"
 #include "model/attention_choice.h"
 #include "util/error.h"
 #include "util/files.h"
@@ -42,6 +43,7 @@ std::vector<Field> fields(Config& c) {
       {"model", "dropout", &c.model.dropout},
       {"model", "recompute", &c.model.recompute},
       {"data", "dir", &c.data.dir},
+      {"data", "mix", &c.data.mix},
       {"data", "seed", &c.data.seed},
       {"batch", "batch_size", &c.batch.batch_size},
       {"batch", "micro_batch", &c.batch.micro_batch},
@@ -317,6 +319,7 @@ void validate(const Config& c) {
   need(c.checkpoint.every >= 0 && c.checkpoint.keep >= 1 && c.checkpoint.every_minutes >= 0,
        "checkpoint: every and every_minutes must be >= 0 and keep >= 1");
   need(!c.data.dir.empty(), "data: dir is not set (a dataset from `slm data prepare`)");
+  data::parse_mix(c.data.mix);  // a one-line UserError for a bad entry
   planner::validate(c.planner);
 }
 

@@ -26,6 +26,7 @@ struct InitConfig {
 
 struct DataConfig {
   std::string dir;      // prepared dataset (`slm data prepare`)
+  std::string mix;      // other datasets' shares of the training samples: "DIR=SHARE, ..." (data/mix.h)
   uint64_t seed = 1337;  // sample order of the training split
 };
 

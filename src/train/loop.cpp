@@ -17,6 +17,7 @@
 #include "comm/collectives.h"
 #include "comm/hierarchy.h"
 #include "comm/launch_record.h"
+#include "data/mix.h"
 #include "host/hardware.h"
 #include "host/machine.h"
 #include "host/runtime.h"
@@ -61,6 +62,13 @@ static void print_header(const Trainer& t, const std::string& run, const host::D
                t.precision_reason.c_str(), host::cpu_threads(), static_cast<long long>(cfg.batch.batch_size),
                static_cast<long long>(t.seq_len), static_cast<long long>(cfg.batch.micro_batch),
                static_cast<long long>(t.step), static_cast<long long>(cfg.schedule.max_steps), run.c_str());
+  if (const std::vector<data::MixEntry> mix = data::parse_mix(cfg.data.mix); !mix.empty()) {
+    double rest = 1;
+    std::string others;
+    for (const data::MixEntry& e : mix) rest -= e.share, others += fmt::format(", {} {:.1f}%", e.dir, 100 * e.share);
+    std::fprintf(stderr, "data: a mix, each epoch's %lld samples from %s %.1f%%%s\n",
+                 static_cast<long long>(t.train_loader->num_samples()), cfg.data.dir.c_str(), 100 * rest, others.c_str());
+  }
   const double mb = 1024.0 * 1024.0;
   std::fprintf(stderr,
                "parallel: %d ranks (%s, %s), pipeline x%d, data parallel x%d, tensor parallel x%d, ZeRO %lld, "

@@ -15,6 +15,7 @@
 #include "autoplan/memory_caps.h"
 #include "comm/collectives.h"
 #include "comm/probe.h"
+#include "data/mix.h"
 #include "host/cuda_info.h"
 #include "host/device.h"
 #include "host/runtime.h"
@@ -217,7 +218,8 @@ static std::string choose_plan(Trainer& t) {
 // gives a batch where evaluation asks for one.
 static void open_loaders(Trainer& t) {
   const Config& cfg = t.cfg;
-  t.train_loader = std::make_unique<data::Loader>(t.data.train, data::LoaderOptions{t.seq_len, cfg.data.seed, true});
+  t.train_loader =
+      std::make_unique<data::Loader>(t.data.train, data::LoaderOptions{t.seq_len, cfg.data.seed, true}, t.data.train_mix);
   if (cfg.batch.batch_size > t.train_loader->num_samples())
     throw UserError(fmt::format("batch: batch_size {} is more than the {} sequences of {} tokens in "
                                 "the training split",
@@ -289,7 +291,7 @@ std::unique_ptr<Trainer> make_trainer(const Config& cfg_in) {
   auto t = std::make_unique<Trainer>();
   t->cfg = cfg_in;
   Config& cfg = t->cfg;
-  t->data = data::open_dataset(cfg.data.dir);
+  t->data = data::open_mixed_dataset(cfg.data.dir, data::parse_mix(cfg.data.mix));
   shape_from_data(cfg, t->data);
   validate(cfg);
   t->seq_len = cfg.batch.seq_len > 0 ? cfg.batch.seq_len : cfg.model.block_size;

@@ -1,5 +1,6 @@
 // tests/data/loader_test.cpp: batches are deterministic given a seed, cover each sample once per
-// epoch, split disjointly across ranks without changing the global batch, and resume exactly.
+// epoch, split disjointly across ranks without changing the global batch, and resume exactly; a mix
+// of datasets gives each its share of every epoch.
 #include "data/loader.h"
 
 #include <gtest/gtest.h>
@@ -107,6 +108,58 @@ TEST_F(LoaderFixture, ResumesExactly) {
   Loader resumed(shards, {8, 9, true});
   resumed.restore(saved);
   for (int i = 5; i < 12; ++i) EXPECT_EQ(resumed.next(4).inputs, want[i]) << "batch " << i;
+}
+
+// The fixture's shards as two datasets: the first shard (10 samples of 8 tokens: first tokens
+// below 81), and the other two (5 samples); shares 0.6 / 0.4 of the 15 samples: 9 and 6.
+const SourceMix kMix{{1, 2}, {0.6, 0.4}};
+bool from_first(int64_t first_token) { return first_token < 81; }
+
+TEST_F(LoaderFixture, MixGivesEachDatasetItsShareOfEveryEpoch) {
+  Loader l(shards, {8, 5, true}, kMix);
+  EXPECT_EQ(l.num_samples(), 15);
+  std::vector<int64_t> previous;
+  for (int epoch = 0; epoch < 3; ++epoch) {
+    std::vector<int64_t> e;
+    for (int i = 0; i < 5; ++i) {
+      Batch b = l.next(3);
+      EXPECT_EQ(b.epoch, epoch);
+      for (int64_t f : firsts(b)) e.push_back(f);
+    }
+    std::multiset<int64_t> first, second;
+    for (int64_t f : e) (from_first(f) ? first : second).insert(f);
+    EXPECT_EQ(first.size(), 9u);  // 9 of its 10 samples, none twice
+    EXPECT_EQ(std::set<int64_t>(first.begin(), first.end()).size(), 9u);
+    EXPECT_EQ(second.size(), 6u);  // all 5 of its samples, one of them twice
+    EXPECT_EQ(std::set<int64_t>(second.begin(), second.end()).size(), 5u);
+    EXPECT_NE(e, previous);  // each epoch drawn and shuffled anew
+    previous = e;
+  }
+  Loader again(shards, {8, 5, true}, kMix), other_seed(shards, {8, 6, true}, kMix);
+  EXPECT_EQ(again.next(15).inputs, Loader(shards, {8, 5, true}, kMix).next(15).inputs);
+  EXPECT_NE(again.next(15).inputs, other_seed.next(15).inputs);
+}
+
+TEST_F(LoaderFixture, MixResumesExactlyAndRanksSliceTheSameGlobalBatch) {
+  Loader straight(shards, {8, 9, true}, kMix);
+  std::vector<std::vector<int64_t>> want;
+  for (int i = 0; i < 9; ++i) want.push_back(straight.next(4).inputs);
+  Loader first(shards, {8, 9, true}, kMix);
+  for (int i = 0; i < 4; ++i) first.next(4);
+  Loader resumed(shards, {8, 9, true}, kMix);
+  resumed.restore(first.state());
+  for (int i = 4; i < 9; ++i) EXPECT_EQ(resumed.next(4).inputs, want[i]) << "batch " << i;
+  Loader r0(shards, {8, 9, true}, kMix), r1(shards, {8, 9, true}, kMix);
+  for (int i = 0; i < 9; ++i) {
+    std::vector<int64_t> both = r0.next(2, 0, 2).inputs, b1 = r1.next(2, 1, 2).inputs;
+    both.insert(both.end(), b1.begin(), b1.end());
+    EXPECT_EQ(both, want[i]) << "batch " << i;
+  }
+}
+
+TEST_F(LoaderFixture, MixErrors) {
+  EXPECT_THROW(Loader(shards, {8, 1, true}, {{1, 1, 1}, {0.4, 0.3, 0.3}}), UserError);  // the 5-token shard alone
+  EXPECT_THROW(Loader(shards, {8, 1, true}, {{1, 1}, {0.5, 0.5}}), std::invalid_argument);  // 2 of 3 shards
 }
 
 TEST_F(LoaderFixture, Errors) {

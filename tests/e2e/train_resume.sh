@@ -1,8 +1,9 @@
 # tests/e2e/train_resume.sh: `slm train` end to end on real text (tinyshakespeare when ../shared is
 # there, else the fortunes corpus, else generated text): the loss goes down; 2N straight steps and
 # N steps + --resume + N steps give bit-identical losses; a corrupt newest checkpoint is skipped
-# with a warning and the run still reproduces the straight losses; bad configs, a checkpoint of
-# another model and data of another tokenizer give one-line errors.
+# with a warning and the run still reproduces the straight losses; a mix of two datasets resumes
+# bit-identically too; bad configs, a checkpoint of another model and data of another tokenizer
+# give one-line errors.
 source "$(dirname "$0")/lib.sh"
 cd "$WORK"
 corpus=$(real_corpus)
@@ -66,6 +67,21 @@ d1=$(losses drop1/metrics.jsonl 0); d2=$(losses drop2/metrics.jsonl 0)
 [ -n "$d1" ] && [ "$d1" = "$d2" ] || fail "dropout: runs differ: [$d1] vs [$d2]"
 echo "ok: dropout runs reproducible, also across a resume"
 
+# 2c. A mix of datasets (data.mix): a second dataset made with the same tokenizer takes 30% of the
+# training samples; the losses differ from the run without it, and a resume reproduces them.
+tac "$corpus" > other.txt
+"$SLM" data prepare other.txt -t tok --separator blank --val-fraction 0.02 --out datab -q >/dev/null
+MIX=(--set data.mix="datab=0.3" --set schedule.max_steps=12)
+"$SLM" train -c /dev/null "${COMMON[@]}" "${MIX[@]}" --set run.dir=mix1 2> mix1.log || { cat mix1.log; fail "mix"; }
+grep -q "^data: a mix, each epoch's [0-9]* samples from data 70.0%, datab 30.0%" mix1.log || { cat mix1.log; fail "mix header"; }
+"$SLM" train -c /dev/null "${COMMON[@]}" "${MIX[@]}" --set run.dir=mix2 --stop-at 6 2>/dev/null
+"$SLM" train -c /dev/null "${COMMON[@]}" "${MIX[@]}" --set run.dir=mix2 --resume 2>/dev/null
+m1=$(losses mix1/metrics.jsonl 6); m2=$(losses mix2/metrics.jsonl 6)
+[ -n "$m1" ] && [ "$m1" = "$m2" ] || fail "mix: resumed losses differ: [$m1] vs [$m2]"
+[ "$m1" != "$a" ] || fail "mix: the same losses as without the second dataset"
+expect_error 'data: mix entry "datab" is not DIR=SHARE' "$SLM" train -c /dev/null "${COMMON[@]}" --set data.mix=datab --set run.dir=e1
+echo "ok: a mix of two datasets, bit-identical after resume: $m1"
+
 # 3. Corrupt newest checkpoint: warning, previous one used, same losses.
 "$SLM" train -c /dev/null "${COMMON[@]}" --set schedule.max_steps=12 --set checkpoint.every=2 \
   --set run.dir=corrupt --stop-at 6 2>/dev/null
@@ -96,6 +112,8 @@ expect_error "parameter wte.weight has shape 512x64 but the model expects 512x32
 "$SLM" data prepare "$corpus" -t tok2 --separator blank --val-fraction 0.02 --out data2 -q >/dev/null
 expect_error "saved for data of another tokenizer" \
   "$SLM" train -c /dev/null "${COMMON[@]}" --set data.dir=data2 --set model.vocab_size=0 --set schedule.max_steps=12 --set run.dir=split --resume
+expect_error "data2/manifest.json: prepared with a different tokenizer" \
+  "$SLM" train -c /dev/null "${COMMON[@]}" --set data.mix="data2=0.3" --set run.dir=e1
 expect_error "train: dataset directory not found" "$SLM" train -c /dev/null --set data.dir=train --set run.dir=e1
 # 5. Ctrl-C: a checkpoint is saved, exit code 130, and the run resumes from it.
 "$SLM" train -c /dev/null "${COMMON[@]}" --set schedule.max_steps=100000 --set eval.every=0 \
