@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <string>
 
+#include "model/kv_cache.h"
 #include "util/error.h"
 
 namespace slm::model {
@@ -27,12 +28,15 @@ std::vector<int64_t> generate(const GPT2& m, const std::vector<int64_t>& prompt,
   validate(o);
   torch::NoGradGuard no_grad;
   auto gen = at::detail::createCPUGenerator(o.seed);
-  std::vector<int64_t> ctx = prompt, out;
+  std::vector<int64_t> ctx = prompt, out, fresh = prompt;  // fresh: the tokens the cache lacks
+  KvCache cache;
   for (int64_t i = 0; i < o.max_new_tokens; ++i) {
-    int64_t start = std::max<int64_t>(0, static_cast<int64_t>(ctx.size()) - m.cfg.block_size);
-    std::vector<int64_t> window(ctx.begin() + start, ctx.end());
-    at::Tensor idx = torch::tensor(window, torch::kLong).view({1, -1}).to(m.wte.device());
-    at::Tensor logits = forward_logits(m, idx, false)[0][-1].to(at::kCPU, at::kFloat);  // (V)
+    if (cache.len + static_cast<int64_t>(fresh.size()) > m.cfg.block_size) {  // the window slides: positions move
+      cache = KvCache{};
+      fresh.assign(ctx.end() - std::min<int64_t>(static_cast<int64_t>(ctx.size()), m.cfg.block_size), ctx.end());
+    }
+    at::Tensor idx = torch::tensor(fresh, torch::kLong).view({1, -1}).to(m.wte.device());
+    at::Tensor logits = forward_cached(m, cache, idx).to(at::kCPU, at::kFloat);  // (V)
     if (!logits.isfinite().all().item<bool>())
       throw UserError("the model's outputs are not finite (its weights diverged?); nothing to sample from");
     int64_t next;
@@ -55,6 +59,7 @@ std::vector<int64_t> generate(const GPT2& m, const std::vector<int64_t>& prompt,
     }
     out.push_back(next);
     ctx.push_back(next);
+    fresh = {next};
     if (next == o.stop_token) break;
   }
   return out;

@@ -1,5 +1,6 @@
-// model/generate.h: sampling text from a GPT2 (autoregressive, full recompute per token: fine
-// for the small models this project trains; no KV cache yet).
+// model/generate.h: sampling text from a GPT2 (autoregressive; each token's forward reads the
+// earlier positions' keys and values from a cache, model/kv_cache.h, until the context is longer
+// than block_size: then the window of the last block_size tokens is run again for each token).
 // Owns: SampleOptions, its validation and generate.
 #pragma once
 #include <cstdint>

@@ -119,10 +119,11 @@ int64_t num_parameters(const GPT2& m) {
   return n;
 }
 
-at::Tensor embed(const GPT2& m, const at::Tensor& idx, bool train) {
+at::Tensor embed(const GPT2& m, const at::Tensor& idx, bool train, int64_t first_position) {
   const int64_t T = idx.size(1);
-  TORCH_CHECK(T <= m.cfg.block_size, "sequence length ", T, " > block_size ", m.cfg.block_size);
-  at::Tensor pos = at::arange(T, idx.options().dtype(at::kLong));
+  TORCH_CHECK(first_position + T <= m.cfg.block_size, "sequence length ", first_position + T, " > block_size ",
+              m.cfg.block_size);
+  at::Tensor pos = at::arange(first_position, first_position + T, idx.options().dtype(at::kLong));
   at::Tensor x = at::embedding(m.wte, idx) + at::embedding(m.wpe, pos);  // (B, T, C)
   return at::dropout(x, m.cfg.dropout, train);
 }
@@ -144,7 +145,7 @@ at::Tensor causal_attention(const at::Tensor& q, const at::Tensor& k, const at::
 }
 
 std::pair<at::Tensor, at::Tensor> block_forward_deferred(const Block& b, const at::Tensor& x, const at::Tensor& d,
-                                                         const GPT2Config& c, bool train) {
+                                                         const GPT2Config& c, bool train, const Attend& attend) {
   const int64_t H = c.n_head;
   // Attention: s + proj(attn(ln_1(s))), s = x + d: the previous block's residual add is made here,
   // with the LayerNorm after it (model/add_layer_norm.h: one kernel on GPUs)
@@ -153,7 +154,8 @@ std::pair<at::Tensor, at::Tensor> block_forward_deferred(const Block& b, const a
   at::Tensor qkv = at::linear(h, b.c_attn_w, b.c_attn_b);  // (B, T, 3C)
   auto parts = qkv.split(C, -1);
   auto heads = [&](const at::Tensor& t) { return t.view({B, T, H, C / H}).transpose(1, 2); };
-  at::Tensor y = causal_attention(heads(parts[0]), heads(parts[1]), heads(parts[2]), c.dropout, train);
+  at::Tensor y = attend ? attend(heads(parts[0]), heads(parts[1]), heads(parts[2]))
+                        : causal_attention(heads(parts[0]), heads(parts[1]), heads(parts[2]), c.dropout, train);
   y = y.transpose(1, 2).reshape({B, T, C});
   at::Tensor attn = at::dropout(at::linear(y, b.attn_proj_w, b.attn_proj_b), c.dropout, train);
   // MLP: out + proj(gelu_tanh(fc(ln_2(out)))), out = s + attn

@@ -85,16 +85,19 @@ at::Tensor forward_loss(const GPT2& m, const at::Tensor& idx, const at::Tensor& 
 
 // Pieces, for stages and tests: embeddings (B, T) -> (B, T, C); blocks h[begin, end) (B, T, C) ->
 // (B, T, C) (run_block, recomputation); final LayerNorm + head + mean cross-entropy; one block.
-at::Tensor embed(const GPT2& m, const at::Tensor& idx, bool train);
+at::Tensor embed(const GPT2& m, const at::Tensor& idx, bool train, int64_t first_position = 0);
 at::Tensor run_blocks(const GPT2& m, at::Tensor x, size_t begin, size_t end, bool train);
 at::Tensor head_logits(const GPT2& m, const at::Tensor& x);  // (B, T, C) -> (B, T, V)
 at::Tensor head_loss(const GPT2& m, const at::Tensor& x, const at::Tensor& targets);
 at::Tensor block_forward(const Block& b, const at::Tensor& x, const GPT2Config& c, bool train);
+// The attention of a block's heads q, k, v (B, H, T, hd) -> (B, H, T, hd); empty = causal_attention
+// (decoding with cached keys and values sets its own: model/kv_cache.h).
+using Attend = std::function<at::Tensor(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v)>;
 // The block on input x + d (d undefined: x) with its own output's residual add left to the caller:
 // returns {out, delta}, the output being out + delta. run_blocks passes delta on, so that each
 // residual add is made with the LayerNorm after it (add_layer_norm.h); the sums are the same.
 std::pair<at::Tensor, at::Tensor> block_forward_deferred(const Block& b, const at::Tensor& x, const at::Tensor& d,
-                                                         const GPT2Config& c, bool train);
+                                                         const GPT2Config& c, bool train, const Attend& attend = {});
 // Causal self-attention of q, k, v (B, H, T, hd) -> (B, H, T, hd): slm's row kernels where
 // prefer_causal_attention_rows says so (causal_attention.h), else SDPA where LibTorch has it, else
 // the math path. head_loss is fused_linear_cross_entropy (fused_head.h) after the final LayerNorm.
