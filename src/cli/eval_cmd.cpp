@@ -11,6 +11,7 @@
 
 #include "cli/commands.h"
 #include "data/manifest.h"
+#include "data/mix.h"
 #include "data/shard.h"
 #include "model/generate.h"
 #include "model/hf_import.h"
@@ -40,8 +41,9 @@ void run_eval(const EvalArgs& a) {
   train::Config cfg;
   model::GPT2 m = train::load_model(a.source, &cfg);
   const int64_t T = cfg.batch.seq_len > 0 ? cfg.batch.seq_len : cfg.model.block_size;
-  std::string what;
-  double loss;
+  const auto say = [](const std::string& what, double loss) {
+    std::printf("eval %s: loss %.4f, perplexity %.2f\n", what.c_str(), loss, std::exp(loss));
+  };
   if (!a.text.empty()) {  // raw text: tokenize, one shard in a temporary directory, sequential windows
     const train::ModelTokenizer st = train::model_tokenizer(a.source, cfg, a.tokenizer);
     const tokenizer::BpeModel& tok = st.tok;
@@ -55,18 +57,22 @@ void run_eval(const EvalArgs& a) {
     std::vector<data::Shard> shards;
     shards.emplace_back(tmp.dir() + "/text.bin");
     data::Loader loader(shards, {T, 0, false});
-    loss = train::mean_loss(loss_of(m), loader, a.micro, a.batches, "fp32", "cpu");
-    what = fmt::format("{} ({} tokens)", a.text, ids.size());
-  } else {
-    if (a.data.empty() && cfg.data.dir.empty())
-      throw UserError(fmt::format("{}: an imported model has no dataset; pass --data or --text", a.source));
-    data::Dataset d = data::open_dataset(a.data.empty() ? cfg.data.dir : a.data,
-                                         train::model_tokenizer(a.source, cfg, a.tokenizer).identity);
-    data::Loader loader(a.split == "train" ? d.train : d.val, {T, 0, false});
-    loss = train::mean_loss(loss_of(m), loader, a.micro, a.batches, "fp32", "cpu");
-    what = fmt::format("{} split of {}", a.split, d.dir);
+    say(fmt::format("{} ({} tokens)", a.text, ids.size()),
+        train::mean_loss(loss_of(m), loader, a.micro, a.batches, "fp32", "cpu"));
+    return;
   }
-  std::printf("eval %s: loss %.4f, perplexity %.2f\n", what.c_str(), loss, std::exp(loss));
+  if (a.data.empty() && cfg.data.dir.empty())
+    throw UserError(fmt::format("{}: an imported model has no dataset; pass --data or --text", a.source));
+  std::vector<std::string> dirs{a.data.empty() ? cfg.data.dir : a.data};
+  if (a.data.empty())  // the run's own data: its mixed datasets (data.mix) each on a line too
+    for (const data::MixEntry& e : data::parse_mix(cfg.data.mix)) dirs.push_back(e.dir);
+  const std::string identity = train::model_tokenizer(a.source, cfg, a.tokenizer).identity;
+  for (const std::string& dir : dirs) {
+    data::Dataset d = data::open_dataset(dir, identity);
+    data::Loader loader(a.split == "train" ? d.train : d.val, {T, 0, false});
+    say(fmt::format("{} split of {}", a.split, d.dir),
+        train::mean_loss(loss_of(m), loader, a.micro, a.batches, "fp32", "cpu"));
+  }
 }
 
 struct GenerateArgs {
@@ -99,7 +105,8 @@ void add_eval_commands(CLI::App& app) {
   auto e = std::make_shared<EvalArgs>();
   auto* ev = app.add_subcommand("eval", "loss and perplexity of a checkpoint on a dataset split or a text file");
   ev->add_option("source", e->source, "run directory (newest valid checkpoint), checkpoint directory or Hugging Face GPT-2 folder")->required();
-  ev->add_option("--data", e->data, "prepared dataset (default: the one the model was trained on)");
+  ev->add_option("--data", e->data,
+                 "prepared dataset (default: the one the model was trained on, and each of its data.mix datasets)");
   ev->add_option("--split", e->split, "split of the dataset")->capture_default_str()->check(CLI::IsMember({"val", "train"}));
   ev->add_option("--text", e->text, "evaluate on this raw text file instead (tokenized with the model's tokenizer)");
   ev->add_option("-t,--tokenizer", e->tokenizer, "tokenizer directory (default: from the dataset's manifest)");

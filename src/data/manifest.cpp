@@ -125,7 +125,7 @@ static std::vector<Shard> open_split(const std::string& dir, const SplitInfo& s,
 }
 
 Dataset open_dataset(const std::string& dir, const std::string& expected_tokenizer_identity) {
-  Dataset d{dir, read_manifest(dir), {}, {}, {}};
+  Dataset d{dir, read_manifest(dir), {}, {}, {}, {}};
   const Manifest& m = d.manifest;
   if (!expected_tokenizer_identity.empty() && expected_tokenizer_identity != m.tokenizer_identity)
     throw UserError(fmt::format(

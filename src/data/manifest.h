@@ -52,11 +52,18 @@ Manifest read_manifest(const std::string& dir);  // UserError on a missing or ma
 // recorded it relative to the working directory of `slm data prepare`, which is tried second.
 std::string tokenizer_path_from(const std::string& dataset_dir, const std::string& tokenizer_dir);
 
+// A mixed dataset's validation split, named by the folder data.mix gives.
+struct NamedSplit {
+  std::string name;
+  std::vector<Shard> shards;
+};
+
 struct Dataset {
   std::string dir;
   Manifest manifest;
   std::vector<Shard> train, val;
-  SourceMix train_mix;  // empty, or whose the training shards are (data.mix: data/mix.h)
+  SourceMix train_mix;              // empty, or whose the training shards are (data.mix: data/mix.h)
+  std::vector<NamedSplit> mix_val;  // data.mix: each mixed dataset's own validation split
 };
 
 // Opens and validates every shard listed in the manifest: header, size, checksum (a bit flip after

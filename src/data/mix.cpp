@@ -59,6 +59,7 @@ Dataset open_mixed_dataset(const std::string& dir, const std::vector<MixEntry>& 
     d.train_mix.shards.push_back(static_cast<int64_t>(other.train.size()));
     d.train_mix.shares.push_back(e.share);
     for (Shard& s : other.train) d.train.push_back(std::move(s));
+    d.mix_val.push_back({e.dir, std::move(other.val)});
   }
   return d;
 }

@@ -20,8 +20,9 @@ struct MixEntry {
 std::vector<MixEntry> parse_mix(const std::string& text);
 
 // data.dir's dataset with the mix's training shards after its own (Dataset::train_mix says whose
-// they are and their shares); validation stays data.dir's. Each mixed dataset is checked as
-// open_dataset checks one, and must have been made with data.dir's tokenizer.
+// they are and their shares); validation is data.dir's, each mixed dataset's own split beside it
+// (Dataset::mix_val, in the mix's order). Each mixed dataset is checked as open_dataset checks one,
+// and must have been made with data.dir's tokenizer.
 Dataset open_mixed_dataset(const std::string& dir, const std::vector<MixEntry>& mix);
 
 }  // namespace slm::data

@@ -23,6 +23,23 @@ struct Rows {
   std::map<int64_t, json> train, val;  // by step; the last record of a step wins
 };
 
+constexpr const char* kMixVal = "val_loss/";  // a mixed dataset's validation loss: "val_loss/DIR"
+
+// The mixed datasets' validation losses in a validation record, in the record's key order.
+std::vector<std::pair<std::string, double>> mix_val(const json& j) {
+  std::vector<std::pair<std::string, double>> out;
+  for (const auto& [key, v] : j.items())
+    if (key.rfind(kMixVal, 0) == 0 && v.is_number()) out.emplace_back(key.substr(std::string(kMixVal).size()), v);
+  return out;
+}
+
+// Inside gnuplot's single quotes a quote is written twice.
+std::string gnuplot_quoted(const std::string& s) {
+  std::string out;
+  for (char c : s) out += c == '\'' ? std::string("''") : std::string(1, c);
+  return out;
+}
+
 Rows read_rows(const std::string& run_dir) {
   const std::string path = run_dir + "/metrics.jsonl";
   if (!path_exists(path)) throw UserError(fmt::format("{}: not found; is {} a training run?", path, run_dir));
@@ -82,6 +99,10 @@ RunSummary summarize(const std::string& run_dir) {
       s.best_val_step = step;
     }
   }
+  if (!r.val.empty()) {
+    s.last_val_step = r.val.rbegin()->first;
+    s.last_mix_val = mix_val(r.val.rbegin()->second);
+  }
   s.median_tokens_per_s = upper_median(tps);
   s.median_tflops = upper_median(tfl);
   s.median_mfu = upper_median(mfu);
@@ -99,6 +120,8 @@ std::string summary_table(const RunSummary& s) {
   if (s.best_val_step >= 0)
     t += fmt::format("| best validation loss (perplexity) | {:.4f} ({:.2f}) at step {} |\n", s.best_val_loss,
                      s.best_val_ppl, s.best_val_step);
+  for (const auto& [name, loss] : s.last_mix_val)
+    t += fmt::format("| validation loss of {} (data.mix) at step {} | {:.4f} |\n", name, s.last_val_step, loss);
   const std::string none = "not recorded";
   t += fmt::format("| median throughput | {:.0f} tokens/s, {:.3f} TFLOP/s per device |\n",
                    s.median_tokens_per_s, s.median_tflops);
@@ -129,22 +152,31 @@ std::string write_report(const std::string& run_dir, std::string* no_plots) {
   for (const auto& [step, j] : r.train)
     train_dat += fmt::format("{} {} {} {}\n", step, j.value("loss", 0.0), j.value("tokens_per_s", 0.0),
                              j.value("tflops_per_device", 0.0));
-  for (const auto& [step, j] : r.val) val_dat += fmt::format("{} {}\n", step, j.value("val_loss", 0.0));
+  for (const auto& [step, j] : r.val) {  // step, data.dir's loss, each mixed dataset's ('?' where not measured)
+    val_dat += fmt::format("{} {}", step, j.value("val_loss", 0.0));
+    for (const auto& [name, loss] : s.last_mix_val)
+      val_dat += j.contains(kMixVal + name) ? fmt::format(" {}", j[kMixVal + name].get<double>()) : " ?";
+    val_dat += "\n";
+  }
   write_file_atomic(out + "/train.dat", train_dat);
   write_file_atomic(out + "/val.dat", val_dat.empty() ? "\n" : val_dat);
+  std::string val_plot;
+  if (!val_dat.empty()) val_plot = fmt::format(", '{}/val.dat' using 1:2 with linespoints title 'validation'", out);
+  for (size_t i = 0; i < s.last_mix_val.size(); ++i)
+    val_plot += fmt::format(", '' using 1:{} with linespoints title '{}' noenhanced", i + 3,
+                            gnuplot_quoted(s.last_mix_val[i].first));
   std::string plots;
   for (const char* term : {"svg size 800,500", "pngcairo size 800,500"}) {
     std::string ext = std::string(term).rfind("svg", 0) == 0 ? "svg" : "png";
     plots += fmt::format(
-        "set terminal {}\nset grid\nset xlabel 'step'\n"
+        "set terminal {}\nset grid\nset datafile missing '?'\nset xlabel 'step'\n"
         "set output '{}/loss.{}'\nset ylabel 'loss'\nset title 'loss'\n"
         "plot '{}/train.dat' using 1:2 with lines title 'train'{}\n"
         "set output '{}/throughput.{}'\nset ylabel 'tokens/s'\nset y2label 'TFLOP/s per device'\n"
         "set y2tics\nset title 'throughput'\n"
         "plot '{}/train.dat' using 1:3 with lines title 'tokens/s', '' using 1:4 axes x1y2 with lines "
         "title 'TFLOP/s'\nunset y2tics\nunset y2label\n",
-        term, out, ext, out, val_dat.empty() ? "" : fmt::format(", '{}/val.dat' using 1:2 with linespoints title 'validation'", out),
-        out, ext, out);
+        term, out, ext, out, val_plot, out, ext, out);
   }
   write_file_atomic(out + "/plots.gp", plots);
   if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) {

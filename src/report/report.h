@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "train/events.h"
@@ -14,7 +15,8 @@ struct RunSummary {
   int64_t steps = 0, tokens = 0;
   double first_loss = 0, final_loss = 0;  // train loss: mean of the first / last 10 steps
   double best_val_loss = -1, best_val_ppl = -1;
-  int64_t best_val_step = -1;
+  int64_t best_val_step = -1, last_val_step = -1;
+  std::vector<std::pair<std::string, double>> last_mix_val;  // data.mix: each dataset's loss at the last validation
   double median_tokens_per_s = 0, median_tflops = 0, median_mfu = 0;
   double train_seconds = 0, cost_usd = 0;
   // Per step: `step_s` (the step's own work), and the wall time from one step's end to the next

@@ -123,6 +123,7 @@ std::string tensorboard_tag(const std::string& field) {
       {"checkpoint_s", "checkpoint/seconds"}, {"tokens", "speed/tokens_per_step"}};
   if (const auto it = named.find(field); it != named.end()) return it->second;
   if (field == "step" || field == "time" || field == "checkpoint_async") return "";
+  if (field.rfind("val_loss/", 0) == 0) return "loss/val/" + field.substr(9);  // a mixed dataset's (data.mix)
   if (field.rfind("bytes_", 0) == 0 || field == "comm_s" || field.rfind("agree_", 0) == 0 ||
       field.rfind("bubble", 0) == 0)
     return "comm/" + field;

@@ -59,6 +59,7 @@ std::vector<Field> fields(Config& c) {
       {"schedule", "warmup_steps", &c.schedule.warmup_steps},
       {"schedule", "decay", &c.schedule.decay},
       {"schedule", "min_lr_ratio", &c.schedule.min_lr_ratio},
+      {"schedule", "decay_ratio", &c.schedule.decay_ratio},
       {"system", "device", &c.system.device},
       {"system", "precision", &c.system.precision},
       {"system", "threads", &c.system.threads},
@@ -292,9 +293,12 @@ void validate(const Config& c) {
   const auto& s = c.schedule;
   need(s.max_steps >= 1, fmt::format("schedule: max_steps {} must be >= 1", s.max_steps));
   need(s.warmup_steps >= 0, "schedule: warmup_steps must be >= 0");
-  need(s.decay == "cosine" || s.decay == "linear" || s.decay == "constant",
-       fmt::format("schedule: decay \"{}\" is not one of cosine, linear, constant", s.decay));
+  need(s.decay == "cosine" || s.decay == "linear" || s.decay == "sqrt" || s.decay == "constant",
+       fmt::format("schedule: decay \"{}\" is not one of cosine, linear, sqrt, constant", s.decay));
   need(s.min_lr_ratio >= 0 && s.min_lr_ratio <= 1, "schedule: min_lr_ratio must be in [0, 1]");
+  need(s.decay_ratio >= 0 && s.decay_ratio <= 1,
+       fmt::format("schedule: decay_ratio {:g} must be in [0, 1] (0: decay from the end of warmup)", s.decay_ratio));
+  need(s.decay_ratio == 0 || s.decay != "constant", "schedule: decay_ratio needs a decay: cosine, linear or sqrt");
   need(c.system.device == "auto" || c.system.device == "cpu" || c.system.device == "cuda",
        fmt::format("system: device \"{}\" is not one of auto, cpu, cuda", c.system.device));
   need(c.system.precision == "auto" || c.system.precision == "fp32" || c.system.precision == "bf16" ||

@@ -48,8 +48,11 @@ struct OptimConfig {
 struct ScheduleConfig {
   int64_t max_steps = 1000;     // optimizer steps in the whole run
   int64_t warmup_steps = 100;   // linear warmup from 0 to optim.lr
-  std::string decay = "cosine";  // cosine | linear | constant, from the end of warmup to max_steps
+  std::string decay = "cosine";  // cosine | linear | sqrt (1 - sqrt) | constant, down to the floor at max_steps
   double min_lr_ratio = 0.1;    // floor, as a fraction of optim.lr
+  // 0: the decay starts where warmup ends; in (0, 1]: optim.lr is held until the last decay_ratio
+  // of max_steps, which decay (warmup-stable-decay)
+  double decay_ratio = 0;
 };
 
 struct SystemConfig {

@@ -239,6 +239,23 @@ static LocalStep traced_step(Trainer& t, const std::string& run, int64_t first, 
   return {s, t.step, now_unix, sent_since(t, bytes)};
 }
 
+// The validation losses: data.dir's ("val_loss", "val_ppl"), and with data.mix each mixed
+// dataset's beside it ("val_loss/DIR"), in one record and one line.
+static void validate_all(Trainer& t, RunLog& log) {
+  const double v = evaluate(t, t.data.val);
+  nlohmann::json j = {{"step", t.step}, {"val_loss", v}, {"val_ppl", std::exp(v)}};
+  std::string line = fmt::format("step {}: val loss {:.4f}, perplexity {:.2f}", t.step, v, std::exp(v));
+  const char* sep = ";";
+  for (const data::NamedSplit& s : t.data.mix_val) {
+    const double m = evaluate(t, s.shards);
+    j["val_loss/" + s.name] = m;
+    line += fmt::format("{} {} {:.4f}", sep, s.name, m);
+    sep = ",";
+  }
+  log.write(j);
+  log.say(line);
+}
+
 int run_training(const Config& cfg_in, bool resume, int64_t stop_at) {
   const std::string run = cfg_in.run.dir;
   comm::tell_launcher_run_dir(run);  // before rendezvous: a restart that fails there is recorded too
@@ -284,11 +301,7 @@ int run_training(const Config& cfg_in, bool resume, int64_t stop_at) {
       throw;
     }
     try {
-      if (due.eval) {
-        const double v = evaluate(*t);
-        log.write({{"step", t->step}, {"val_loss", v}, {"val_ppl", std::exp(v)}});
-        log.say(fmt::format("step {}: val loss {:.4f}, perplexity {:.2f}", t->step, v, std::exp(v)));
-      }
+      if (due.eval) validate_all(*t, log);
       if (due.save || agreement.stop || ckpts.by_time) ckpts.save(t->step == end || agreement.stop, report.diverged);
     } catch (const comm::PeerLost&) {
       ckpts.keep_alone();

@@ -164,13 +164,23 @@ void adamw_step_by_tensors(AdamW& a, at::Tensor param, const at::Tensor& grad, c
   fused_update(a, param, grad, o, step, lr, found_inf);
 }
 
+// The first step of the decay: where warmup ends, or decay_ratio of max_steps before the end.
+static int64_t decay_start(const ScheduleConfig& s) {
+  if (s.decay_ratio <= 0) return s.warmup_steps;
+  return std::max<int64_t>(s.warmup_steps,
+                           s.max_steps - std::llround(s.decay_ratio * static_cast<double>(s.max_steps)));
+}
+
 double lr_at(const ScheduleConfig& s, double peak, int64_t step) {
   if (step < s.warmup_steps) return peak * static_cast<double>(step + 1) / s.warmup_steps;
-  if (s.decay == "constant") return peak;
+  const int64_t start = decay_start(s);
+  if (s.decay == "constant" || step < start) return peak;
   const double floor = peak * s.min_lr_ratio;
-  const int64_t span = std::max<int64_t>(1, s.max_steps - s.warmup_steps);
-  const double t = std::min(1.0, static_cast<double>(step - s.warmup_steps) / span);
-  const double shape = s.decay == "cosine" ? 0.5 * (1.0 + std::cos(M_PI * t)) : 1.0 - t;
+  const int64_t span = std::max<int64_t>(1, s.max_steps - start);
+  const double t = std::min(1.0, static_cast<double>(step - start) / span);
+  const double shape = s.decay == "cosine" ? 0.5 * (1.0 + std::cos(M_PI * t))
+                       : s.decay == "sqrt" ? 1.0 - std::sqrt(t)
+                                           : 1.0 - t;
   return floor + (peak - floor) * shape;
 }
 

@@ -2,7 +2,7 @@
 // Owns: AdamW (moments for one flat range of the parameters: everything, or this rank's ZeRO
 // shard), make_adamw, adamw_step (the same arithmetic as torch.optim.AdamW: one pass over memory
 // on the CPU, or ATen ops over cache-sized chunks; no buffer as large as the parameters), lr_at
-// (warmup then cosine/linear/constant decay to a floor).
+// (warmup, optionally a stable stretch, then cosine/linear/sqrt/constant decay to a floor).
 // Weight decay applies to matrices except the position embedding (not to biases, LayerNorm or
 // wpe), as in GPT-2 practice; those ranges are listed once in AdamW::decay.
 #pragma once

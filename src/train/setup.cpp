@@ -214,8 +214,8 @@ static std::string choose_plan(Trainer& t) {
   return fmt::format("{} runs on job ranks [{}]", cfg.parallel.plan, fmt::join(t.planned->job_ranks, ", "));
 }
 
-// The training loader, and a check that the batch fits the training split and the validation split
-// gives a batch where evaluation asks for one.
+// The training loader, and a check that the batch fits the training split and that each validation
+// split (data.dir's, and each mixed dataset's) gives a batch where evaluation asks for one.
 static void open_loaders(Trainer& t) {
   const Config& cfg = t.cfg;
   t.train_loader =
@@ -225,11 +225,13 @@ static void open_loaders(Trainer& t) {
                                 "the training split",
                                 cfg.batch.batch_size, t.train_loader->num_samples(), t.seq_len));
   if (cfg.eval.every <= 0) return;
-  try {
-    data::Loader check(t.data.val, {t.seq_len, 0, false});
-  } catch (const UserError& e) {
-    throw UserError(fmt::format("validation split of {}: {} (or set eval.every = 0)", cfg.data.dir, e.what()));
-  }
+  std::vector<std::pair<std::string, const std::vector<data::Shard>*>> splits{{cfg.data.dir, &t.data.val}};
+  for (const data::NamedSplit& s : t.data.mix_val) splits.emplace_back(s.name, &s.shards);
+  for (const auto& [name, shards] : splits) try {
+      data::Loader check(*shards, {t.seq_len, 0, false});
+    } catch (const UserError& e) {
+      throw UserError(fmt::format("validation split of {}: {} (or set eval.every = 0)", name, e.what()));
+    }
 }
 
 // What decides whether this rank's steps can be captured as a CUDA graph (train/step_graph.h).

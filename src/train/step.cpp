@@ -330,8 +330,8 @@ double mean_loss(const LossFn& loss, data::Loader& loader, int64_t micro, int64_
   return total / static_cast<double>(n);
 }
 
-double evaluate(Trainer& t) {
-  data::Loader val(t.data.val, {t.seq_len, 0, /*shuffle=*/false});
+double evaluate(Trainer& t, const std::vector<data::Shard>& split) {
+  data::Loader val(split, {t.seq_len, 0, /*shuffle=*/false});
   const int64_t micro = std::min(t.cfg.batch.micro_batch, val.num_samples());
   const int64_t n = std::max<int64_t>(1, std::min(t.cfg.eval.batches, val.num_samples() / micro));
   std::vector<parallel::pipeline::MicroBatch> batches;  // every replica evaluates the same batches

@@ -104,8 +104,9 @@ StepStats train_step(Trainer& t);
 data::LoaderState train_position(const Trainer& t);
 // Puts the loader back to `p` (a train_position), dropping batches loaded ahead.
 void restore_train_position(Trainer& t, const data::LoaderState& p);
-// Mean validation loss over eval.batches micro-batches from the start of the validation split.
-double evaluate(Trainer& t);
+// Mean loss over eval.batches micro-batches from the start of a validation split (data.dir's, or a
+// mixed dataset's); every rank calls it, the same split.
+double evaluate(Trainer& t, const std::vector<data::Shard>& split);
 // Mean loss of m over `batches` batches of `micro` sequences from `loader` (fewer if it runs out).
 // `loss` maps (idx, targets) (B, T) to the mean loss (no gradients are taken).
 using LossFn = std::function<at::Tensor(const at::Tensor& idx, const at::Tensor& targets)>;

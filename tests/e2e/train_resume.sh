@@ -68,7 +68,8 @@ d1=$(losses drop1/metrics.jsonl 0); d2=$(losses drop2/metrics.jsonl 0)
 echo "ok: dropout runs reproducible, also across a resume"
 
 # 2c. A mix of datasets (data.mix): a second dataset made with the same tokenizer takes 30% of the
-# training samples; the losses differ from the run without it, and a resume reproduces them.
+# training samples; the losses differ from the run without it, and a resume reproduces them; each
+# dataset's validation loss is logged, printed, reported and given again by slm eval.
 tac "$corpus" > other.txt
 "$SLM" data prepare other.txt -t tok --separator blank --val-fraction 0.02 --out datab -q >/dev/null
 MIX=(--set data.mix="datab=0.3" --set schedule.max_steps=12)
@@ -79,8 +80,42 @@ grep -q "^data: a mix, each epoch's [0-9]* samples from data 70.0%, datab 30.0%"
 m1=$(losses mix1/metrics.jsonl 6); m2=$(losses mix2/metrics.jsonl 6)
 [ -n "$m1" ] && [ "$m1" = "$m2" ] || fail "mix: resumed losses differ: [$m1] vs [$m2]"
 [ "$m1" != "$a" ] || fail "mix: the same losses as without the second dataset"
+# Each mixed dataset's validation loss is logged beside data.dir's; slm eval gives both, a line each.
+read -r vd vb < <(python3 -c "
+import json; r = [json.loads(l) for l in open('mix1/metrics.jsonl') if 'val_loss' in l][-1]
+print('%.4f %.4f' % (r['val_loss'], r['val_loss/datab']))") || fail "mix: no val_loss/datab in metrics.jsonl"
+[ "$vd" != "$vb" ] || fail "mix: both datasets' validation losses $vd"
+grep -q "^step 12: val loss $vd, perplexity [0-9.]*; datab $vb$" mix1.log || { cat mix1.log; fail "mix: validation line"; }
+ev=$("$SLM" eval mix1 --batches 4 --micro-batch 4)
+grep -q "^eval val split of data: loss $vd," <<<"$ev" && grep -q "^eval val split of datab: loss $vb," <<<"$ev" \
+  || { echo "$ev"; fail "mix: slm eval's lines"; }
+"$SLM" report mix1 >/dev/null || fail "mix: slm report"
+grep -q "| validation loss of datab (data.mix) at step 12 | $vb |" mix1/report/summary.md \
+  || { cat mix1/report/summary.md; fail "mix: report"; }
 expect_error 'data: mix entry "datab" is not DIR=SHARE' "$SLM" train -c /dev/null "${COMMON[@]}" --set data.mix=datab --set run.dir=e1
-echo "ok: a mix of two datasets, bit-identical after resume: $m1"
+echo "ok: a mix of two datasets, bit-identical after resume: $m1; validation data $vd, datab $vb"
+
+# 2d. Warmup-stable-decay: a run stopped in its stable stretch and resumed with a larger max_steps
+# trains as one given that max_steps from the start (the stable learning rate does not depend on
+# it); the same resume with the default schedule (decay from the end of warmup) does not.
+WSD=(--set schedule.decay_ratio=0.5 --set schedule.decay=sqrt)
+"$SLM" train -c /dev/null "${COMMON[@]}" "${WSD[@]}" --set schedule.max_steps=16 --set run.dir=wsd16 2>/dev/null
+"$SLM" train -c /dev/null "${COMMON[@]}" "${WSD[@]}" --set schedule.max_steps=12 --set run.dir=wsd12 --stop-at 6 2>/dev/null
+"$SLM" train -c /dev/null "${COMMON[@]}" "${WSD[@]}" --set schedule.max_steps=16 --set run.dir=wsd12 --resume 2>/dev/null
+w16=$(losses wsd16/metrics.jsonl 0); w12=$(losses wsd12/metrics.jsonl 0)
+[ -n "$w16" ] && [ "$w16" = "$w12" ] || fail "wsd: extended run's losses differ: [$w12] vs [$w16]"
+"$SLM" train -c /dev/null "${COMMON[@]}" --set schedule.max_steps=12 --set run.dir=cos12 --stop-at 6 2>/dev/null
+"$SLM" train -c /dev/null "${COMMON[@]}" --set schedule.max_steps=16 --set run.dir=cos12 --resume 2>/dev/null
+"$SLM" train -c /dev/null "${COMMON[@]}" --set schedule.max_steps=16 --set run.dir=cos16 2>/dev/null
+[ "$(losses cos12/metrics.jsonl 0)" != "$(losses cos16/metrics.jsonl 0)" ] || fail "cosine: extending did not change the losses"
+python3 - wsd16/metrics.jsonl <<'PY' || fail "wsd: learning rates"
+import json, sys
+lr = [json.loads(l)["lr"] for l in open(sys.argv[1]) if '"loss"' in l]
+assert len(lr) == 16 and lr[3] == lr[8] == max(lr) and lr[9] < lr[8] and lr[-1] < lr[9], lr  # decay from 8
+PY
+expect_error "schedule: decay_ratio 2 must be in [0, 1]" \
+  "$SLM" train -c /dev/null "${COMMON[@]}" --set schedule.decay_ratio=2 --set run.dir=e1
+echo "ok: warmup-stable-decay: stopped at 6 of 12 and resumed to 16 = 16 from the start: $w16"
 
 # 3. Corrupt newest checkpoint: warning, previous one used, same losses.
 "$SLM" train -c /dev/null "${COMMON[@]}" --set schedule.max_steps=12 --set checkpoint.every=2 \

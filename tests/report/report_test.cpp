@@ -1,5 +1,6 @@
 // tests/report/report_test.cpp: `slm report`'s summary of metrics.jsonl: the median time per step
-// in the step (step_s) and between consecutive steps' ends (the wall clock a user waits).
+// in the step (step_s) and between consecutive steps' ends (the wall clock a user waits), and each
+// mixed dataset's validation loss (data.mix).
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -33,5 +34,25 @@ TEST(Report, TimePerStepInTheStepAndBetweenStepEnds) {
     m << "{\"step\": 1, \"loss\": 3.0, \"step_s\": 0.5}\n";  // an old run without `time`
   }
   EXPECT_NE(summary_table(summarize(run.string())).find("0.500 s in the step (step_s), not recorded from"), std::string::npos);
+  fs::remove_all(run);
+}
+
+TEST(Report, EachMixedDatasetsValidationLossAtTheLastValidation) {
+  const fs::path run = fs::temp_directory_path() / ("slm_report_mix_" + std::to_string(::getpid()));
+  fs::create_directories(run);
+  {
+    std::ofstream m(run / "metrics.jsonl");
+    m << "{\"step\": 1, \"loss\": 3.0}\n"
+      << "{\"step\": 1, \"val_loss\": 3.1, \"val_ppl\": 22.2, \"val_loss/data/code\": 2.5}\n"
+      << "{\"step\": 2, \"loss\": 2.9}\n"
+      << "{\"step\": 2, \"val_loss\": 3.2, \"val_ppl\": 24.5, \"val_loss/data/code\": 2.25}\n";
+  }
+  const RunSummary s = summarize(run.string());
+  EXPECT_EQ(s.best_val_step, 1);  // data.dir's loss decides the best
+  EXPECT_EQ(s.last_val_step, 2);
+  ASSERT_EQ(s.last_mix_val.size(), 1u);
+  EXPECT_EQ(s.last_mix_val[0].first, "data/code");
+  EXPECT_NE(summary_table(s).find("| validation loss of data/code (data.mix) at step 2 | 2.2500 |"), std::string::npos)
+      << summary_table(s);
   fs::remove_all(run);
 }

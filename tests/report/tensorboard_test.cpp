@@ -38,6 +38,7 @@ TEST(TensorBoard, ScalarEventBytes) {
 TEST(TensorBoard, TagsGroupTheFields) {
   EXPECT_EQ(tensorboard_tag("loss"), "loss/train");
   EXPECT_EQ(tensorboard_tag("val_loss"), "loss/val");
+  EXPECT_EQ(tensorboard_tag("val_loss/data/code"), "loss/val/data/code");  // a mixed dataset's
   EXPECT_EQ(tensorboard_tag("tokens_per_s"), "speed/tokens_per_s");
   EXPECT_EQ(tensorboard_tag("bytes_dp"), "comm/bytes_dp");
   EXPECT_EQ(tensorboard_tag("tokens_per_usd"), "cost/tokens_per_usd");

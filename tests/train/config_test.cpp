@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <sstream>
 
 #include "test_util.h"
@@ -58,6 +59,11 @@ TEST(Config, ErrorsNameTheKey) {
   c = load_config("", {"data.dir=x", "model.vocab_size=100", "system.precision=fp8"});
   EXPECT_NE(error_of([&] { validate(c); }).find("precision \"fp8\" is not one of auto, fp32, bf16, fp16"),
             std::string::npos);
+  c = load_config("", {"data.dir=x", "model.vocab_size=100", "schedule.decay_ratio=1.5"});
+  EXPECT_EQ(error_of([&] { validate(c); }),
+            "schedule: decay_ratio 1.5 must be in [0, 1] (0: decay from the end of warmup)");
+  c = load_config("", {"data.dir=x", "model.vocab_size=100", "schedule.decay_ratio=0.2", "schedule.decay=constant"});
+  EXPECT_EQ(error_of([&] { validate(c); }), "schedule: decay_ratio needs a decay: cosine, linear or sqrt");
 }
 
 // Every integer setting has a range, so that no count or size wraps: a sum or small multiple of
@@ -146,6 +152,25 @@ TEST(Schedule, WarmupThenCosineOrLinearToFloor) {
   EXPECT_NEAR(lr_at(s, 1.0, 35), 1.0 - 0.9 * 0.25, 1e-12);
   s.decay = "constant";
   EXPECT_DOUBLE_EQ(lr_at(s, 1.0, 100), 1.0);
+}
+
+TEST(Schedule, WarmupStableDecayHoldsThePeakUntilTheLastRatio) {
+  ScheduleConfig s;
+  s.max_steps = 110, s.warmup_steps = 10, s.min_lr_ratio = 0.1, s.decay_ratio = 0.2, s.decay = "linear";
+  EXPECT_DOUBLE_EQ(lr_at(s, 1.0, 4), 0.5);   // warmup as before
+  EXPECT_DOUBLE_EQ(lr_at(s, 1.0, 88), 1.0);  // stable: the decay is the last 22 steps, 88..110
+  EXPECT_NEAR(lr_at(s, 1.0, 99), 0.55, 1e-12);
+  EXPECT_NEAR(lr_at(s, 1.0, 110), 0.1, 1e-12);
+  s.decay = "sqrt";  // 1 - sqrt(t)
+  EXPECT_NEAR(lr_at(s, 1.0, 99), 0.1 + 0.9 * (1 - std::sqrt(0.5)), 1e-12);
+  s.decay = "cosine";
+  EXPECT_NEAR(lr_at(s, 1.0, 99), 0.55, 1e-12);
+  EXPECT_LT(lr_at(s, 1.0, 90), 1.0);
+  s.decay_ratio = 1;  // the whole run's decay cannot start inside warmup
+  EXPECT_DOUBLE_EQ(lr_at(s, 1.0, 10), 1.0);
+  EXPECT_NEAR(lr_at(s, 1.0, 60), 0.55, 1e-12);
+  s.decay_ratio = 0, s.decay = "sqrt";  // from the end of warmup: a quarter of the way, half the drop
+  EXPECT_NEAR(lr_at(s, 1.0, 35), 0.1 + 0.9 * 0.5, 1e-12);
 }
 
 }  // namespace slm::train
