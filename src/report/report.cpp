@@ -23,13 +23,11 @@ struct Rows {
   std::map<int64_t, json> train, val;  // by step; the last record of a step wins
 };
 
-constexpr const char* kMixVal = "val_loss/";  // a mixed dataset's validation loss: "val_loss/DIR"
-
 // The mixed datasets' validation losses in a validation record, in the record's key order.
 std::vector<std::pair<std::string, double>> mix_val(const json& j) {
   std::vector<std::pair<std::string, double>> out;
   for (const auto& [key, v] : j.items())
-    if (key.rfind(kMixVal, 0) == 0 && v.is_number()) out.emplace_back(key.substr(std::string(kMixVal).size()), v);
+    if (key.rfind(kMixValKey, 0) == 0 && v.is_number()) out.emplace_back(key.substr(kMixValKey.size()), v);
   return out;
 }
 
@@ -154,8 +152,10 @@ std::string write_report(const std::string& run_dir, std::string* no_plots) {
                              j.value("tflops_per_device", 0.0));
   for (const auto& [step, j] : r.val) {  // step, data.dir's loss, each mixed dataset's ('?' where not measured)
     val_dat += fmt::format("{} {}", step, j.value("val_loss", 0.0));
-    for (const auto& [name, loss] : s.last_mix_val)
-      val_dat += j.contains(kMixVal + name) ? fmt::format(" {}", j[kMixVal + name].get<double>()) : " ?";
+    for (const auto& [name, loss] : s.last_mix_val) {
+      const std::string key = std::string(kMixValKey) + name;
+      val_dat += j.contains(key) ? fmt::format(" {}", j[key].get<double>()) : " ?";
+    }
     val_dat += "\n";
   }
   write_file_atomic(out + "/train.dat", train_dat);

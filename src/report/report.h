@@ -4,12 +4,16 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "train/events.h"
 
 namespace slm::report {
+
+// metrics.jsonl's key of a mixed dataset's validation loss (data.mix): "val_loss/DIR".
+inline constexpr std::string_view kMixValKey = "val_loss/";
 
 struct RunSummary {
   int64_t steps = 0, tokens = 0;

@@ -12,6 +12,7 @@
 #include <map>
 
 #include "host/host_name.h"
+#include "report/report.h"
 #include "util/error.h"
 
 namespace slm::report {
@@ -123,7 +124,7 @@ std::string tensorboard_tag(const std::string& field) {
       {"checkpoint_s", "checkpoint/seconds"}, {"tokens", "speed/tokens_per_step"}};
   if (const auto it = named.find(field); it != named.end()) return it->second;
   if (field == "step" || field == "time" || field == "checkpoint_async") return "";
-  if (field.rfind("val_loss/", 0) == 0) return "loss/val/" + field.substr(9);  // a mixed dataset's (data.mix)
+  if (field.rfind(kMixValKey, 0) == 0) return "loss/val/" + field.substr(kMixValKey.size());  // a mixed dataset's
   if (field.rfind("bytes_", 0) == 0 || field == "comm_s" || field.rfind("agree_", 0) == 0 ||
       field.rfind("bubble", 0) == 0)
     return "comm/" + field;

@@ -23,6 +23,7 @@
 #include "host/runtime.h"
 #include "model/own_cuda_kernels.h"
 #include "report/profile.h"
+#include "report/report.h"
 #include "train/agreement.h"
 #include "train/cadence.h"
 #include "train/checkpoint.h"
@@ -248,7 +249,7 @@ static void validate_all(Trainer& t, RunLog& log) {
   const char* sep = ";";
   for (const data::NamedSplit& s : t.data.mix_val) {
     const double m = evaluate(t, s.shards);
-    j["val_loss/" + s.name] = m;
+    j[std::string(report::kMixValKey) + s.name] = m;
     line += fmt::format("{} {} {:.4f}", sep, s.name, m);
     sep = ",";
   }

@@ -225,13 +225,15 @@ static void open_loaders(Trainer& t) {
                                 "the training split",
                                 cfg.batch.batch_size, t.train_loader->num_samples(), t.seq_len));
   if (cfg.eval.every <= 0) return;
-  std::vector<std::pair<std::string, const std::vector<data::Shard>*>> splits{{cfg.data.dir, &t.data.val}};
-  for (const data::NamedSplit& s : t.data.mix_val) splits.emplace_back(s.name, &s.shards);
-  for (const auto& [name, shards] : splits) try {
-      data::Loader check(*shards, {t.seq_len, 0, false});
+  const auto check = [&](const std::string& name, const std::vector<data::Shard>& split) {
+    try {
+      data::Loader loader(split, {t.seq_len, 0, false});
     } catch (const UserError& e) {
       throw UserError(fmt::format("validation split of {}: {} (or set eval.every = 0)", name, e.what()));
     }
+  };
+  check(cfg.data.dir, t.data.val);
+  for (const data::NamedSplit& s : t.data.mix_val) check(s.name, s.shards);
 }
 
 // What decides whether this rank's steps can be captured as a CUDA graph (train/step_graph.h).
